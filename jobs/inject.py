@@ -1,0 +1,161 @@
+"""InjectorJob: add seed URLs to the webpage table (`nutch2 inject <seed file or dir>`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import NutchError
+from nutch2.marks import Mark, set_distance
+from nutch2.runner import Job, TaskContext, log
+from nutch2.scoring import OpicScoring
+from nutch2.status import CrawlStatus
+from nutch2.stores.base import DataStore
+from nutch2.tableutil import reverse_url
+from nutch2.urls import UrlChecker
+from nutch2.webpage import WebPage
+
+
+@dataclass
+class SeedLine:
+    source: str
+    lineno: int
+    text: str
+
+
+def seed_files(path: Path) -> list[Path]:
+    """The seed file, or the files of a seed folder (hidden files skipped), in name order."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise NutchError(f"seed folder {path} has no files; put a file with one URL per line in it")
+        return files
+    if path.is_file():
+        return [path]
+    raise NutchError(f"seed path {path} does not exist; give a file with one URL per line or a folder of them")
+
+
+def read_seeds(path: Path) -> Iterator[SeedLine]:
+    for file in seed_files(path):
+        try:
+            with open(file, "rb") as f:
+                for n, raw in enumerate(f, 1):
+                    yield SeedLine(str(file), n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        except OSError as e:
+            raise NutchError(f"cannot read seed file {file}: {e.strerror}; check its permissions") from None
+
+
+class BadSeed(ValueError):
+    """A seed line that cannot be injected; the message is the reason."""
+
+
+def parse_seed(text: str) -> tuple[str, dict[str, str]] | None:
+    """URL and metadata of one seed line; None for blank lines and comments."""
+    line = text.strip()
+    if not line or line.startswith("#"):
+        return None
+    url, *pairs = line.split("\t")
+    url = url.strip()
+    if any(c.isspace() for c in url):
+        raise BadSeed(f"URL contains whitespace: {url!r} (separate metadata with tabs)")
+    meta: dict[str, str] = {}
+    for pair in pairs:
+        if not pair.strip():
+            continue
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise BadSeed(f"metadata {pair!r} is not key=value")
+        meta[k.strip()] = v.strip()
+    return url, meta
+
+
+class InjectorJob(Job):
+    """Map over seed lines: normalize, filter, and create or (with -overwrite/-update) change rows."""
+
+    name = "inject"
+
+    def __init__(self, conf: Configuration, seeds: Path, overwrite: bool = False, update: bool = False) -> None:
+        super().__init__(conf)
+        self.seeds = seeds
+        self.overwrite = overwrite
+        self.update = update
+        self.checker = UrlChecker(conf, "inject")
+        self.scoring = OpicScoring(conf)
+        self.default_score = conf.get_float("db.score.injected")
+        self.default_interval = conf.get_int("db.fetch.interval.default")
+        seed_files(seeds)  # fail before the job starts when the path is wrong
+
+    def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
+        return [read_seeds(self.seeds)]
+
+    def map(self, record: SeedLine, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+        where = f"{record.source}:{record.lineno}"
+        try:
+            parsed = parse_seed(record.text)
+            if parsed is None:
+                return ()
+            url, meta = parsed
+            score, interval = self._numbers(meta)
+            norm = self.checker.normalize(url)
+            if norm is None:
+                raise BadSeed(f"not a valid URL: {url!r}")
+            if self.checker.filter(norm) is None:
+                ctx.incr("filtered")
+                return ()
+            key = reverse_url(norm)
+        except (BadSeed, ValueError) as e:
+            log(f"{where}: {e}; line skipped")
+            ctx.incr("rejected")
+            return ()
+        self._inject(ctx, key, norm, meta, score, interval)
+        return ()
+
+    def _numbers(self, meta: dict[str, str]) -> tuple[float | None, int | None]:
+        score = interval = None
+        if "nutch.score" in meta:
+            try:
+                score = float(meta.pop("nutch.score"))
+            except ValueError:
+                raise BadSeed("nutch.score is not a number") from None
+        if "nutch.fetchInterval" in meta:
+            try:
+                interval = int(meta.pop("nutch.fetchInterval"))
+            except ValueError:
+                raise BadSeed("nutch.fetchInterval is not an integer (seconds)") from None
+        return score, interval
+
+    def _inject(self, ctx: TaskContext, key: str, url: str, meta: dict[str, str],
+                score: float | None, interval: int | None) -> None:
+        existing = ctx.store.get(key, ["status", "markers"])
+        if existing is not None and not (self.overwrite or self.update):
+            ctx.incr("known")
+            return
+        if existing is not None and self.update:
+            page = WebPage(key)
+            if score is not None:
+                self.scoring.injected(page, score)
+            if interval is not None:
+                page.fetch_interval = interval
+            if meta:
+                page.metadata.update({k: v.encode() for k, v in meta.items()})
+            ctx.write(page)
+            ctx.incr("updated")
+            return
+        if existing is not None:  # -overwrite: a fresh row, as Nutch 2 did
+            ctx.store.delete(key)
+            ctx.incr("overwritten")
+        page = WebPage(key)
+        page.base_url = url
+        page.status = int(CrawlStatus.INJECTED)
+        page.fetch_time = int(time.time() * 1000)
+        page.fetch_interval = interval if interval is not None else self.default_interval
+        self.scoring.injected(page, score if score is not None else self.default_score)
+        page.metadata.update({k: v.encode() for k, v in meta.items()})
+        Mark.INJECT.put(page, "y")
+        set_distance(page, 0)
+        ctx.write(page)
+        ctx.incr("injected")

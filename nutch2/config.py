@@ -1,0 +1,181 @@
+"""Configuration: conf/nutch-default.toml, overridden by nutch-site.toml (or a Nutch nutch-site.xml), then -D."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from nutch2.errors import ConfigError
+
+DEFAULT_FILE = "nutch-default.toml"
+SITE_FILE = "nutch-site.toml"
+SITE_XML = "nutch-site.xml"
+
+
+def shipped_conf_dir() -> Path:
+    """The conf/ folder shipped with the package."""
+    return Path(str(resources.files("nutch2.conf")))
+
+
+def _coerce(key: str, value: Any, default: Any, source: str) -> Any:
+    """Convert `value` to the type of `default`; raise ConfigError naming the key when impossible."""
+    kind = {bool: "boolean", int: "integer", float: "number", list: "list"}.get(type(default), "string")
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "yes", "1", "on"):
+                return True
+            if text in ("false", "no", "0", "off"):
+                return False
+            raise ValueError(text)
+        if isinstance(default, int):
+            if isinstance(value, bool) or isinstance(value, float):
+                raise ValueError(value)
+            return int(str(value).strip())
+        if isinstance(default, float):
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return float(str(value).strip())
+        if isinstance(default, list):
+            if isinstance(value, list):
+                return [str(v) for v in value]
+            return [s.strip() for s in str(value).split(",") if s.strip()]
+        if isinstance(value, (dict, list)):
+            raise ValueError(value)
+        return str(value)
+    except ValueError:
+        raise ConfigError(
+            f"{source}: {key}={value!r} is not a valid {kind}; give a {kind} like {default!r}"
+        ) from None
+
+
+def read_site_xml(path: Path) -> dict[str, str]:
+    """Read a Hadoop-style configuration XML (Nutch's nutch-site.xml) into {name: value}."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise ConfigError(f"{path}: not valid XML ({e}); fix the file or remove it") from None
+    props: dict[str, str] = {}
+    for prop in root.iter("property"):
+        name = prop.findtext("name")
+        if name:
+            props[name.strip()] = (prop.findtext("value") or "").strip()
+    return props
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e}); fix the file") from None
+    return _flatten(data)
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Accept both `"a.b" = 1` and `[a] b = 1` spellings."""
+    flat: dict[str, Any] = {}
+    for k, v in data.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flat.update(_flatten(v, name + "."))
+        else:
+            flat[name] = v
+    return flat
+
+
+class Configuration:
+    """Typed properties with Nutch's names. Reading a property not declared in nutch-default is a bug."""
+
+    def __init__(self, conf_dir: str | Path | None = None, overrides: dict[str, str] | None = None) -> None:
+        self.conf_dir = Path(conf_dir) if conf_dir else _default_conf_dir()
+        if not self.conf_dir.is_dir():
+            raise ConfigError(f"conf dir {self.conf_dir} does not exist; pass --conf with an existing folder")
+        self.defaults = read_toml(self._find(DEFAULT_FILE))
+        self.values: dict[str, Any] = dict(self.defaults)
+        self.unknown: dict[str, Any] = {}
+        site = self.conf_dir / SITE_FILE
+        if site.is_file():
+            self._apply(read_toml(site), str(site))
+        site_xml = self.conf_dir / SITE_XML
+        if site_xml.is_file():
+            self._apply(read_site_xml(site_xml), str(site_xml))
+        if overrides:
+            self._apply(overrides, "-D")
+
+    def _find(self, name: str) -> Path:
+        """A file from the conf dir, else the shipped copy."""
+        path = self.conf_dir / name
+        return path if path.is_file() else shipped_conf_dir() / name
+
+    def resource(self, name: str) -> Path:
+        """Path of a conf file (e.g. regex-urlfilter.txt): the conf dir's, else the shipped one."""
+        return self._find(name)
+
+    def _apply(self, props: dict[str, Any], source: str) -> None:
+        for key, value in props.items():
+            if key in self.defaults:
+                self.values[key] = _coerce(key, value, self.defaults[key], source)
+            else:
+                self.unknown[key] = value
+        if source == "-D" and any(k in props for k in self.unknown):
+            names = ", ".join(k for k in props if k in self.unknown)
+            print(f"warning: -D {names}: not a nutch2 property (see conf/nutch-default.toml)", file=sys.stderr)
+
+    def get(self, key: str) -> Any:
+        try:
+            return self.values[key]
+        except KeyError:
+            raise KeyError(f"property {key!r} is not declared in nutch-default.toml") from None
+
+    def get_int(self, key: str) -> int:
+        return int(self.get(key))
+
+    def get_float(self, key: str) -> float:
+        return float(self.get(key))
+
+    def get_bool(self, key: str) -> bool:
+        return bool(self.get(key))
+
+    def get_str(self, key: str) -> str:
+        value = self.get(key)
+        return "" if value is None else str(value)
+
+    def set(self, key: str, value: Any) -> None:
+        """Set a declared property (coerced to its type)."""
+        if key not in self.defaults:
+            raise KeyError(f"property {key!r} is not declared in nutch-default.toml")
+        self.values[key] = _coerce(key, value, self.defaults[key], "set")
+
+    def copy(self) -> Configuration:
+        new = object.__new__(Configuration)
+        new.conf_dir = self.conf_dir
+        new.defaults = self.defaults
+        new.values = dict(self.values)
+        new.unknown = dict(self.unknown)
+        return new
+
+
+def _default_conf_dir() -> Path:
+    env = os.environ.get("NUTCH_CONF_DIR")
+    if env:
+        return Path(env)
+    local = Path("conf")
+    if (local / DEFAULT_FILE).is_file() or (local / SITE_FILE).is_file() or (local / SITE_XML).is_file():
+        return local
+    return shipped_conf_dir()
+
+
+def parse_define(text: str) -> tuple[str, str]:
+    """Split a -D argument `key=value`."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"-D {text!r}: expected key=value, e.g. -D fetcher.threads.fetch=20")
+    return key.strip(), value

@@ -1,0 +1,112 @@
+"""URL filters: Nutch's regex URL filter (regex-urlfilter.txt) and a chain of filters.
+
+Rule file format: one rule a line, ``+`` (accept) or ``-`` (reject) followed by a Python regex that is
+searched for anywhere in the URL (like Java's ``Matcher.find()``). The first rule that matches decides;
+a URL no rule matches is rejected. Blank lines and lines starting with ``#`` are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_MAX_LENGTH = 2048
+
+
+class URLFilter(Protocol):
+    """Anything that filters URLs: returns the URL to keep it, None to drop it."""
+
+    def filter(self, url: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a rule file: accept or reject URLs the pattern finds a match in."""
+
+    accept: bool
+    pattern: re.Pattern[str]
+    where: str
+
+    def matches(self, url: str) -> bool:
+        """True when the pattern occurs anywhere in ``url``."""
+        return self.pattern.search(url) is not None
+
+
+def parse_rule(line: str, where: str) -> Rule | None:
+    """Parse one rule line; None for blank and comment lines, ValueError naming ``where`` otherwise."""
+    line = line.rstrip("\r\n")
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    sign, regex = line[0], line[1:]
+    if sign not in "+-":
+        raise ValueError(f"{where}: a rule must start with '+' or '-', got {line!r}")
+    if not regex:
+        raise ValueError(f"{where}: missing regex after {sign!r}")
+    try:
+        pattern = re.compile(regex)
+    except re.error as err:
+        raise ValueError(f"{where}: bad regex {regex!r}: {err}") from None
+    return Rule(accept=sign == "+", pattern=pattern, where=where)
+
+
+class RegexURLFilter:
+    """Nutch's urlfilter-regex: the first matching rule accepts or rejects; no match rejects."""
+
+    def __init__(self, rules: Sequence[Rule], source: str = "<string>") -> None:
+        self.rules = list(rules)
+        self.source = source
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], source: str = "<string>") -> RegexURLFilter:
+        """Build a filter from rule lines; ``source`` names them in error messages."""
+        if isinstance(lines, str):
+            lines = lines.splitlines()
+        rules = []
+        for number, line in enumerate(lines, start=1):
+            rule = parse_rule(line, f"{source}:{number}")
+            if rule is not None:
+                rules.append(rule)
+        return cls(rules, source)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RegexURLFilter:
+        """Build a filter from a regex-urlfilter.txt file (UTF-8)."""
+        with open(path, encoding="utf-8") as handle:
+            return cls.from_lines(handle, source=str(path))
+
+    def rule_for(self, url: str) -> Rule | None:
+        """The first rule matching ``url``, or None."""
+        return next((rule for rule in self.rules if rule.matches(url)), None)
+
+    def filter(self, url: str) -> str | None:
+        """``url`` when accepted, None when rejected."""
+        rule = self.rule_for(url)
+        return url if rule is not None and rule.accept else None
+
+
+class URLFilters:
+    """A chain of URL filters behind a length check (``urlfilter.max.length``); every filter must accept."""
+
+    def __init__(self, filters: Iterable[URLFilter] = (), max_length: int = DEFAULT_MAX_LENGTH) -> None:
+        self.filters = list(filters)
+        self.max_length = max_length
+
+    @classmethod
+    def from_file(cls, path: str | Path, max_length: int = DEFAULT_MAX_LENGTH) -> URLFilters:
+        """A chain with one regex filter read from ``path``."""
+        return cls([RegexURLFilter.from_file(path)], max_length)
+
+    def filter(self, url: str) -> str | None:
+        """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
+        if 0 < self.max_length < len(url):
+            return None
+        result: str | None = url
+        for url_filter in self.filters:
+            result = url_filter.filter(result)
+            if result is None:
+                return None
+        return result

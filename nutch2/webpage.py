@@ -1,0 +1,235 @@
+"""The WebPage row: one per URL, every field of Nutch 2's WebPage, with per-field dirty tracking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor, ProtocolStatusCode
+
+
+@dataclass
+class ProtocolStatus:
+    """Outcome of the last fetch (Nutch's ProtocolStatus record)."""
+
+    code: int = ProtocolStatusCode.NONE
+    args: list[str] = field(default_factory=list)
+    last_modified: int = 0
+
+    @property
+    def name(self) -> str:
+        try:
+            return ProtocolStatusCode(self.code).name
+        except ValueError:
+            return f"UNKNOWN_{self.code}"
+
+
+@dataclass
+class ParseStatus:
+    """Outcome of the last parse (Nutch's ParseStatus record)."""
+
+    major_code: int = ParseMajor.NOTPARSED
+    minor_code: int = ParseMinor.OK
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        major = ParseMajor(self.major_code).name if self.major_code in ParseMajor._value2member_map_ else "?"
+        try:
+            minor = ParseMinor(self.minor_code).name
+        except ValueError:
+            minor = str(self.minor_code)
+        return f"{major}/{minor}"
+
+    def is_success(self) -> bool:
+        return self.major_code == ParseMajor.SUCCESS
+
+
+class TrackedDict(dict):
+    """A dict that marks its field dirty on the owning page when mutated in place."""
+
+    __slots__ = ("_page", "_field")
+
+    def __init__(self, page: WebPage, name: str, data: dict | None = None) -> None:
+        super().__init__(data or {})
+        self._page = page
+        self._field = name
+
+    def _touch(self) -> None:
+        self._page._dirty.add(self._field)
+
+    def __setitem__(self, k: Any, v: Any) -> None:
+        super().__setitem__(k, v)
+        self._touch()
+
+    def __delitem__(self, k: Any) -> None:
+        super().__delitem__(k)
+        self._touch()
+
+    def pop(self, *args: Any) -> Any:
+        self._touch()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self._touch()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._touch()
+        super().clear()
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        self._touch()
+        super().update(*args, **kw)
+
+    def setdefault(self, k: Any, default: Any = None) -> Any:
+        if k not in self:
+            self._touch()
+        return super().setdefault(k, default)
+
+    def __reduce__(self) -> Any:  # pickles as a plain dict
+        return (dict, (dict(self),))
+
+
+# field name -> (kind, default). kind: int, float, str, bytes, map, protocol, parse
+FIELDS: dict[str, tuple[str, Any]] = {
+    "base_url": ("str", None),
+    "status": ("int", 0),
+    "fetch_time": ("int", 0),
+    "prev_fetch_time": ("int", 0),
+    "fetch_interval": ("int", 0),
+    "retries_since_fetch": ("int", 0),
+    "modified_time": ("int", 0),
+    "prev_modified_time": ("int", 0),
+    "protocol_status": ("protocol", None),
+    "content": ("bytes", None),
+    "content_type": ("str", None),
+    "prev_signature": ("bytes", None),
+    "signature": ("bytes", None),
+    "title": ("str", None),
+    "text": ("str", None),
+    "parse_status": ("parse", None),
+    "score": ("float", 0.0),
+    "repr_url": ("str", None),
+    "headers": ("map", None),  # str -> str
+    "outlinks": ("map", None),  # url -> anchor
+    "inlinks": ("map", None),  # source url -> anchor
+    "markers": ("map", None),  # str -> str
+    "metadata": ("map", None),  # str -> bytes
+    "batch_id": ("str", None),
+    "sitemaps": ("map", None),  # str -> str
+    "stm_priority": ("float", 0.0),
+}
+MAP_FIELDS = frozenset(n for n, (k, _) in FIELDS.items() if k == "map")
+ALL_FIELDS: tuple[str, ...] = tuple(FIELDS)
+
+
+def check_fields(fields: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Validate a field list (None means all fields) and return it as a tuple."""
+    if fields is None:
+        return ALL_FIELDS
+    unknown = [f for f in fields if f not in FIELDS]
+    if unknown:
+        raise ValueError(f"unknown WebPage field(s): {', '.join(unknown)}")
+    return tuple(fields)
+
+
+class WebPage:
+    """One row of the webpage table. Assigning a field marks it dirty; maps track in-place edits."""
+
+    __slots__ = ("_values", "_dirty", "key")
+
+    def __init__(self, key: str | None = None, **values: Any) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_dirty", set())
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    @classmethod
+    def from_store(cls, key: str, values: dict[str, Any]) -> WebPage:
+        """Build a clean (not dirty) page from values read by a store."""
+        page = cls(key)
+        for name, value in values.items():
+            if value is not None:  # absent in the store: the field keeps its default
+                page._set(name, value)
+        page._dirty.clear()
+        return page
+
+    def _set(self, name: str, value: Any) -> None:
+        if name not in FIELDS:
+            raise AttributeError(f"WebPage has no field {name!r}")
+        if name in MAP_FIELDS:
+            value = TrackedDict(self, name, value)
+        self._values[name] = value
+        self._dirty.add(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "key":
+            object.__setattr__(self, name, value)
+            return
+        self._set(name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        spec = FIELDS.get(name)
+        if spec is None:
+            raise AttributeError(f"WebPage has no field {name!r}")
+        kind, default = spec
+        if kind == "map":
+            value = TrackedDict(self, name)
+            values[name] = value  # an empty map is not dirty until written to
+            return value
+        if kind == "protocol":
+            value = ProtocolStatus()
+        elif kind == "parse":
+            value = ParseStatus()
+        else:
+            return default
+        values[name] = value
+        return value
+
+    def loaded(self) -> set[str]:
+        """Names of fields that hold a value (read from the store or set)."""
+        return set(self._values)
+
+    def is_dirty(self, name: str | None = None) -> bool:
+        return bool(self._dirty) if name is None else name in self._dirty
+
+    def dirty_fields(self) -> set[str]:
+        return set(self._dirty)
+
+    def mark_dirty(self, name: str) -> None:
+        """Mark a field dirty after mutating a nested record (protocol_status, parse_status) in place."""
+        if name not in FIELDS:
+            raise AttributeError(f"WebPage has no field {name!r}")
+        getattr(self, name)
+        self._dirty.add(name)
+
+    def clear_dirty(self) -> None:
+        self._dirty.clear()
+
+    def dirty_values(self) -> dict[str, Any]:
+        """The values of dirty fields; what a store's put() must write."""
+        return {name: getattr(self, name) for name in self._dirty}
+
+    def get(self, name: str) -> Any:
+        return getattr(self, name)
+
+    @property
+    def crawl_status(self) -> CrawlStatus | int:
+        try:
+            return CrawlStatus(self.status)
+        except ValueError:
+            return self.status
+
+    def __repr__(self) -> str:
+        return f"WebPage({self.key!r}, {sorted(self._values)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WebPage):
+            return NotImplemented
+        names = set(self._values) | set(other._values)
+        return self.key == other.key and all(getattr(self, n) == getattr(other, n) for n in names)

@@ -1,0 +1,92 @@
+"""The store layer: open_store(conf, crawl_id) picks a backend from storage.data.store.class."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import fasteners
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, StoreLockedError
+from nutch2.stores.base import DataStore
+
+BACKENDS = ("memory", "sqlite", "hbase", "cassandra")
+# Gora class names a Nutch user may already have in nutch-site.xml
+_ALIASES = {
+    "org.apache.gora.memory.store.MemStore": "memory",
+    "org.apache.gora.sql.store.SqlStore": "sqlite",
+    "org.apache.gora.hbase.store.HBaseStore": "hbase",
+    "org.apache.gora.cassandra.store.CassandraStore": "cassandra",
+}
+_CRAWL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+def backend_name(conf: Configuration) -> str:
+    value = conf.get_str("storage.data.store.class").strip()
+    name = _ALIASES.get(value, value.lower())
+    if name not in BACKENDS:
+        raise ConfigError(
+            f"storage.data.store.class={value!r} is not a known store; use one of {', '.join(BACKENDS)}"
+        )
+    return name
+
+
+def crawl_id_of(conf: Configuration, crawl_id: str | None) -> str:
+    cid = crawl_id if crawl_id is not None else conf.get_str("storage.crawl.id")
+    if cid and not _CRAWL_ID.match(cid):
+        raise ConfigError(f"crawl id {cid!r} is not valid; use letters, digits, '_', '-' or '.' (max 64)")
+    return cid
+
+
+def table_name(conf: Configuration, crawl_id: str | None) -> str:
+    """`<crawlId>_webpage`, or `webpage` without a crawl id (Nutch's naming)."""
+    cid = crawl_id_of(conf, crawl_id)
+    base = conf.get_str("storage.schema.webpage") or "webpage"
+    return f"{cid}_{base}" if cid else base
+
+
+def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = True) -> DataStore:
+    """Open the crawl's webpage table on the configured backend (creating the schema unless create=False)."""
+    name = backend_name(conf)
+    table = table_name(conf, crawl_id)
+    store: DataStore
+    if name == "memory":
+        from nutch2.stores.memory import MemoryStore
+
+        store = MemoryStore(table)
+    elif name == "sqlite":
+        from nutch2.stores.sqlite import SqliteStore
+
+        path = Path(conf.get_str("storage.data.dir")) / f"{table}.sqlite"
+        if not create and not path.exists():
+            from nutch2.errors import StoreError
+
+            raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
+        store = SqliteStore(path, table, conf.get_int("storage.write.batch.size"),
+                            conf.get_float("storage.sqlite.busy.timeout"))
+    else:
+        raise ConfigError(
+            f"storage.data.store.class={name}: the {name} store is not available yet in this version; "
+            "use sqlite or memory"
+        )
+    if create:
+        store.create_schema()
+    return store
+
+
+def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:
+    """Take the crawl's inter-process lock for a job that rewrites the table; fail at once if it is held."""
+    data_dir = Path(conf.get_str("storage.data.dir"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / f"{table_name(conf, crawl_id)}.lock"
+    lock = fasteners.InterProcessLock(str(path))
+    if not lock.acquire(blocking=False):
+        raise StoreLockedError(
+            f"{job}: another job (inject, generate or updatedb) is rewriting this crawl and holds {path}; "
+            "wait for it to finish"
+        )
+    return lock
+
+
+__all__ = ["DataStore", "open_store", "crawl_lock", "table_name", "backend_name", "BACKENDS"]

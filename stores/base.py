@@ -1,0 +1,80 @@
+"""The store contract (Gora's DataStore): rows keyed by reversed URL, partial reads and dirty-only writes."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+from nutch2.webpage import WebPage
+
+KeyRange = tuple[str | None, str | None]
+MarkFilter = tuple[str, str | None]
+
+
+class DataStore(ABC):
+    """A table of WebPage rows. Keys sort as UTF-8 bytes; ranges are [start, end) with None for open ends.
+
+    `mark=(name, value)` restricts a scan to rows whose markers[name] == value (value None: any value);
+    backends answer it from an index, never by reading every row.
+    """
+
+    name = "abstract"
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+
+    @abstractmethod
+    def create_schema(self) -> None:
+        """Create the table if it does not exist."""
+
+    @abstractmethod
+    def drop_schema(self) -> None:
+        """Drop the table and everything in it."""
+
+    @abstractmethod
+    def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
+        """The row with only `fields` loaded (all when None), or None if absent."""
+
+    @abstractmethod
+    def put(self, key: str, page: WebPage) -> None:
+        """Write the page's dirty fields (buffered until flush or a full batch), then clear its dirty set."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete the row."""
+
+    @abstractmethod
+    def scan(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        fields: list[str] | tuple[str, ...] | None = None,
+        mark: MarkFilter | None = None,
+    ) -> Iterator[WebPage]:
+        """Rows with start <= key < end in key order, optionally only those carrying a mark."""
+
+    @abstractmethod
+    def splits(self, n: int) -> list[KeyRange]:
+        """At most n key ranges that together cover the table without overlapping, for parallel map tasks."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Write buffered puts and deletes."""
+
+    def count(self, mark: MarkFilter | None = None) -> int:
+        """Rows in the table (or carrying a mark). Backends may override with something cheaper."""
+        return sum(1 for _ in self.scan(fields=("status",), mark=mark))
+
+    def close(self) -> None:
+        """Flush and release connections."""
+        self.flush()
+
+    def __enter__(self) -> DataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def in_range(key: str, start: str | None, end: str | None) -> bool:
+    return (start is None or key >= start) and (end is None or key < end)

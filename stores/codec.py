@@ -1,0 +1,78 @@
+"""Encoding of WebPage field values for stores that keep text or bytes (shared by the backends)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from nutch2.webpage import FIELDS, ParseStatus, ProtocolStatus
+
+
+def encode_protocol(ps: ProtocolStatus | None) -> str | None:
+    if ps is None:
+        return None
+    return json.dumps({"code": int(ps.code), "args": list(ps.args), "lastModified": int(ps.last_modified)})
+
+
+def decode_protocol(text: str | bytes | None) -> ProtocolStatus | None:
+    if text is None:
+        return None
+    d = json.loads(text)
+    return ProtocolStatus(d["code"], list(d.get("args", [])), d.get("lastModified", 0))
+
+
+def encode_parse(ps: ParseStatus | None) -> str | None:
+    if ps is None:
+        return None
+    return json.dumps({"majorCode": int(ps.major_code), "minorCode": int(ps.minor_code), "args": list(ps.args)})
+
+
+def decode_parse(text: str | bytes | None) -> ParseStatus | None:
+    if text is None:
+        return None
+    d = json.loads(text)
+    return ParseStatus(d["majorCode"], d["minorCode"], list(d.get("args", [])))
+
+
+def encode_map(name: str, value: dict | None) -> str | None:
+    """JSON text of a map field; metadata values (bytes) are base64."""
+    if value is None:
+        return None
+    if name == "metadata":
+        value = {k: base64.b64encode(v).decode("ascii") for k, v in value.items()}
+    return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_map(name: str, text: str | bytes | None) -> dict:
+    if not text:
+        return {}
+    value = json.loads(text)
+    if name == "metadata":
+        value = {k: base64.b64decode(v) for k, v in value.items()}
+    return value
+
+
+def encode_field(name: str, value: Any) -> Any:
+    """A field value as sqlite stores it: ints, floats, str, bytes, or JSON text for records and maps."""
+    kind = FIELDS[name][0]
+    if kind == "map":
+        return encode_map(name, value)
+    if kind == "protocol":
+        return encode_protocol(value)
+    if kind == "parse":
+        return encode_parse(value)
+    return value
+
+
+def decode_field(name: str, value: Any) -> Any:
+    kind = FIELDS[name][0]
+    if kind == "map":
+        return decode_map(name, value)
+    if kind == "protocol":
+        return decode_protocol(value)
+    if kind == "parse":
+        return decode_parse(value)
+    if kind == "bytes" and value is not None:
+        return bytes(value)
+    return value

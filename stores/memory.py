@@ -1,0 +1,135 @@
+"""In-memory store: a sorted key list plus a mark index. For tests and one-process runs (not durable)."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from nutch2.stores.base import DataStore, KeyRange, MarkFilter
+from nutch2.webpage import WebPage, check_fields
+
+# tables live per process so that several opens of one crawl id share rows (as a server-backed store would)
+_TABLES: dict[str, _Table] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+class _Table:
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.keys: list[str] = []
+        self.marks: dict[str, dict[str, set[str]]] = {}  # mark name -> value -> keys
+        self.lock = threading.RLock()
+
+
+class MemoryStore(DataStore):
+    """Rows as dicts of field values in a per-process table; scans are bisect ranges over sorted keys."""
+
+    name = "memory"
+
+    def __init__(self, table: str) -> None:
+        super().__init__(table)
+        with _TABLES_LOCK:
+            self._t = _TABLES.get(table)
+
+    def create_schema(self) -> None:
+        with _TABLES_LOCK:
+            self._t = _TABLES.setdefault(self.table, _Table())
+
+    def drop_schema(self) -> None:
+        with _TABLES_LOCK:
+            _TABLES.pop(self.table, None)
+            self._t = None
+
+    def _table(self) -> _Table:
+        if self._t is None:
+            self.create_schema()
+        return self._t
+
+    def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
+        names = check_fields(fields)
+        t = self._table()
+        with t.lock:
+            row = t.rows.get(key)
+            if row is None:
+                return None
+            return WebPage.from_store(key, {n: copy.deepcopy(row[n]) for n in names if n in row})
+
+    def put(self, key: str, page: WebPage) -> None:
+        values = {n: copy.deepcopy(v) for n, v in page.dirty_values().items()}
+        page.clear_dirty()
+        t = self._table()
+        with t.lock:
+            row = t.rows.get(key)
+            if row is None:
+                row = t.rows[key] = {}
+                bisect.insort(t.keys, key)
+            if "markers" in values:
+                self._unindex(t, key, row.get("markers") or {})
+                self._index(t, key, values["markers"] or {})
+            for n, v in values.items():
+                row[n] = dict(v) if isinstance(v, dict) else v
+
+    @staticmethod
+    def _index(t: _Table, key: str, markers: dict[str, str]) -> None:
+        for name, value in markers.items():
+            t.marks.setdefault(name, {}).setdefault(value, set()).add(key)
+
+    @staticmethod
+    def _unindex(t: _Table, key: str, markers: dict[str, str]) -> None:
+        for name, value in markers.items():
+            t.marks.get(name, {}).get(value, set()).discard(key)
+
+    def delete(self, key: str) -> None:
+        t = self._table()
+        with t.lock:
+            row = t.rows.pop(key, None)
+            if row is not None:
+                self._unindex(t, key, row.get("markers") or {})
+                del t.keys[bisect.bisect_left(t.keys, key)]
+
+    def _keys(self, start: str | None, end: str | None, mark: MarkFilter | None) -> list[str]:
+        t = self._table()
+        with t.lock:
+            if mark is None:
+                lo = 0 if start is None else bisect.bisect_left(t.keys, start)
+                hi = len(t.keys) if end is None else bisect.bisect_left(t.keys, end)
+                return t.keys[lo:hi]
+            name, value = mark
+            by_value = t.marks.get(name, {})
+            keys = set().union(*by_value.values()) if value is None else by_value.get(value, set())
+            return sorted(k for k in keys if (start is None or k >= start) and (end is None or k < end))
+
+    def scan(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        fields: list[str] | tuple[str, ...] | None = None,
+        mark: MarkFilter | None = None,
+    ) -> Iterator[WebPage]:
+        check_fields(fields)
+        for key in self._keys(start, end, mark):
+            page = self.get(key, fields)
+            if page is not None:
+                yield page
+
+    def splits(self, n: int) -> list[KeyRange]:
+        keys = self._keys(None, None, None)
+        return split_sorted_keys(keys, n)
+
+    def count(self, mark: MarkFilter | None = None) -> int:
+        return len(self._keys(None, None, mark))
+
+    def flush(self) -> None:
+        pass
+
+
+def split_sorted_keys(keys: list[str], n: int) -> list[KeyRange]:
+    """Cut a sorted key list into at most n contiguous ranges covering all keys (open at both ends)."""
+    if n <= 1 or len(keys) < 2:
+        return [(None, None)]
+    bounds = sorted({keys[len(keys) * i // n] for i in range(1, n)} - {keys[0]})
+    edges: list[str | None] = [None, *bounds, None]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]

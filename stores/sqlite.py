@@ -1,0 +1,247 @@
+"""SQLite store: the embedded, durable default. One file per crawl id, WAL mode, batched writes.
+
+Layout: table `<table>` has one column per WebPage field (maps and status records as JSON text, content
+as BLOB); table `<table>_marks` (name, value, key) indexes the markers so one batch or mark is selected
+through an index, not by reading every row. Other processes can read while a job writes (WAL).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nutch2.errors import StoreError
+from nutch2.stores.base import DataStore, KeyRange, MarkFilter
+from nutch2.stores.codec import decode_field, encode_field
+from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
+
+_SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
+
+
+def _indexed(name: str) -> bool:
+    """Markers that are marks (names start with '_') are indexed; `dist` is not."""
+    return name.startswith("_")
+
+
+class SqliteStore(DataStore):
+    """A WebPage table in one SQLite file."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0) -> None:
+        super().__init__(table)
+        self.path = Path(path)
+        self.batch_size = max(1, batch_size)
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._pending: dict[str, dict[str, Any]] = {}  # key -> encoded dirty values, or None for delete
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._q = f'"{table}"'
+        self._qm = f'"{table}_marks"'
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn()
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open sqlite store {self.path}: {e}; check storage.data.dir") from None
+
+    # -------------------------------------------------------------- connections
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False,
+                                   isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def _exec(self, sql: str, params: tuple | list = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn().execute(sql, params)
+        except sqlite3.OperationalError as e:
+            raise StoreError(f"sqlite store {self.path}: {e}") from None
+
+    # -------------------------------------------------------------- schema
+    def create_schema(self) -> None:
+        cols = ", ".join(
+            f"{n} {_SQL_TYPES.get(kind, 'TEXT')}" for n, (kind, _) in FIELDS.items()
+        )
+        self._exec(f"CREATE TABLE IF NOT EXISTS {self._q} (key TEXT PRIMARY KEY, {cols})")
+        self._exec(
+            f"CREATE TABLE IF NOT EXISTS {self._qm} (name TEXT NOT NULL, value TEXT NOT NULL, key TEXT NOT NULL,"
+            " PRIMARY KEY (name, value, key)) WITHOUT ROWID"
+        )
+        self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
+
+    def drop_schema(self) -> None:
+        with self._write_lock:
+            self._pending.clear()
+        self._exec(f"DROP TABLE IF EXISTS {self._q}")
+        self._exec(f"DROP TABLE IF EXISTS {self._qm}")
+
+    def schema_exists(self) -> bool:
+        row = self._exec("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (self.table,)).fetchone()
+        return row is not None
+
+    # -------------------------------------------------------------- reads
+    def _page(self, key: str, names: tuple[str, ...], row: tuple) -> WebPage:
+        return WebPage.from_store(key, {n: decode_field(n, v) for n, v in zip(names, row, strict=True)})
+
+    def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
+        names = check_fields(fields)
+        self.flush()
+        row = self._exec(f"SELECT {', '.join(names)} FROM {self._q} WHERE key = ?", (key,)).fetchone()
+        return None if row is None else self._page(key, names, row)
+
+    def scan(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        fields: list[str] | tuple[str, ...] | None = None,
+        mark: MarkFilter | None = None,
+    ) -> Iterator[WebPage]:
+        names = check_fields(fields)
+        self.flush()
+        cols = ", ".join(f"w.{n}" for n in names)
+        where, params = self._range("w.key", start, end)
+        if mark is None:
+            sql = f"SELECT w.key, {cols} FROM {self._q} w {where} ORDER BY w.key"
+        else:
+            name, value = mark
+            cond = "m.name = ?" + ("" if value is None else " AND m.value = ?")
+            mparams = [name] if value is None else [name, value]
+            mwhere, params = self._range("m.key", start, end)
+            mwhere = (mwhere + " AND " if mwhere else "WHERE ") + cond
+            sql = (f"SELECT w.key, {cols} FROM {self._qm} m JOIN {self._q} w ON w.key = m.key "
+                   f"{mwhere} ORDER BY m.key")
+            params = params + mparams
+        # a private connection: the scan's cursor stays open while the caller writes through this store
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        try:
+            cur = conn.execute(sql, params)
+            while True:
+                rows = cur.fetchmany(256)
+                if not rows:
+                    break
+                for row in rows:
+                    yield self._page(row[0], names, row[1:])
+        except sqlite3.OperationalError as e:
+            raise StoreError(f"sqlite store {self.path}: {e}") from None
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _range(col: str, start: str | None, end: str | None) -> tuple[str, list]:
+        conds, params = [], []
+        if start is not None:
+            conds.append(f"{col} >= ?")
+            params.append(start)
+        if end is not None:
+            conds.append(f"{col} < ?")
+            params.append(end)
+        return ("WHERE " + " AND ".join(conds) if conds else ""), params
+
+    def count(self, mark: MarkFilter | None = None) -> int:
+        self.flush()
+        if mark is None:
+            return self._exec(f"SELECT count(*) FROM {self._q}").fetchone()[0]
+        name, value = mark
+        if value is None:
+            return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ?", (name,)).fetchone()[0]
+        return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ? AND value = ?",
+                          (name, value)).fetchone()[0]
+
+    def splits(self, n: int) -> list[KeyRange]:
+        total = self.count()
+        if n <= 1 or total < 2:
+            return [(None, None)]
+        bounds: set[str] = set()
+        for i in range(1, n):
+            row = self._exec(f"SELECT key FROM {self._q} ORDER BY key LIMIT 1 OFFSET ?",
+                             (total * i // n,)).fetchone()
+            if row:
+                bounds.add(row[0])
+        first = self._exec(f"SELECT min(key) FROM {self._q}").fetchone()[0]
+        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
+        return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+    # -------------------------------------------------------------- writes
+    def put(self, key: str, page: WebPage) -> None:
+        values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
+        markers = dict(page.markers) if "markers" in values else None
+        page.clear_dirty()
+        with self._write_lock:
+            pending = self._pending.get(key)
+            if pending is None:
+                pending = self._pending[key] = {}
+            pending.update(values)
+            if markers is not None:
+                pending["__markers__"] = markers
+            pending.pop("__delete__", None)
+            full = len(self._pending) >= self.batch_size
+        if full:
+            self.flush()
+
+    def delete(self, key: str) -> None:
+        with self._write_lock:
+            self._pending[key] = {"__delete__": True}
+            full = len(self._pending) >= self.batch_size
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._write_lock:
+            if not self._pending:
+                return
+            pending, self._pending = self._pending, {}
+            conn = self._conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for key, values in pending.items():
+                    self._write_row(conn, key, values)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._pending = {**pending, **self._pending}
+                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+
+    def _write_row(self, conn: sqlite3.Connection, key: str, values: dict[str, Any]) -> None:
+        if values.get("__delete__"):
+            conn.execute(f"DELETE FROM {self._q} WHERE key = ?", (key,))
+            conn.execute(f"DELETE FROM {self._qm} WHERE key = ?", (key,))
+            return
+        markers = values.pop("__markers__", None)
+        names = [n for n in values if n in FIELDS]
+        if names:
+            cols = ", ".join(names)
+            marks = ", ".join("?" for _ in names)
+            updates = ", ".join(f"{n} = excluded.{n}" for n in names)
+            conn.execute(
+                f"INSERT INTO {self._q} (key, {cols}) VALUES (?, {marks}) ON CONFLICT(key) DO UPDATE SET {updates}",
+                [key, *(values[n] for n in names)],
+            )
+        if markers is not None:
+            conn.execute(f"DELETE FROM {self._qm} WHERE key = ?", (key,))
+            conn.executemany(
+                f"INSERT INTO {self._qm} (name, value, key) VALUES (?, ?, ?)",
+                [(n, str(v), key) for n, v in markers.items() if _indexed(n)],
+            )
+
+    def close(self) -> None:
+        self.flush()
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+
+__all__ = ["SqliteStore", "ALL_FIELDS"]

@@ -1,0 +1,299 @@
+"""The store contract, run on every backend (memory, sqlite, and service stores when enabled)."""
+
+from __future__ import annotations
+
+import threading
+
+from nutch2.config import Configuration
+from nutch2.marks import Mark
+from nutch2.stores import open_store
+from nutch2.webpage import ParseStatus, ProtocolStatus, WebPage
+
+from .conftest import make_conf
+
+
+def page(key: str, **values: object) -> WebPage:
+    return WebPage(key, **values)
+
+
+def fill(store, n: int, prefix: str = "com.example") -> list[str]:
+    keys = [f"{prefix}{i:04d}:http/" for i in range(n)]
+    for k in keys:
+        store.put(k, page(k, status=1, score=float(len(k))))
+    store.flush()
+    return keys
+
+
+def test_get_missing_is_none(store) -> None:
+    assert store.get("com.nothing:http/") is None
+
+
+def test_put_get_all_field_kinds(store) -> None:
+    p = page(
+        "com.foo:http/",
+        base_url="http://foo.com/",
+        status=2,
+        fetch_time=1_700_000_000_000,
+        prev_fetch_time=1_600_000_000_000,
+        fetch_interval=2592000,
+        retries_since_fetch=1,
+        modified_time=5,
+        prev_modified_time=4,
+        protocol_status=ProtocolStatus(1, ["a", "b"], 123),
+        content=b"<html>\x00\xff</html>",
+        content_type="text/html",
+        prev_signature=b"\x01\x02",
+        signature=b"\x03\x04",
+        title="Ti\u00eftle \u65e5\u672c",
+        text="some text",
+        parse_status=ParseStatus(1, 100, ["http://x/"]),
+        score=0.25,
+        repr_url="http://foo.com/",
+        headers={"Content-Type": "text/html"},
+        outlinks={"http://bar.com/": "bar"},
+        inlinks={"http://baz.com/": "baz \u00e9"},
+        markers={"dist": "0", "_injmrk_": "y"},
+        metadata={"k": b"\x00\x01binary"},
+        batch_id="123-456",
+        sitemaps={"http://foo.com/sitemap.xml": "x"},
+        stm_priority=0.5,
+    )
+    store.put(p.key, p)
+    store.flush()
+    got = store.get("com.foo:http/")
+    assert got is not None
+    assert got == WebPage("com.foo:http/", **{n: getattr(p, n) for n in p.loaded()})
+    assert got.metadata["k"] == b"\x00\x01binary"
+    assert got.protocol_status.args == ["a", "b"]
+    assert not got.is_dirty()
+
+
+def test_partial_get_loads_only_asked_fields(store) -> None:
+    store.put("com.a:http/", page("com.a:http/", status=2, title="A", score=3.0))
+    store.flush()
+    got = store.get("com.a:http/", ["status", "score"])
+    assert got.loaded() == {"status", "score"}
+    assert (got.status, got.score) == (2, 3.0)
+
+
+def test_put_writes_only_dirty_fields(store) -> None:
+    store.put("com.a:http/", page("com.a:http/", status=2, title="A", text="body", score=3.0))
+    store.flush()
+    partial = store.get("com.a:http/", ["status"])
+    partial.status = 3
+    assert partial.dirty_fields() == {"status"}
+    store.put(partial.key, partial)
+    store.flush()
+    got = store.get("com.a:http/")
+    assert (got.status, got.title, got.text, got.score) == (3, "A", "body", 3.0)
+    # a page built from scratch with one field does not erase the others either
+    store.put("com.a:http/", page("com.a:http/", score=9.0))
+    store.flush()
+    got = store.get("com.a:http/")
+    assert (got.status, got.title, got.score) == (3, "A", 9.0)
+
+
+def test_put_clears_dirty(store) -> None:
+    p = page("com.a:http/", status=1)
+    store.put(p.key, p)
+    assert not p.is_dirty()
+
+
+def test_scan_key_range_in_order(store) -> None:
+    keys = fill(store, 20)
+    assert [p.key for p in store.scan()] == keys
+    got = [p.key for p in store.scan(keys[5], keys[9])]
+    assert got == keys[5:9]
+    assert [p.key for p in store.scan(start=keys[18])] == keys[18:]
+    assert [p.key for p in store.scan(end=keys[2])] == keys[:2]
+
+
+def test_scan_fields(store) -> None:
+    fill(store, 3)
+    for p in store.scan(fields=["score"]):
+        assert p.loaded() <= {"score"}
+
+
+def test_scan_by_mark_value(store) -> None:
+    keys = fill(store, 30)
+    for i, k in enumerate(keys):
+        p = store.get(k, ["markers"])
+        Mark.GENERATE.put(p, "b1" if i % 3 == 0 else "b2")
+        if i % 5 == 0:
+            Mark.FETCH.put(p, "b1")
+        store.put(k, p)
+    store.flush()
+    b1 = [p.key for p in store.scan(mark=(Mark.GENERATE.value, "b1"))]
+    assert b1 == [k for i, k in enumerate(keys) if i % 3 == 0]
+    assert store.count(mark=(Mark.GENERATE.value, "b2")) == 20
+    any_fetch = [p.key for p in store.scan(mark=(Mark.FETCH.value, None), fields=["status"])]
+    assert any_fetch == [k for i, k in enumerate(keys) if i % 5 == 0]
+    ranged = [p.key for p in store.scan(keys[3], keys[13], mark=(Mark.GENERATE.value, "b1"))]
+    assert ranged == [keys[i] for i in (3, 6, 9, 12)]
+    assert list(store.scan(mark=(Mark.GENERATE.value, "nope"))) == []
+
+
+def test_removing_a_mark_takes_row_out_of_mark_scans(store) -> None:
+    p = page("com.a:http/", status=1)
+    Mark.GENERATE.put(p, "b1")
+    Mark.INJECT.put(p, "y")
+    store.put(p.key, p)
+    store.flush()
+    got = store.get(p.key, ["markers"])
+    assert Mark.GENERATE.remove(got) == "b1"
+    assert Mark.GENERATE.check(got) is None
+    store.put(got.key, got)
+    store.flush()
+    assert list(store.scan(mark=(Mark.GENERATE.value, "b1"))) == []
+    assert store.get(p.key).markers == {"_injmrk_": "y"}
+
+
+def test_changing_a_mark_value(store) -> None:
+    p = page("com.a:http/")
+    Mark.GENERATE.put(p, "b1")
+    store.put(p.key, p)
+    store.flush()
+    Mark.GENERATE.put(p, "b2")
+    store.put(p.key, p)
+    store.flush()
+    assert [x.key for x in store.scan(mark=(Mark.GENERATE.value, "b2"))] == ["com.a:http/"]
+    assert list(store.scan(mark=(Mark.GENERATE.value, "b1"))) == []
+
+
+def test_splits_cover_table_without_overlap(store) -> None:
+    keys = fill(store, 101)
+    for n in (1, 2, 3, 7, 16, 500):
+        ranges = store.splits(n)
+        assert 1 <= len(ranges) <= max(n, 1)
+        seen: list[str] = []
+        for start, end in ranges:
+            seen.extend(p.key for p in store.scan(start, end, fields=["status"]))
+        assert seen == keys, n
+    assert len(store.splits(4)) == 4
+
+
+def test_splits_of_empty_table(store) -> None:
+    ranges = store.splits(4)
+    assert sum(1 for s, e in ranges for _ in store.scan(s, e)) == 0
+
+
+def test_delete(store) -> None:
+    keys = fill(store, 5)
+    p = store.get(keys[2], ["markers"])
+    Mark.GENERATE.put(p, "b")
+    store.put(p.key, p)
+    store.delete(keys[2])
+    store.flush()
+    assert store.get(keys[2]) is None
+    assert [p.key for p in store.scan()] == keys[:2] + keys[3:]
+    assert list(store.scan(mark=(Mark.GENERATE.value, "b"))) == []
+    store.delete("com.never:http/")
+    store.flush()
+
+
+def test_unicode_keys_and_values(store) -> None:
+    key = "com.xn--bcher-kva:http/b\u00fccher?q=\u00e9"
+    store.put(key, page(key, title="B\u00fccher \U0001f600", outlinks={"http://\u00e9.fr/": "\u00e9t\u00e9"}))
+    store.flush()
+    got = store.get(key)
+    assert got.title == "B\u00fccher \U0001f600"
+    assert got.outlinks == {"http://\u00e9.fr/": "\u00e9t\u00e9"}
+    assert [p.key for p in store.scan()] == [key]
+
+
+def test_ten_megabyte_content(store) -> None:
+    blob = bytes(range(256)) * (10 * 1024 * 1024 // 256)
+    store.put("com.big:http/", page("com.big:http/", content=blob))
+    store.flush()
+    assert store.get("com.big:http/", ["content"]).content == blob
+
+
+def test_empty_maps(store) -> None:
+    store.put("com.a:http/", page("com.a:http/", outlinks={"http://x/": "x"}, headers={}))
+    store.flush()
+    p = store.get("com.a:http/")
+    assert p.headers == {} and p.inlinks == {}
+    p.outlinks.clear()
+    store.put(p.key, p)
+    store.flush()
+    assert store.get("com.a:http/").outlinks == {}
+
+
+def test_map_replaced_on_write(store) -> None:
+    store.put("com.a:http/", page("com.a:http/", inlinks={"http://a/": "a", "http://b/": "b"}))
+    store.flush()
+    p = store.get("com.a:http/", ["inlinks"])
+    del p.inlinks["http://a/"]
+    p.inlinks["http://c/"] = "c"
+    store.put(p.key, p)
+    store.flush()
+    assert store.get("com.a:http/").inlinks == {"http://b/": "b", "http://c/": "c"}
+
+
+def test_concurrent_writers_from_threads(store) -> None:
+    errors: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(200):
+                k = f"com.t{t}:http/{i:04d}"
+                p = page(k, status=1, score=float(i))
+                Mark.GENERATE.put(p, f"b{t}")
+                store.put(k, p)
+            store.flush()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert store.count() == 800
+    for t in range(4):
+        assert store.count(mark=(Mark.GENERATE.value, f"b{t}")) == 200
+
+
+def test_writes_during_scan(store) -> None:
+    keys = fill(store, 50)
+    for p in store.scan(fields=["markers"]):
+        Mark.GENERATE.put(p, "b")
+        store.put(p.key, p)
+    store.flush()
+    assert store.count(mark=(Mark.GENERATE.value, "b")) == len(keys)
+
+
+def test_sqlite_reopen_keeps_rows(tmp_path) -> None:
+    conf: Configuration = make_conf(tmp_path, "sqlite")
+    s = open_store(conf, "reopen")
+    s.put("com.a:http/", page("com.a:http/", status=2, title="kept"))
+    s.close()
+    s2 = open_store(conf, "reopen")
+    assert s2.get("com.a:http/").title == "kept"
+    assert (tmp_path / "crawl" / "reopen_webpage.sqlite").exists()
+    s2.close()
+
+
+def test_sqlite_mark_scan_uses_index(tmp_path) -> None:
+    conf = make_conf(tmp_path, "sqlite")
+    s = open_store(conf, "plan")
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "crawl" / "plan_webpage.sqlite")
+    plan = db.execute(
+        "EXPLAIN QUERY PLAN SELECT w.key FROM plan_webpage_marks m JOIN plan_webpage w ON w.key = m.key "
+        "WHERE m.name = ? AND m.value = ? ORDER BY m.key", ("_gnmrk_", "b")
+    ).fetchall()
+    text = " ".join(str(r[-1]) for r in plan)
+    assert "SCAN w" not in text and "SCAN plan_webpage " not in text, text
+    assert "USING" in text and "INDEX" in text, text
+    s.close()
+
+
+def test_table_names(tmp_path) -> None:
+    from nutch2.stores import table_name
+
+    conf = make_conf(tmp_path)
+    assert table_name(conf, "abc") == "abc_webpage"
+    assert table_name(conf, "") == "webpage"

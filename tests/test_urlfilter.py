@@ -1,0 +1,159 @@
+"""Tests for nutch2.urlfilter: the regex URL filter and the filter chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nutch2.urlfilter import RegexURLFilter, URLFilters, parse_rule
+
+SHIPPED = Path(__file__).parent.parent / "conf" / "regex-urlfilter.txt"
+
+
+@pytest.fixture(scope="module")
+def shipped() -> RegexURLFilter:
+    return RegexURLFilter.from_file(SHIPPED)
+
+
+def test_first_matching_rule_wins() -> None:
+    f = RegexURLFilter.from_lines(["-foo\\.com/private", "+foo\\.com", "-."])
+    assert f.filter("http://foo.com/index.html") == "http://foo.com/index.html"
+    assert f.filter("http://foo.com/private/x") is None
+    assert f.filter("http://bar.com/") is None
+
+
+def test_no_matching_rule_rejects() -> None:
+    f = RegexURLFilter.from_lines(["+^https://"])
+    assert f.filter("https://foo.com/") == "https://foo.com/"
+    assert f.filter("http://foo.com/") is None
+    assert RegexURLFilter.from_lines([]).filter("http://foo.com/") is None
+
+
+def test_rules_are_searched_not_matched() -> None:
+    f = RegexURLFilter.from_lines(["+/news/"])
+    assert f.filter("http://foo.com/news/today") is not None
+
+
+def test_comments_and_blank_lines_are_ignored() -> None:
+    f = RegexURLFilter.from_lines(["# a comment", "", "   ", "  # indented comment", "+.\n"])
+    assert len(f.rules) == 1
+    assert f.filter("http://foo.com/") == "http://foo.com/"
+
+
+def test_from_lines_accepts_a_string() -> None:
+    f = RegexURLFilter.from_lines("-\\.gif$\n+.\n")
+    assert f.filter("http://foo.com/a.gif") is None
+    assert f.filter("http://foo.com/a.html") == "http://foo.com/a.html"
+
+
+@pytest.mark.parametrize(
+    ("lines", "where", "problem"),
+    [
+        (["+.", "foo"], "rules.txt:2", "must start with '\\+' or '-'"),
+        (["# c", " +foo"], "rules.txt:2", "must start with"),
+        (["-[unclosed"], "rules.txt:1", "bad regex"),
+        (["+.", "+"], "rules.txt:2", "missing regex"),
+    ],
+)
+def test_malformed_lines_raise_with_location(lines: list[str], where: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem) as info:
+        RegexURLFilter.from_lines(lines, source="rules.txt")
+    assert str(info.value).startswith(where + ":")
+
+
+def test_from_file_names_the_file_in_errors(tmp_path: Path) -> None:
+    path = tmp_path / "bad-urlfilter.txt"
+    path.write_text("# ok\n+.\n*oops\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad-urlfilter\.txt:3"):
+        RegexURLFilter.from_file(path)
+
+
+def test_parse_rule() -> None:
+    assert parse_rule("# x", "f:1") is None
+    rule = parse_rule("-\\.png$\r\n", "f:2")
+    assert rule is not None and not rule.accept and rule.where == "f:2"
+    assert rule.matches("http://a.com/x.png")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://foo.com/",
+        "https://foo.com/index.html",
+        "http://foo.com/report.pdf",
+        "http://foo.com/REPORT.PDF",
+        "http://foo.com/search?q=nutch&page=2",
+        "http://foo.com/a/b/c/d/e/",
+        "http://foo.com/a/b/a/c/",
+        "http://foo.com/app.json",
+        "http://foo.com/jsx/page",
+    ],
+)
+def test_shipped_rules_accept(shipped: RegexURLFilter, url: str) -> None:
+    assert shipped.filter(url) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://ftp.foo.com/pub/",
+        "mailto:someone@foo.com",
+        "javascript:void(0)",
+        "data:text/html,hi",
+        "gopher://foo.com/",
+        "HTTPX://foo.com/",
+        "http://foo.com/logo.gif",
+        "http://foo.com/photo.JPG",
+        "http://foo.com/photo.jpeg",
+        "http://foo.com/favicon.ico",
+        "http://foo.com/style.css",
+        "http://foo.com/style.css?ver=6.1",
+        "http://foo.com/app.js",
+        "http://foo.com/dist.tar.gz",
+        "http://foo.com/a.zip",
+        "http://foo.com/setup.exe",
+        "http://foo.com/song.mp3",
+        "http://foo.com/clip.MP4",
+        "http://foo.com/a/b/a/c/a/d/",
+        "http://foo.com/x/y/x/y/x/y/z",
+    ],
+)
+def test_shipped_rules_reject(shipped: RegexURLFilter, url: str) -> None:
+    assert shipped.filter(url) is None
+
+
+def test_shipped_session_id_rule_is_commented_out(shipped: RegexURLFilter) -> None:
+    assert shipped.filter("http://foo.com/page?id=1&s=2") is not None
+    assert "#-[?*!@=]" in SHIPPED.read_text(encoding="utf-8")
+
+
+class _RejectBar:
+    def filter(self, url: str) -> str | None:
+        return None if "bar" in url else url
+
+
+def test_url_filters_chain_and_max_length() -> None:
+    chain = URLFilters([RegexURLFilter.from_lines(["+."]), _RejectBar()], max_length=30)
+    assert chain.filter("http://foo.com/") == "http://foo.com/"
+    assert chain.filter("http://bar.com/") is None
+    assert chain.filter("http://foo.com/" + "a" * 15) == "http://foo.com/" + "a" * 15  # 30 chars
+    assert chain.filter("http://foo.com/" + "a" * 16) is None
+
+
+def test_url_filters_default_max_length_is_2048() -> None:
+    chain = URLFilters()
+    ok = "http://foo.com/" + "a" * (2048 - 15)
+    assert chain.filter(ok) == ok
+    assert chain.filter(ok + "a") is None
+
+
+def test_url_filters_no_length_limit() -> None:
+    assert URLFilters(max_length=0).filter("http://foo.com/" + "a" * 5000) is not None
+
+
+def test_url_filters_from_shipped_file() -> None:
+    chain = URLFilters.from_file(SHIPPED)
+    assert chain.filter("http://foo.com/") == "http://foo.com/"
+    assert chain.filter("http://foo.com/a.png") is None
