@@ -1,0 +1,124 @@
+"""GeneratorJob: select due rows, best score first, and mark them with a new batch id."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.marks import Mark, get_distance
+from nutch2.runner import Job, TaskContext
+from nutch2.schedule import fetch_schedule
+from nutch2.scoring import OpicScoring
+from nutch2.stores.base import DataStore
+from nutch2.tableutil import unreverse_url
+from nutch2.urls import UrlChecker, domain_of_host, host_of
+from nutch2.webpage import WebPage
+
+
+def new_batch_id() -> str:
+    """Nutch's batch id: `<unix seconds>-<random int>`."""
+    return f"{int(time.time())}-{random.randint(0, 2**31 - 1)}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str
+    url: str
+    markers: dict[str, str]
+
+
+class GeneratorJob(Job):
+    """Map: due, unmarked, filtered rows → (host, candidate); reduce: score order, topN, per-host cap."""
+
+    name = "generate"
+    fields = ("fetch_time", "fetch_interval", "score", "markers", "status")
+    has_reduce = True
+
+    def __init__(self, conf: Configuration, batch_id: str | None = None, top_n: int | None = None,
+                 filter: bool | None = None, normalize: bool | None = None, add_days: int = 0) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id or new_batch_id()
+        self.top_n = top_n if top_n and top_n > 0 else None
+        self.filter = conf.get_bool("generate.filter") if filter is None else filter
+        self.normalize = conf.get_bool("generate.normalise") if normalize is None else normalize
+        self.cur_ms = int((time.time() + add_days * 86400) * 1000)
+        self.schedule = fetch_schedule(conf)
+        self.scoring = OpicScoring(conf)
+        self.max_count = conf.get_int("generate.max.count")
+        self.count_mode = conf.get_str("generate.count.mode").lower()
+        if self.count_mode not in ("host", "domain"):
+            raise ConfigError(f"generate.count.mode={self.count_mode!r} is not valid; use host or domain")
+        self.max_distance = conf.get_int("generate.max.distance")
+        self.min_score = conf.get_float("generate.min.score")
+        self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
+        self.num_tasks = 1
+
+    def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
+        self.num_tasks = n
+        return super().inputs(store, n)
+
+    def count_key(self, url: str) -> str:
+        host = host_of(url)
+        return domain_of_host(host) if self.count_mode == "domain" else host
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if Mark.GENERATE.check(page) is not None:
+            ctx.incr("already_generated")
+            return
+        dist = get_distance(page)
+        if self.max_distance >= 0 and dist is not None and dist > self.max_distance:
+            ctx.incr("too_distant")
+            return
+        url = unreverse_url(page.key)
+        if (self.filter or self.normalize) and self.checker.check(url) is None:
+            ctx.incr("filtered")
+            return
+        if not self.schedule.should_fetch(page, self.cur_ms):
+            ctx.incr("not_due")
+            return
+        if page.score < self.min_score:
+            ctx.incr("low_score")
+            return
+        sort_value = self.scoring.sort_value(page)
+        yield self.count_key(url), (-sort_value, url, Candidate(page.key, url, dict(page.markers)))
+
+    def partition(self, key: Any, value: Any, n: int) -> int:
+        return _stable_hash(key) % n
+
+    def sort_key(self):  # type: ignore[override]
+        return lambda item: item[1][:2]  # score descending, then URL
+
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
+        limit = None if self.top_n is None else max(1, self.top_n // self.num_reducers(self.num_tasks))
+        per_host: Counter[str] = Counter()
+        selected = 0
+        for host, (_, _, cand) in items:
+            if limit is not None and selected >= limit:
+                ctx.incr("over_topN")
+                continue
+            if self.max_count > 0 and per_host[host] >= self.max_count:
+                ctx.incr("over_max_count")
+                continue
+            per_host[host] += 1
+            selected += 1
+            page = WebPage(cand.key, markers=cand.markers, batch_id=self.batch_id)
+            Mark.GENERATE.put(page, self.batch_id)
+            ctx.write(page)
+            ctx.incr("generated")
+
+
+def _stable_hash(text: str) -> int:
+    """A hash that is the same in every process (str hash is salted per process)."""
+    import zlib
+
+    return zlib.crc32(text.encode("utf-8"))
+
+
+__all__ = ["GeneratorJob", "new_batch_id", "itemgetter"]

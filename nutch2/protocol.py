@@ -1,0 +1,340 @@
+"""HTTP protocol plugin: one pooled ``requests.Session`` per fetcher thread.
+
+``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
+connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
+status code. Bodies are streamed and capped at ``http.content.limit`` *decoded*
+bytes (gzip/deflate are inflated here with a bounded ``max_length``, so a
+compression bomb never inflates past the limit), and at a total wall-clock time
+(Nutch's ``http.time.limit``: the body is cut and marked truncated).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import http.cookiejar
+import socket
+import time
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC
+from urllib.parse import urljoin, urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from nutch2.status import ProtocolStatusCode, http_to_protocol_status
+
+__all__ = [
+    "HttpProtocol",
+    "HttpSettings",
+    "ProtocolConfigError",
+    "ProtocolOutput",
+]
+
+_CHUNK = 64 * 1024
+_SCHEMES = ("http", "https")
+_ACCEPT_ENCODING = "gzip, deflate"
+_EMPTY_AGENT = "http.agent.name is empty: set it in conf/nutch-site.toml or with -D http.agent.name=MyBot"
+
+
+class ProtocolConfigError(ValueError):
+    """The protocol cannot be used with this configuration (e.g. no agent name)."""
+
+
+@dataclass
+class HttpSettings:
+    """HTTP settings (Nutch's ``http.*`` properties)."""
+
+    agent: str  # full User-Agent string; must be non-empty
+    timeout_ms: int = 10000  # http.timeout: connect and per-read timeout
+    content_limit: int = 1048576  # http.content.limit (decoded bytes); -1 = no limit
+    redirect_max: int = 0  # http.redirect.max: 0 = report redirects, N = follow up to N inline
+    accept: str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    accept_language: str = "en-us,en-gb,en;q=0.7,*;q=0.3"
+    store_headers: bool = True
+    max_fetch_ms: int | None = None  # http.time.limit: total wall-clock cap; None = 3 × timeout_ms
+
+    @property
+    def fetch_cap_ms(self) -> int:
+        """Total wall-clock budget for one fetch, redirects and body included."""
+        return self.max_fetch_ms if self.max_fetch_ms is not None else 3 * self.timeout_ms
+
+
+@dataclass
+class ProtocolOutput:
+    """Result of one fetch; ``fetch_ms`` is the elapsed time of the fetch in ms."""
+
+    code: ProtocolStatusCode
+    args: list[str] = field(default_factory=list)
+    http_code: int | None = None
+    content: bytes = b""
+    content_type: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    final_url: str = ""
+    truncated: bool = False
+    last_modified: int | None = None
+    fetch_ms: int = 0
+
+
+class _FetchError(Exception):
+    """Internal: a fetch failure already reduced to a short reason."""
+
+
+class _Identity:
+    """Pass-through 'decoder' for unencoded bodies."""
+
+    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
+        """Return (at most max_len bytes of output, unconsumed input); max_len 0 = all."""
+        if max_len <= 0:
+            return data, b""
+        return data[:max_len], data[max_len:]
+
+
+class _Inflater:
+    """Bounded gzip/deflate decoder: never produces more than ``max_len`` bytes per call."""
+
+    def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
+        self._d = zlib.decompressobj(wbits)
+        self._started = False
+        self._done = False
+
+    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
+        """Inflate ``data``; return (output, input still to feed)."""
+        if self._done:
+            return b"", b""
+        try:
+            out = self._d.decompress(data, max(max_len, 0))
+        except zlib.error as exc:
+            if not self._started and self._wbits == zlib.MAX_WBITS:
+                # "deflate" sent without the zlib wrapper (common server bug): retry raw.
+                self._wbits = -zlib.MAX_WBITS
+                self._d = zlib.decompressobj(self._wbits)
+                return self.decode(data, max_len)
+            raise _FetchError(f"content decoding error: {exc}") from exc
+        self._started = True
+        if not self._d.eof:
+            return out, self._d.unconsumed_tail
+        return out, self._next_member(self._d.unused_data)
+
+    def _next_member(self, rest: bytes) -> bytes:
+        """After the end of a stream: start the next gzip member or drop trailing garbage."""
+        if self._wbits > zlib.MAX_WBITS and rest[:2] == b"\x1f\x8b":
+            self._d = zlib.decompressobj(self._wbits)
+            return rest
+        self._done = True
+        return b""
+
+
+def _decoder_for(content_encoding: str | None) -> _Identity | _Inflater:
+    """Pick a decoder for a Content-Encoding header (unknown encodings are kept as is)."""
+    enc = (content_encoding or "").split(",")[-1].strip().lower()
+    if enc in ("gzip", "x-gzip"):
+        return _Inflater(16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return _Inflater(zlib.MAX_WBITS)
+    return _Identity()
+
+
+_REASONS: tuple[tuple[str, str], ...] = (
+    ("connection refused", "connection refused"),
+    ("nameresolutionerror", "unknown host"),
+    ("name or service not known", "unknown host"),
+    ("nodename nor servname", "unknown host"),
+    ("temporary failure in name resolution", "unknown host"),
+    ("getaddrinfo failed", "unknown host"),
+    ("no address associated", "unknown host"),
+    ("connection reset", "connection reset"),
+    ("remotedisconnected", "connection closed by server"),
+    ("connection aborted", "connection aborted"),
+    ("invalidchunklength", "invalid chunked encoding"),
+    ("incompleteread", "incomplete body"),
+    ("network is unreachable", "network unreachable"),
+    ("no route to host", "no route to host"),
+    ("timed out", "timeout"),
+)
+
+_TIMEOUTS = (requests.Timeout, urllib3.exceptions.TimeoutError, socket.timeout)
+
+
+def _describe(exc: BaseException) -> str:
+    """Reduce an exception to a short, stable reason (``timeout ...``, ``connection refused``...)."""
+    if isinstance(exc, _FetchError):
+        return str(exc)
+    if isinstance(exc, (requests.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError)):
+        return "timeout (connect)"
+    if isinstance(exc, _TIMEOUTS):
+        return "timeout (read)"
+    text = f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    if isinstance(exc, requests.exceptions.SSLError) or "sslerror" in low:
+        return f"ssl error: {text[:160]}"
+    for needle, reason in _REASONS:
+        if needle in low:
+            return reason if reason != "timeout" else "timeout (read)"
+    return text[:200]
+
+
+def _http_date(ms: int) -> str:
+    """Format ms since epoch as an RFC 7231 HTTP date."""
+    return email.utils.formatdate(ms / 1000.0, usegmt=True)
+
+
+def _parse_http_date(value: str | None) -> int | None:
+    """Parse an HTTP date header into ms since epoch (None when absent or invalid)."""
+    if not value:
+        return None
+    try:
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def _block_all_cookies() -> http.cookiejar.DefaultCookiePolicy:
+    """A cookie policy that stores nothing (Nutch does not keep cookies between fetches)."""
+    return http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
+
+
+class HttpProtocol:
+    """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe)."""
+
+    def __init__(self, settings: HttpSettings) -> None:
+        if not settings.agent or not settings.agent.strip():
+            raise ProtocolConfigError(_EMPTY_AGENT)
+        self.settings = settings
+        self._session = self._make_session()
+
+    def _make_session(self) -> requests.Session:
+        """Build a pooled session with no retries, no env proxies/netrc and no cookies."""
+        s = requests.Session()
+        s.trust_env = False
+        s.cookies.set_policy(_block_all_cookies())
+        retry = Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False,
+                      raise_on_status=False)
+        adapter = HTTPAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
+        s.mount("http://", adapter)
+        s.mount("https://", adapter)
+        s.headers.clear()
+        s.headers.update({
+            "User-Agent": self.settings.agent,
+            "Accept": self.settings.accept,
+            "Accept-Language": self.settings.accept_language,
+            "Accept-Encoding": _ACCEPT_ENCODING,
+        })
+        return s
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._session.close()
+
+    def fetch(self, url: str, *, modified_since_ms: int | None = None,
+              etag: str | None = None) -> ProtocolOutput:
+        """Fetch ``url``; never raises (failures become EXCEPTION / other status codes)."""
+        start = time.monotonic()
+        deadline = start + self.settings.fetch_cap_ms / 1000.0
+        try:
+            out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline)
+        except Exception as exc:  # noqa: BLE001 - fetch() must never raise
+            out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [_describe(exc)], final_url=url)
+        out.fetch_ms = int((time.monotonic() - start) * 1000)
+        return out
+
+    @staticmethod
+    def _conditional_headers(modified_since_ms: int | None, etag: str | None) -> dict[str, str]:
+        """If-Modified-Since / If-None-Match headers for a conditional GET."""
+        headers: dict[str, str] = {}
+        if modified_since_ms is not None and modified_since_ms > 0:
+            headers["If-Modified-Since"] = _http_date(modified_since_ms)
+        if etag:
+            headers["If-None-Match"] = etag
+        return headers
+
+    def _fetch(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
+        """Fetch with manual redirect handling."""
+        seen = {url}
+        current = url
+        hops = 0
+        while True:
+            scheme = urlsplit(current).scheme.lower()
+            if scheme not in _SCHEMES:
+                return ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, [scheme], final_url=current)
+            if time.monotonic() >= deadline:
+                raise _FetchError("timeout (total fetch time exceeded)")
+            out = self._fetch_once(current, cond, deadline)
+            if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+                return out
+            if self.settings.redirect_max <= 0:
+                return out
+            target = out.args[0]
+            hops += 1
+            if hops > self.settings.redirect_max or target in seen:
+                return ProtocolOutput(ProtocolStatusCode.REDIR_EXCEEDED, [target], out.http_code,
+                                      headers=out.headers, final_url=current)
+            seen.add(target)
+            current = target
+
+    def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
+        """One GET without following redirects."""
+        timeout = self.settings.timeout_ms / 1000.0
+        resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False,
+                                 timeout=(timeout, timeout))
+        try:
+            content, truncated = self._read_body(resp, deadline)
+        finally:
+            resp.close()
+        code = http_to_protocol_status(resp.status_code)
+        args: list[str] = []
+        if code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+            location = resp.headers.get("Location")
+            if not location:
+                code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status_code} redirect without Location"]
+            else:
+                args = [urljoin(url, location.strip())]
+        elif code != ProtocolStatusCode.SUCCESS:
+            args = [str(resp.status_code)]
+        headers = dict(resp.headers) if self.settings.store_headers else {}
+        return ProtocolOutput(
+            code=code, args=args, http_code=resp.status_code, content=content,
+            content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
+            truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
+        )
+
+    def _read_body(self, resp: requests.Response, deadline: float) -> tuple[bytes, bool]:
+        """Stream the body, decoding it, capped at content_limit bytes and at the deadline."""
+        if resp.status_code == 304 or resp.request.method == "HEAD":
+            return b"", False
+        limit = self.settings.content_limit
+        decoder = _decoder_for(resp.headers.get("Content-Encoding"))
+        buf = bytearray()
+        # read1 returns after one socket read, so the wall-clock cap is checked between small reads
+        # (urllib3 < 2 has no read1: fall back to read, which may block until a full chunk arrives).
+        read = getattr(resp.raw, "read1", resp.raw.read)
+        try:
+            while time.monotonic() < deadline:
+                chunk = read(_CHUNK, decode_content=False)
+                if not chunk:
+                    return bytes(buf), False
+                if self._append(buf, decoder, chunk, limit):
+                    return bytes(buf), True
+        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _FetchError(_describe(exc)) from exc
+        return bytes(buf), True  # wall-clock cap reached (Nutch's http.time.limit): truncated
+
+    @staticmethod
+    def _append(buf: bytearray, decoder: _Identity | _Inflater, chunk: bytes, limit: int) -> bool:
+        """Decode ``chunk`` into ``buf``; return True when the content limit was exceeded."""
+        pending = chunk
+        while pending:
+            max_len = limit - len(buf) + 1 if limit >= 0 else 0
+            out, pending = decoder.decode(pending, max_len)
+            buf += out
+            if 0 <= limit < len(buf):
+                del buf[limit:]
+                return True
+        return False
