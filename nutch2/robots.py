@@ -153,6 +153,14 @@ class RobotsCache:
             future.set_result(rules)
         return rules
 
+    def cached(self, url: str) -> RobotRules | None:
+        """Rules already loaded for the host of ``url``, or None when robots.txt was not fetched yet."""
+        key = _host_key(url)
+        if key is None:
+            return RobotRules(ALLOW_ALL)
+        with self._lock:
+            return self._rules.get(key)
+
     def close(self) -> None:
         """Close the HTTP protocols this cache created."""
         with self._lock:

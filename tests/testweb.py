@@ -1,0 +1,1083 @@
+"""A deterministic synthetic web served by real HTTP servers on loopback addresses.
+
+`TestWeb` starts one stdlib `ThreadingHTTPServer` per host, each bound to its own
+127.0.x.y address and all on the same port, so a crawler sees many distinct hosts
+(URLs use the IP as host name: ``http://127.0.1.1:PORT/``).  The link graph, every
+trap and the outcome a Nutch-style crawler must record for each URL are exposed in
+`TestWeb.pages`, and `TestWeb.reachable` predicts which URLs a breadth-first crawl
+requests in each round.
+
+Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyond
+254 hosts the third octet grows):
+
+* Normal pages of every host: ``/`` (page 0, the home page) and ``/p/{i}.html`` for
+  ``1 <= i < P``.  The home page links to pages 1..3 and to the home page of host
+  ``(h+1) % H``; page ``i`` links to page ``i+1`` (a chain, so every page is
+  reachable), to up to two random pages of its host and, with probability 1/2, to
+  one random page of another host.  All randomness comes from ``random.Random(seed)``.
+  Same-host links are written root-relative (``/p/3.html``), cross-host links absolute.
+* Every normal 200 response carries ``Last-Modified`` and ``ETag`` and answers 304 to
+  a matching ``If-None-Match`` (checked first) or an ``If-Modified-Since`` not older
+  than ``Last-Modified``.  `TestWeb.modify` changes a page (new body, ETag, date).
+* robots.txt: allow-all on every host except (when ``traps``) host 0
+  (``Disallow: /private/``), host 1 (``Crawl-delay: 1``), host 2 (404 = allow all)
+  and an extra host appended after the normal ones (index ``H``, `robots_503_host`)
+  whose robots.txt answers 503: a crawler must defer that host and request nothing
+  there but robots.txt (its home page is linked from host 0's home page).
+* Traps (when ``traps``) live on host 0 under ``/traps/`` and ``/private/`` and are all
+  linked from host 0's home page, so a crawl from `seed_url` fetches them in round 2
+  and the targets they lead to (redirects, meta refresh, noindex child, base-href
+  links) in round 3.  See `TRAP_LAYOUT` in the module for the exact list.
+* Hostile pages are always served under ``/hostile/`` on host 0 (`hostile_urls`), but
+  are part of `pages` and linked from host 0's home page only with ``hostile=True``
+  (their `PageSpec.expected` is a best guess for a crawler with sane limits).
+* Unknown paths answer 404.  Every request is logged (`requests`, `count`,
+  `in_flight_max`, `reset_log`), robots.txt included.
+
+Crawl model (`reachable`): round 1 requests the seeds.  A URL discovered (as a link
+in `PageSpec.links`) in round r becomes a candidate for round r+1.  Each round the
+candidates not yet generated are sorted by URL string and the first
+``max_per_round`` (all when None) are generated; a generated URL is never generated
+again (404/410/500 included - Nutch reschedules RETRY a day later).  A generated URL
+is *requested* unless its path is disallowed by its host's robots.txt (outcome GONE,
+no request) or its host's robots.txt answered 5xx (outcome RETRY, no request).
+Redirects (301/302) and meta refresh pages list their target as their only link, so
+the target is requested in the next round (Nutch with ``http.redirect.max=0``).
+Pages with ``<meta name="robots" content="nofollow">`` contribute no links; error
+and non-HTML pages have no links.  robots.txt requests are not counted.
+"""
+
+from __future__ import annotations
+
+import codecs
+import email.utils
+import hashlib
+import html
+import random
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+__all__ = ["TestWeb", "PageSpec", "RequestRecord", "CrawlModel", "TRAP_LAYOUT"]
+
+# path on host 0 -> (kind, HTTP status, expected crawl outcome); documentation and single source of truth.
+TRAP_LAYOUT: dict[str, tuple[str, int, str]] = {
+    "/traps/redirect-301": ("redirect", 301, "REDIR_PERM"),
+    "/traps/moved-target.html": ("html", 200, "FETCHED"),
+    "/traps/redirect-302": ("redirect", 302, "REDIR_TEMP"),
+    "/traps/temp-target.html": ("html", 200, "FETCHED"),
+    "/traps/refresh.html": ("meta_refresh", 200, "FETCHED"),
+    "/traps/refresh-target.html": ("html", 200, "FETCHED"),
+    "/traps/missing.html": ("not_found", 404, "GONE"),
+    "/traps/gone.html": ("gone", 410, "GONE"),
+    "/traps/error.html": ("server_error", 500, "RETRY"),
+    "/traps/slow.html": ("slow", 200, "FETCHED"),
+    "/traps/image.png": ("png", 200, "FETCHED"),
+    "/traps/doc.pdf": ("pdf", 200, "FETCHED"),
+    "/traps/dup-a.html": ("duplicate", 200, "FETCHED"),
+    "/traps/dup-b.html": ("duplicate", 200, "FETCHED"),
+    "/traps/charset-utf8-header.html": ("charset", 200, "FETCHED"),
+    "/traps/charset-cp1251-meta.html": ("charset", 200, "FETCHED"),
+    "/traps/charset-utf8-bom.html": ("charset", 200, "FETCHED"),
+    "/traps/charset-utf16-bom.html": ("charset", 200, "FETCHED"),
+    "/traps/charset-sjis-http-equiv.html": ("charset", 200, "FETCHED"),
+    "/traps/noindex.html": ("noindex", 200, "FETCHED"),
+    "/traps/noindex-child.html": ("html", 200, "FETCHED"),
+    "/traps/nofollow.html": ("nofollow", 200, "FETCHED"),
+    "/traps/nofollow-child.html": ("html", 200, "FETCHED"),
+    "/traps/base.html": ("base_href", 200, "FETCHED"),
+    "/traps/based/a.html": ("html", 200, "FETCHED"),
+    "/traps/based/b.html": ("html", 200, "FETCHED"),
+    "/private/secret.html": ("robots_denied", 200, "GONE"),
+    "/private/other.html": ("robots_denied", 200, "GONE"),
+}
+
+# (title, charset as PageSpec.charset, how it is declared)
+_CHARSET_PAGES: dict[str, tuple[str, str, str]] = {
+    "/traps/charset-utf8-header.html": ("Café naïve — ☃ snowman", "utf-8", "header"),
+    "/traps/charset-cp1251-meta.html": ("Привет, мир: тестовая страница", "windows-1251", "meta"),
+    "/traps/charset-utf8-bom.html": ("Grüße aus Zürich", "utf-8", "bom"),
+    "/traps/charset-utf16-bom.html": ("Ελληνικά κείμενα δοκιμής", "utf-16", "bom"),
+    "/traps/charset-sjis-http-equiv.html": ("日本語のテストページ", "shift_jis", "http-equiv"),
+}
+
+HOSTILE_PATHS: dict[str, str] = {
+    "big": "/hostile/big.html",  # 10 MB of HTML, with Content-Length
+    "endless": "/hostile/endless.html",  # trickles a few bytes per second until the client goes away
+    "gzip_bomb": "/hostile/gzip-bomb.html",  # ~1 MB gzip expanding to 1 GiB of zeros
+    "binary_html": "/hostile/binary.html",  # 64 KB of random bytes as text/html
+    "many_links": "/hostile/many-links.html",  # 10 000 links to /hostile/l/{i}.html
+    "deep_nesting": "/hostile/deep.html",  # 100 000 nested <div>
+    "redirect_loop": "/hostile/loop1",  # /hostile/loop1 -> /hostile/loop2 -> /hostile/loop1 (301)
+}
+
+_HOSTILE_EXPECTED: dict[str, str] = {
+    "big": "FETCHED",  # content truncated at the crawler's content limit
+    "endless": "RETRY",  # the crawler must give up (total download time cap) -> exception
+    "gzip_bomb": "FETCHED",  # inflate must stop at the content limit (truncated)
+    "binary_html": "FETCHED",  # parse may fail, fetch succeeds
+    "many_links": "FETCHED",
+    "deep_nesting": "FETCHED",
+    "redirect_loop": "REDIR_PERM",
+}
+
+_SYLLABLES = (
+    "ba be bi bo bu da de di do du fa fe fi fo ga ge gi go ka ke ki ko la le li lo lu ma me mi mo mu "
+    "na ne ni no nu pa pe pi po ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo"
+).split()
+# pseudo-words; none contains q, x or z, so the unique words ("quix...zor") never collide with them
+_VOCAB: list[str] = [a + b for a in _SYLLABLES for b in _SYLLABLES[::6]]
+
+_PNG_1X1 = (
+    b"\x89PNG\r\n\x1a\n"
+    + struct.pack(">I", 13)
+    + b"IHDR"
+    + struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    + struct.pack(">I", zlib.crc32(b"IHDR" + struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)))
+    + struct.pack(">I", len(zlib.compress(b"\x00\xff\x00\x00")))
+    + b"IDAT"
+    + zlib.compress(b"\x00\xff\x00\x00")
+    + struct.pack(">I", zlib.crc32(b"IDAT" + zlib.compress(b"\x00\xff\x00\x00")))
+    + struct.pack(">I", 0)
+    + b"IEND"
+    + struct.pack(">I", zlib.crc32(b"IEND"))
+)
+
+_PDF = (
+    b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+    b"2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n"
+    b"3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >> endobj\n"
+    b"trailer << /Root 1 0 R >>\n%%EOF\n"
+)
+
+_GZIP_BOMB_SIZE = 1 << 30
+_GZIP_BOMB_CRC = 1533330096  # zlib.crc32 of 2**30 zero bytes
+_gzip_bomb_cache: tuple[bytes, bytes, int, bytes] | None = None
+_cache_lock = threading.Lock()
+
+
+def _gzip_bomb_parts() -> tuple[bytes, bytes, int, bytes]:
+    """(gzip header + first block, repeated block, repeat count, tail) for 1 GiB of zeros; built once."""
+    global _gzip_bomb_cache
+    with _cache_lock:
+        if _gzip_bomb_cache is None:
+            co = zlib.compressobj(9, zlib.DEFLATED, -15)
+            chunk = bytes(1 << 20)
+            first = co.compress(chunk) + co.flush(zlib.Z_FULL_FLUSH)
+            block = co.compress(chunk) + co.flush(zlib.Z_FULL_FLUSH)  # identical output after a full flush
+            tail = co.flush() + struct.pack("<II", _GZIP_BOMB_CRC, _GZIP_BOMB_SIZE & 0xFFFFFFFF)
+            header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+            _gzip_bomb_cache = (header + first, block, (_GZIP_BOMB_SIZE >> 20) - 1, tail)
+        return _gzip_bomb_cache
+
+
+def _http_date(ts: float) -> str:
+    return email.utils.formatdate(ts, usegmt=True)
+
+
+def host_ip(index: int) -> str:
+    """The loopback address of host `index`: 127.0.1.1, 127.0.1.2, ... 127.0.1.254, 127.0.2.1, ..."""
+    return f"127.0.{1 + index // 254}.{1 + index % 254}"
+
+
+@dataclass
+class PageSpec:
+    """What the synthetic web serves at one URL and what a crawler must make of it.
+
+    `links` are absolute URLs after <base href> resolution, in document order without
+    repeats (and without the page itself); empty for nofollow, error and non-HTML pages.
+    Redirects and meta refresh pages list only their target.  The hostile many-links
+    page lists none of its 10 000 links (crawlers cap outlinks per page).  `expected` is the CrawlStatus name a
+    Nutch-style crawler records when it generates this URL (the first time).
+    """
+
+    url: str
+    status: int
+    kind: str
+    title: str
+    links: list[str]
+    charset: str | None
+    expected: str
+    unique_word: str | None
+    duplicate_of: str | None = None
+    content_type: str | None = None
+    indexable: bool = True
+    host_index: int = 0
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path or "/"
+
+
+class RequestRecord(NamedTuple):
+    """One request seen by the server (times from time.monotonic())."""
+
+    host: str
+    path: str
+    method: str
+    arrived: float
+    answered: float
+    status: int
+    headers: dict[str, str]
+
+
+@dataclass
+class CrawlModel:
+    """Result of `TestWeb.crawl_model`: what a breadth-first crawl does, round by round."""
+
+    requested: dict[int, set[str]] = field(default_factory=dict)  # round -> URLs requested
+    generated: dict[int, set[str]] = field(default_factory=dict)  # round -> URLs generated
+    outcomes: dict[str, str] = field(default_factory=dict)  # generated URL -> expected status name
+    denied: set[str] = field(default_factory=set)  # robots-disallowed, never requested (GONE)
+    deferred: set[str] = field(default_factory=set)  # host robots.txt 5xx, never requested (RETRY)
+    discovered: set[str] = field(default_factory=set)  # every URL known at the end (seeds + links)
+
+    def all_requested(self) -> set[str]:
+        return set().union(*self.requested.values()) if self.requested else set()
+
+
+@dataclass
+class _Resource:
+    """How the server answers one path (internal)."""
+
+    status: int
+    content_type: str | None = None
+    body: Callable[[], bytes] | None = None
+    location: str | None = None
+    conditional: bool = False
+    delay: float = 0.0
+    stream: Callable[[_Handler], None] | None = None
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def __init__(self, addr: tuple[str, int], web: TestWeb, host_index: int) -> None:
+        self.web = web
+        self.host_index = host_index
+        super().__init__(addr, _Handler)
+
+    def server_bind(self) -> None:
+        """Bind without HTTPServer's reverse DNS lookup (getfqdn), which is slow for 127.x addresses."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = str(host)
+        self.server_port = int(port)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Stay quiet when a client goes away mid-response (hostile tests do that on purpose)."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "TestWeb/1.0"
+    timeout = 30
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.web._track_conn(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.web._track_conn(self.connection, False)
+
+    def do_GET(self) -> None:
+        self.server.web._handle(self, head=False)
+
+    def do_HEAD(self) -> None:
+        self.server.web._handle(self, head=True)
+
+    def write(self, data: bytes) -> bool:
+        """Write body bytes; False when the client has gone away."""
+        try:
+            self.wfile.write(data)
+            return True
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+            return False
+
+
+class TestWeb:
+    """A synthetic web of `hosts` hosts (plus one robots-503 host with traps) on one port."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        hosts: int = 4,
+        pages_per_host: int = 10,
+        seed: int = 0,
+        traps: bool = True,
+        hostile: bool = False,
+        slow_seconds: float = 3.0,
+        page_bytes: int = 2048,
+        endless_interval: float = 0.5,
+    ) -> None:
+        if hosts < 1 or pages_per_host < 1:
+            raise ValueError("need at least one host and one page per host")
+        if traps and hosts < 3:
+            raise ValueError("traps=True needs hosts >= 3 (robots traps live on hosts 0, 1 and 2)")
+        self.n_hosts = hosts
+        self.pages_per_host = pages_per_host
+        self.seed = seed
+        self.traps = traps
+        self.hostile = hostile
+        self.slow_seconds = slow_seconds
+        self.page_bytes = page_bytes
+        self.endless_interval = endless_interval
+        self.robots_503_host: int | None = hosts if traps else None
+        total = hosts + (1 if traps else 0)
+        self.hosts: list[str] = [host_ip(i) for i in range(total)]
+        self.port: int = 0
+        self.pages: dict[str, PageSpec] = {}
+        self._resources: dict[tuple[int, str], _Resource] = {}
+        self._host_of_ip = {ip: i for i, ip in enumerate(self.hosts)}
+        self._servers: list[_Server] = []
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._log: list[RequestRecord] = []
+        self._in_flight: dict[str, int] = {}
+        self._in_flight_max: dict[str, int] = {}
+        self._conns: set[socket.socket] = set()
+        self._versions: dict[str, int] = {}
+        self._mtimes: dict[str, float] = {}
+        self._body_cache: dict[tuple[str, int], bytes] = {}
+        self._word_counter = 0
+
+    # ------------------------------------------------------------------ public API
+
+    def __enter__(self) -> TestWeb:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> TestWeb:
+        """Bind every host to a common free port, serve each in a daemon thread, build the graph."""
+        if self._servers:
+            return self
+        self._stopping.clear()
+        last_error: OSError | None = None
+        for _attempt in range(20):
+            servers: list[_Server] = []
+            try:
+                first = _Server((self.hosts[0], 0), self, 0)
+                servers.append(first)
+                port = first.server_address[1]
+                for i, ip in enumerate(self.hosts[1:], start=1):
+                    servers.append(_Server((ip, port), self, i))
+            except OSError as e:
+                last_error = e
+                for s in servers:
+                    s.server_close()
+                continue
+            self.port = port
+            self._servers = servers
+            break
+        else:
+            raise RuntimeError(f"could not bind {len(self.hosts)} hosts to one port: {last_error}")
+        self._build()
+        for s in self._servers:
+            t = threading.Thread(
+                target=s.serve_forever,
+                kwargs={"poll_interval": 0.1},
+                daemon=True,
+                name=f"testweb-{s.server_address[0]}",
+            )
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        """Stop all servers, close open connections (wakes slow/endless handlers) and free the port."""
+        self._stopping.set()
+        stoppers = [threading.Thread(target=s.shutdown, daemon=True) for s in self._servers]
+        for t in stoppers:  # in parallel: each shutdown() waits up to one poll interval
+            t.start()
+        for t in stoppers:
+            t.join(timeout=5)
+        for s in self._servers:
+            s.server_close()
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=2)
+        self._servers = []
+        self._threads = []
+
+    def base_url(self, host_index: int) -> str:
+        """``http://127.0.1.N:PORT`` (no trailing slash) of host `host_index`."""
+        return f"http://{self.hosts[host_index]}:{self.port}"
+
+    def url(self, host_index: int, path: str) -> str:
+        """Absolute URL of `path` on host `host_index`."""
+        if not path.startswith("/"):
+            path = "/" + path
+        return self.base_url(host_index) + path
+
+    @property
+    def seed_url(self) -> str:
+        """The home page of host 0."""
+        return self.url(0, "/")
+
+    def page_url(self, host_index: int, i: int) -> str:
+        """URL of normal page `i` of a host (0 is the home page)."""
+        return self.url(host_index, "/" if i == 0 else f"/p/{i}.html")
+
+    def hostile_urls(self) -> dict[str, str]:
+        """Hostile page URLs by name (served whether or not ``hostile=True``)."""
+        return {name: self.url(0, path) for name, path in HOSTILE_PATHS.items()}
+
+    def trap_url(self, path: str) -> str:
+        """URL of a trap path from TRAP_LAYOUT (all on host 0)."""
+        return self.url(0, path)
+
+    def robots_txt(self, host_index: int) -> tuple[int, str]:
+        """(status, body) of a host's robots.txt."""
+        if self.traps and host_index == self.robots_503_host:
+            return 503, "Service Unavailable\n"
+        if self.traps and host_index == 2:
+            return 404, "Not Found\n"
+        if self.traps and host_index == 0:
+            return 200, "User-agent: *\nDisallow: /private/\n"
+        if self.traps and host_index == 1:
+            return 200, "User-agent: *\nCrawl-delay: 1\nDisallow:\n"
+        return 200, "User-agent: *\nDisallow:\n"
+
+    def robots_allows(self, url: str) -> bool | None:
+        """True/False per the host's robots.txt, None when the host must be deferred (robots 5xx)."""
+        parts = urlsplit(url)
+        h = self._host_of_ip.get(parts.hostname or "")
+        if h is None:
+            return True
+        status, body = self.robots_txt(h)
+        if status >= 500:
+            return None
+        if status != 200:
+            return True
+        path = parts.path or "/"
+        for line in body.splitlines():
+            if line.lower().startswith("disallow:"):
+                prefix = line.split(":", 1)[1].strip()
+                if prefix and path.startswith(prefix):
+                    return False
+        return True
+
+    def crawl_model(
+        self, seed_urls: Iterable[str] | None = None, rounds: int = 3, max_per_round: int | None = None
+    ) -> CrawlModel:
+        """Simulate the breadth-first crawl described in the module docstring."""
+        seeds = list(seed_urls) if seed_urls is not None else [self.seed_url]
+        model = CrawlModel()
+        known: set[str] = set(seeds)
+        generated_all: set[str] = set()
+        candidates: set[str] = set(seeds)
+        for r in range(1, rounds + 1):
+            ordered = sorted(u for u in candidates if u not in generated_all)
+            chosen = ordered if max_per_round is None else ordered[:max_per_round]
+            model.generated[r] = set(chosen)
+            model.requested[r] = set()
+            new_links: list[str] = []
+            for u in chosen:
+                generated_all.add(u)
+                spec = self.pages.get(u)
+                allowed = self.robots_allows(u)
+                if allowed is None:
+                    model.deferred.add(u)
+                    model.outcomes[u] = "RETRY"
+                    continue
+                if not allowed:
+                    model.denied.add(u)
+                    model.outcomes[u] = "GONE"
+                    continue
+                model.requested[r].add(u)
+                model.outcomes[u] = spec.expected if spec else "GONE"
+                if spec:
+                    new_links.extend(spec.links)
+            known.update(new_links)
+            candidates = {u for u in candidates | set(new_links) if u not in generated_all}
+        model.discovered = known
+        return model
+
+    def reachable(
+        self, seed_urls: Iterable[str] | None = None, rounds: int = 3, max_per_round: int | None = None
+    ) -> dict[int, set[str]]:
+        """round (1-based) -> URLs requested in that round (robots.txt not included)."""
+        return self.crawl_model(seed_urls, rounds, max_per_round).requested
+
+    def reachable_within(self, rounds: int, seed_urls: Iterable[str] | None = None) -> set[str]:
+        """All URLs requested in the first `rounds` rounds from the seeds (default `seed_url`)."""
+        return self.crawl_model(seed_urls, rounds).all_requested()
+
+    def modify(self, url: str) -> None:
+        """Change a normal page: new body (adds a 'revision N' paragraph), ETag and Last-Modified (now)."""
+        spec = self.pages[url]
+        if spec.status != 200:
+            raise ValueError(f"{url} is not a 200 page")
+        with self._lock:
+            self._versions[url] = self._versions.get(url, 0) + 1
+            self._mtimes[url] = max(time.time(), self._mtimes.get(url, 0) + 1)
+
+    # request log
+
+    def requests(self, host: int | str | None = None, path: str | None = None) -> list[RequestRecord]:
+        """Logged requests, optionally only those to `host` (index or IP) and/or `path`."""
+        ip = self.hosts[host] if isinstance(host, int) else host
+        with self._lock:
+            log = list(self._log)
+        return [r for r in log if (ip is None or r.host == ip) and (path is None or r.path == path)]
+
+    def count(self, url: str) -> int:
+        """How many requests were made for `url` (path and query must match exactly)."""
+        parts = urlsplit(url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return len(self.requests(parts.hostname, path))
+
+    def in_flight_max(self, host: int | str | None = None) -> int:
+        """Most requests seen at once on `host` (index or IP); over all hosts when None."""
+        with self._lock:
+            if host is None:
+                return max(self._in_flight_max.values(), default=0)
+            ip = self.hosts[host] if isinstance(host, int) else host
+            return self._in_flight_max.get(ip, 0)
+
+    def reset_log(self) -> None:
+        """Forget logged requests and concurrency maxima."""
+        with self._lock:
+            self._log.clear()
+            self._in_flight_max = {k: v for k, v in self._in_flight.items() if v}
+
+    # ------------------------------------------------------------------ graph
+
+    def _next_word(self) -> str:
+        n = self._word_counter
+        self._word_counter += 1
+        letters = ""
+        while True:
+            letters = chr(ord("a") + n % 26) + letters
+            n //= 26
+            if n == 0:
+                break
+        return f"quix{letters}zor"
+
+    def _add(self, spec: PageSpec, res: _Resource) -> None:
+        self.pages[spec.url] = spec
+        self._resources[(spec.host_index, spec.path)] = res
+
+    def _build(self) -> None:
+        """Create the link graph, trap and hostile pages (depends on `port`)."""
+        self.pages.clear()
+        self._resources.clear()
+        self._body_cache.clear()
+        self._word_counter = 0
+        rng = random.Random(self.seed)
+        n, p = self.n_hosts, self.pages_per_host
+        base_mtime = 1_704_067_200 + (self.seed % 1000) * 3600  # 2024-01-01 + seed hours
+        for h in range(n):
+            for i in range(p):
+                links: list[str] = []
+                if i == 0:
+                    links += [self.page_url(h, k) for k in (1, 2, 3) if k < p]
+                    if n > 1:
+                        links.append(self.page_url((h + 1) % n, 0))
+                elif i + 1 < p:
+                    links.append(self.page_url(h, i + 1))
+                others = [k for k in range(p) if k != i]
+                links += [self.page_url(h, k) for k in rng.sample(others, min(2, len(others)))]
+                if n > 1 and rng.random() < 0.5:
+                    other = rng.choice([x for x in range(n) if x != h])
+                    links.append(self.page_url(other, rng.randrange(p)))
+                url = self.page_url(h, i)
+                title = f"Host {h} page {i}: " + " ".join(rng.sample(_VOCAB, 2)).title()
+                spec = PageSpec(
+                    url,
+                    200,
+                    "html",
+                    title,
+                    _dedup(links, url),
+                    "utf-8",
+                    "FETCHED",
+                    self._next_word(),
+                    content_type="text/html; charset=utf-8",
+                    host_index=h,
+                )
+                self._mtimes[url] = base_mtime + h * 86400 + i * 60
+                self._add(spec, self._html_resource(spec))
+        if self.traps:
+            self._build_traps()
+        self._build_hostile()
+
+    def _html_resource(self, spec: PageSpec) -> _Resource:
+        return _Resource(200, spec.content_type, partial(self._page_body, spec), conditional=True)
+
+    def _build_traps(self) -> None:
+        home = self.pages[self.seed_url]
+        assert self.robots_503_host is not None
+        t = self.trap_url
+        mtime = 1_704_067_200 + 7 * 86400
+
+        def html_page(path: str, title: str, links: list[str], kind: str = "html", **kw: object) -> PageSpec:
+            spec = PageSpec(
+                t(path),
+                200,
+                kind,
+                title,
+                links,
+                "utf-8",
+                TRAP_LAYOUT[path][2],
+                self._next_word(),
+                content_type="text/html; charset=utf-8",
+                **kw,
+            )  # type: ignore[arg-type]
+            self._mtimes[spec.url] = mtime
+            self._add(spec, self._html_resource(spec))
+            return spec
+
+        for path, (kind, status, expected) in TRAP_LAYOUT.items():
+            if kind == "redirect":
+                target = t("/traps/moved-target.html" if status == 301 else "/traps/temp-target.html")
+                spec = PageSpec(t(path), status, kind, "", [target], None, expected, None)
+                self._add(
+                    spec,
+                    _Resource(status, "text/html; charset=utf-8", lambda s=status: _error_body(s), location=target),
+                )
+            elif kind in ("not_found", "gone", "server_error"):
+                spec = PageSpec(
+                    t(path), status, kind, "", [], None, expected, None, content_type="text/html; charset=utf-8"
+                )
+                self._add(spec, _Resource(status, spec.content_type, lambda s=status: _error_body(s)))
+            elif kind == "meta_refresh":
+                target = t("/traps/refresh-target.html")
+                html_page(path, "Meta refresh", [target], kind)
+            elif kind == "slow":
+                spec = html_page(path, "A slow page", [], kind)
+                self._resources[(0, path)].delay = self.slow_seconds
+            elif kind in ("png", "pdf"):
+                ctype, data = ("image/png", _PNG_1X1) if kind == "png" else ("application/pdf", _PDF)
+                spec = PageSpec(t(path), 200, kind, "", [], None, expected, None, content_type=ctype, indexable=False)
+                self._mtimes[spec.url] = mtime
+                self._add(spec, _Resource(200, ctype, lambda d=data: d, conditional=True))
+            elif kind == "duplicate":
+                word = "quixduplicatezor"
+                a = t("/traps/dup-a.html")
+                spec = PageSpec(
+                    t(path),
+                    200,
+                    kind,
+                    "Duplicate content",
+                    [],
+                    "utf-8",
+                    expected,
+                    word,
+                    duplicate_of=None if t(path) == a else a,
+                    content_type="text/html; charset=utf-8",
+                )
+                self._mtimes[spec.url] = mtime
+                self._add(spec, _Resource(200, spec.content_type, lambda w=word: _dup_body(w), conditional=True))
+            elif kind == "charset":
+                title, charset, how = _CHARSET_PAGES[path]
+                ctype = f"text/html; charset={charset}" if how == "header" else "text/html"
+                spec = PageSpec(t(path), 200, kind, title, [], charset, expected, self._next_word(), content_type=ctype)
+                self._mtimes[spec.url] = mtime
+                body = partial(_charset_body, spec, charset, how)
+                self._add(spec, _Resource(200, ctype, body, conditional=True))
+            elif kind == "noindex":
+                html_page(path, "Not for the index", [t("/traps/noindex-child.html")], kind, indexable=False)
+            elif kind == "nofollow":
+                # its link to nofollow-child.html is in the HTML but deliberately not in the graph
+                html_page(path, "Do not follow my links", [], kind)
+            elif kind == "base_href":
+                html_page(path, "Base href", [t("/traps/based/a.html"), t("/traps/based/b.html")], kind)
+            elif kind == "robots_denied":
+                html_page(path, f"Private {path.rsplit('/', 1)[-1]}", [], kind)
+            else:
+                titles = {
+                    "/traps/moved-target.html": "Permanent redirect target",
+                    "/traps/temp-target.html": "Temporary redirect target",
+                    "/traps/refresh-target.html": "Meta refresh target",
+                    "/traps/noindex-child.html": "Child of the noindex page",
+                    "/traps/nofollow-child.html": "Child of the nofollow page",
+                    "/traps/based/a.html": "Base href child A",
+                    "/traps/based/b.html": "Base href child B",
+                }
+                html_page(path, titles[path], [])
+        # robots-503 host: only its home page is modelled; serving it would be a crawler bug
+        h503 = self.robots_503_host
+        spec = PageSpec(
+            self.url(h503, "/"),
+            200,
+            "robots_deferred",
+            f"Host {h503} home",
+            [],
+            "utf-8",
+            "RETRY",
+            self._next_word(),
+            content_type="text/html; charset=utf-8",
+            host_index=h503,
+        )
+        self._mtimes[spec.url] = mtime
+        self._add(spec, self._html_resource(spec))
+        linked = [t(p) for p, (k, _, _) in TRAP_LAYOUT.items() if k not in ("html",)]
+        linked += [self.page_url(1, 0), self.page_url(2, 0), spec.url]
+        home.links = _dedup(home.links + linked, home.url)
+
+    def _build_hostile(self) -> None:
+        hu = self.hostile_urls()
+        resources: dict[str, _Resource] = {
+            "big": _Resource(200, "text/html; charset=utf-8", stream=_stream_big),
+            "endless": _Resource(200, "text/html; charset=utf-8", stream=_stream_endless),
+            "gzip_bomb": _Resource(200, "text/html; charset=utf-8", stream=_stream_gzip_bomb),
+            "binary_html": _Resource(200, "text/html", lambda: random.Random(self.seed).randbytes(65536)),
+            "many_links": _Resource(200, "text/html; charset=utf-8", _many_links_body),
+            "deep_nesting": _Resource(200, "text/html; charset=utf-8", _deep_body),
+            "redirect_loop": _Resource(
+                301, "text/html", partial(_error_body, 301), location=self.url(0, "/hostile/loop2")
+            ),
+        }
+        for name, res in resources.items():
+            self._resources[(0, HOSTILE_PATHS[name])] = res
+        self._resources[(0, "/hostile/loop2")] = _Resource(
+            301, "text/html", lambda: _error_body(301), location=hu["redirect_loop"]
+        )
+        for i in range(10_000):
+            self._resources[(0, f"/hostile/l/{i}.html")] = _Resource(
+                200, "text/html; charset=utf-8", lambda i=i: _tiny_body(i)
+            )
+        if not self.hostile:
+            return
+        for name, url in hu.items():
+            links = [self.url(0, "/hostile/loop2")] if name == "redirect_loop" else []
+            status = 301 if name == "redirect_loop" else 200
+            self.pages[url] = PageSpec(
+                url,
+                status,
+                f"hostile_{name}",
+                "",
+                links,
+                None,
+                _HOSTILE_EXPECTED[name],
+                None,
+                content_type=resources[name].content_type,
+                indexable=False,
+            )
+        loop2 = self.url(0, "/hostile/loop2")
+        self.pages[loop2] = PageSpec(
+            loop2,
+            301,
+            "hostile_redirect_loop",
+            "",
+            [hu["redirect_loop"]],
+            None,
+            "REDIR_PERM",
+            None,
+            content_type="text/html",
+            indexable=False,
+        )
+        home = self.pages[self.seed_url]
+        home.links = _dedup(home.links + list(hu.values()), home.url)
+
+    # ------------------------------------------------------------------ bodies
+
+    def _page_body(self, spec: PageSpec) -> bytes:
+        """Deterministic HTML of a normal/trap page (with a revision paragraph after `modify`)."""
+        version = self._versions.get(spec.url, 0)
+        key = (spec.url, version)
+        cached = self._body_cache.get(key)
+        if cached is not None:
+            return cached
+        rng = random.Random(f"{self.seed}|{spec.url}")
+        head = ['<meta charset="utf-8">']
+        body_extra = ""
+        if spec.kind == "meta_refresh":
+            head.append(f'<meta http-equiv="refresh" content="0; url={html.escape(spec.links[0])}">')
+        if spec.kind == "noindex":
+            head.append('<meta name="robots" content="noindex">')
+        if spec.kind == "nofollow":
+            head.append('<meta name="robots" content="nofollow">')
+            body_extra = f'<p><a href="{self.trap_url("/traps/nofollow-child.html")}">a child</a></p>'
+        if spec.kind == "base_href":
+            head.append(f'<base href="{self.trap_url("/traps/based/")}">')
+        anchors = []
+        for link in spec.links:
+            target = self.pages.get(link)
+            text = target.title if target and target.title.isascii() and target.title else urlsplit(link).path
+            if spec.kind == "base_href":
+                href = link.rsplit("/", 1)[-1]  # relative: only right when resolved against <base>
+            elif urlsplit(link).netloc == urlsplit(spec.url).netloc:
+                href = urlsplit(link).path
+            else:
+                href = link
+            anchors.append(f'<li><a href="{html.escape(href)}">{html.escape(text)}</a></li>')
+        if spec.kind == "meta_refresh":
+            anchors = []  # the target is reached through the refresh only
+        paras = [_para(rng, spec.unique_word)]
+        if version:
+            paras.append(f"<p>Revision {version} of this page.</p>")
+        doc = _html_doc(spec.title, "\n".join(head), paras, "\n".join(anchors), body_extra)
+        while len(doc.encode()) < self.page_bytes:
+            paras.append(_para(rng, None))
+            doc = _html_doc(spec.title, "\n".join(head), paras, "\n".join(anchors), body_extra)
+        data = doc.encode("utf-8")
+        self._body_cache[key] = data
+        return data
+
+    # ------------------------------------------------------------------ serving
+
+    def _track_conn(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    def _etag_lm(self, url: str, body: bytes) -> tuple[str, str]:
+        etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+        return etag, _http_date(self._mtimes.get(url, 1_704_067_200))
+
+    def _handle(self, h: _Handler, head: bool) -> None:
+        arrived = time.monotonic()
+        ip = h.server.server_address[0]
+        assert isinstance(ip, str)
+        with self._lock:
+            cur = self._in_flight.get(ip, 0) + 1
+            self._in_flight[ip] = cur
+            self._in_flight_max[ip] = max(self._in_flight_max.get(ip, 0), cur)
+        status = 0
+        try:
+            status = self._respond(h, h.server.host_index, head)
+        finally:
+            with self._lock:
+                self._in_flight[ip] -= 1
+                self._log.append(
+                    RequestRecord(ip, h.path, h.command, arrived, time.monotonic(), status, dict(h.headers.items()))
+                )
+
+    def _respond(self, h: _Handler, host: int, head: bool) -> int:
+        path = h.path
+        if path.startswith("http://"):
+            path = urlsplit(path).path or "/"
+        if path == "/robots.txt":
+            status, text = self.robots_txt(host)
+            return self._send(h, status, "text/plain; charset=utf-8", text.encode(), head)
+        res = self._resources.get((host, path))
+        if res is None:
+            return self._send(h, 404, "text/html; charset=utf-8", _error_body(404), head)
+        if res.delay and self._stopping.wait(res.delay):
+            h.close_connection = True
+            return 0
+        if res.stream is not None:
+            if head:
+                return self._send(h, res.status, res.content_type, b"", head)
+            res.stream(h)
+            return res.status
+        body = res.body() if res.body else b""
+        headers: dict[str, str] = dict(res.extra_headers)
+        if res.location:
+            headers["Location"] = res.location
+        if res.conditional and res.status == 200:
+            url = self.url(host, path)
+            etag, lm = self._etag_lm(url, body)
+            headers["ETag"] = etag
+            headers["Last-Modified"] = lm
+            if _not_modified(h, etag, self._mtimes.get(url, 0)):
+                return self._send(h, 304, None, b"", True, headers)
+        return self._send(h, res.status, res.content_type, body, head, headers)
+
+    def _send(
+        self,
+        h: _Handler,
+        status: int,
+        ctype: str | None,
+        body: bytes,
+        head: bool,
+        headers: dict[str, str] | None = None,
+    ) -> int:
+        h.send_response(status)
+        if ctype:
+            h.send_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        if status != 304:
+            h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        if not head and body:
+            h.write(body)
+        return status
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _dedup(links: list[str], self_url: str) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for u in links:
+        if u != self_url and u not in seen:
+            seen.add(u)
+            out.append(u)
+    return out
+
+
+def _not_modified(h: _Handler, etag: str, mtime: float) -> bool:
+    inm = h.headers.get("If-None-Match")
+    if inm is not None:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        return "*" in tags or etag in tags
+    ims = h.headers.get("If-Modified-Since")
+    if ims:
+        try:
+            since = email.utils.parsedate_to_datetime(ims).timestamp()
+        except (TypeError, ValueError):
+            return False
+        return int(mtime) <= since
+    return False
+
+
+def _para(rng: random.Random, unique: str | None) -> str:
+    words = [rng.choice(_VOCAB) for _ in range(rng.randint(30, 50))]
+    words[0] = words[0].capitalize()
+    if unique:
+        words.insert(rng.randrange(1, len(words)), unique)
+    return "<p>" + " ".join(words) + ".</p>"
+
+
+def _html_doc(title: str, head: str, paras: list[str], anchors: str, extra: str = "") -> str:
+    t = html.escape(title)
+    links = f"<ul>\n{anchors}\n</ul>\n" if anchors else ""
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{head}\n<title>{t}</title>\n</head>\n'
+        f"<body>\n<h1>{t}</h1>\n" + "\n".join(paras) + f"\n{links}{extra}</body>\n</html>\n"
+    )
+
+
+def _error_body(status: int) -> bytes:
+    text = f"<html><head><title>Error {status}</title></head><body><p>Status {status}.</p></body></html>\n"
+    return text.encode()
+
+
+def _dup_body(word: str) -> bytes:
+    paras = [f"<p>This text is served at two addresses, word {word} included.</p>"]
+    return _html_doc("Duplicate content", '<meta charset="utf-8">', paras, "").encode()
+
+
+def _charset_body(spec: PageSpec, charset: str, how: str) -> bytes:
+    head = ""
+    if how == "meta":
+        head = f'<meta charset="{charset}">'
+    elif how == "http-equiv":
+        head = f'<meta http-equiv="Content-Type" content="text/html; charset={charset}">'
+    paras = [f"<p>{html.escape(spec.title)} {spec.unique_word} {html.escape(spec.title)}.</p>"]
+    doc = _html_doc(spec.title, head, paras, "")
+    if how == "bom":
+        if charset == "utf-16":
+            return codecs.BOM_UTF16_LE + doc.encode("utf-16-le")
+        return codecs.BOM_UTF8 + doc.encode("utf-8")
+    return doc.encode(charset)
+
+
+def _tiny_body(i: int) -> bytes:
+    return f"<html><head><title>Link target {i}</title></head><body><p>{i}</p></body></html>\n".encode()
+
+
+def _many_links_body() -> bytes:
+    anchors = "\n".join(f'<li><a href="/hostile/l/{i}.html">target {i}</a></li>' for i in range(10_000))
+    return _html_doc("Ten thousand links", '<meta charset="utf-8">', [], anchors).encode()
+
+
+def _deep_body() -> bytes:
+    return (
+        b"<html><head><title>Deep</title></head><body>"
+        + b"<div>" * 100_000
+        + b"deep"
+        + b"</div>" * 100_000
+        + b"</body></html>\n"
+    )
+
+
+def _stream_big(h: _Handler) -> None:
+    size = 10 * 1024 * 1024
+    head = b"<html><head><title>Big</title></head><body>\n"
+    tail = b"</body></html>\n"
+    para = b"<p>" + b"lorem ipsum dolor sit amet " * 37 + b"</p>\n"
+    n_para = (size - len(head) - len(tail)) // len(para)
+    pad = size - len(head) - len(tail) - n_para * len(para)
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Content-Length", str(size))
+    h.end_headers()
+    chunk = para * 64
+    if not h.write(head + b" " * pad):
+        return
+    left = n_para
+    while left > 0:
+        k = min(64, left)
+        if not h.write(chunk if k == 64 else para * k):
+            return
+        left -= k
+    h.write(tail)
+
+
+def _stream_endless(h: _Handler) -> None:
+    web = h.server.web
+    h.close_connection = True
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Connection", "close")
+    h.end_headers()
+    if not h.write(b"<html><head><title>Endless</title></head><body><p>"):
+        return
+    while not web._stopping.wait(web.endless_interval):
+        if not h.write(b"tick "):
+            return
+        try:
+            h.wfile.flush()
+        except OSError:
+            return
+
+
+def _stream_gzip_bomb(h: _Handler) -> None:
+    first, block, repeat, tail = _gzip_bomb_parts()
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html; charset=utf-8")
+    h.send_header("Content-Encoding", "gzip")
+    h.send_header("Content-Length", str(len(first) + len(block) * repeat + len(tail)))
+    h.end_headers()
+    if not h.write(first):
+        return
+    group = block * 64
+    left = repeat
+    while left > 0:
+        k = min(64, left)
+        if not h.write(group if k == 64 else block * k):
+            return
+        left -= k
+    h.write(tail)
