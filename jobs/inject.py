@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ def read_seeds(path: Path) -> Iterator[SeedLine]:
         try:
             with open(file, "rb") as f:
                 for n, raw in enumerate(f, 1):
+                    if n == 1 and raw.startswith(codecs.BOM_UTF8):  # files saved by Windows editors
+                        raw = raw[len(codecs.BOM_UTF8):]
                     yield SeedLine(str(file), n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
         except OSError as e:
             raise NutchError(f"cannot read seed file {file}: {e.strerror}; check its permissions") from None
@@ -100,7 +104,10 @@ class InjectorJob(Job):
                 return ()
             url, meta = parsed
             score, interval = self._numbers(meta)
-            norm = self.checker.normalize(url)
+            try:
+                norm = self.checker.normalize(url)
+            except ValueError as e:
+                raise BadSeed(f"not a valid URL: {url!r} ({e})") from None
             if norm is None:
                 raise BadSeed(f"not a valid URL: {url!r}")
             if self.checker.filter(norm) is None:
@@ -121,21 +128,26 @@ class InjectorJob(Job):
                 score = float(meta.pop("nutch.score"))
             except ValueError:
                 raise BadSeed("nutch.score is not a number") from None
+            if not math.isfinite(score):
+                raise BadSeed("nutch.score is not a finite number")
         if "nutch.fetchInterval" in meta:
             try:
                 interval = int(meta.pop("nutch.fetchInterval"))
             except ValueError:
                 raise BadSeed("nutch.fetchInterval is not an integer (seconds)") from None
+            if interval <= 0:
+                raise BadSeed("nutch.fetchInterval must be a positive number of seconds")
         return score, interval
 
     def _inject(self, ctx: TaskContext, key: str, url: str, meta: dict[str, str],
                 score: float | None, interval: int | None) -> None:
-        existing = ctx.store.get(key, ["status", "markers"])
+        # metadata is read so that -update merges the seed's keys into it (a map is written whole)
+        existing = ctx.store.get(key, ["status", "markers", "metadata"])
         if existing is not None and not (self.overwrite or self.update):
             ctx.incr("known")
             return
         if existing is not None and self.update:
-            page = WebPage(key)
+            page = existing
             if score is not None:
                 self.scoring.injected(page, score)
             if interval is not None:

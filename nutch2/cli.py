@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import NutchError
+from nutch2.errors import NutchError, UsageError
 
 COMMANDS: dict[str, tuple[str, Callable[..., int]]] = {}
 
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conf = load_conf(args)
         return COMMANDS[args.command][1](args, conf)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
     except NutchError as e:
         print(f"nutch2 {args.command}: error: {e}", file=sys.stderr)
         return 1

@@ -8,9 +8,14 @@ from pathlib import Path
 
 from nutch2.cli import command
 from nutch2.config import Configuration
-from nutch2.errors import NutchError
+from nutch2.errors import NutchError, UsageError
+from nutch2.jobs.fetch import FetcherJob
+from nutch2.jobs.generate import GeneratorJob
 from nutch2.jobs.inject import InjectorJob
+from nutch2.jobs.parse import ParserJob
 from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
+from nutch2.jobs.updatedb import DbUpdaterJob
+from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.runner import LocalRunner, log
 from nutch2.stores import crawl_lock, open_store
 from nutch2.tableutil import reverse_url
@@ -106,3 +111,183 @@ def _readdb_args(p: argparse.Namespace) -> None:
 
 
 readdb_cmd.arguments = _readdb_args
+
+
+def _batch_arg(p: argparse.ArgumentParser, reparse: bool = False) -> None:
+    p.add_argument("batch", nargs="?", metavar="<batchId>", help="the batch id printed by generate")
+    p.add_argument("-all", action="store_true", help="every batch")
+    if reparse:
+        p.add_argument("-reparse", action="store_true", help="parse every fetched row again")
+
+
+def _batch(args: argparse.Namespace, job: str) -> str:
+    """The batch id, ALL_BATCHES for -all (or -reparse); a usage error when neither is given."""
+    chosen = [x for x in (args.batch, args.all or None, getattr(args, "reparse", None) or None) if x]
+    if len(chosen) != 1:
+        what = "<batchId>, -all or -reparse" if hasattr(args, "reparse") else "<batchId> or -all"
+        raise UsageError(f"nutch2 {job}: error: give exactly one of {what} (see nutch2 {job} --help)")
+    return ALL_BATCHES if args.batch is None else args.batch
+
+
+@command("generate", "select due URLs into a new batch and print its id")
+def generate_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    batch = generate(conf, args.crawl_id, args.topN, args.batchId, not args.noFilter, not args.noNorm, args.adddays,
+                     _num_tasks(args))
+    if batch is None:
+        return 1
+    print(batch)
+    return 0
+
+
+def generate(conf: Configuration, crawl_id: str | None, top_n: int | None, batch_id: str | None = None,
+             filter: bool = True, normalize: bool = True, add_days: int = 0,
+             num_tasks: int | None = None) -> str | None:
+    """Run the generator; the batch id, or None when nothing was generated."""
+    job = GeneratorJob(conf, batch_id, top_n, filter if filter is False else None,
+                       normalize if normalize is False else None, add_days)
+    lock = crawl_lock(conf, crawl_id, "generate")
+    try:
+        with open_store(conf, crawl_id, create=False) as store:
+            counters = LocalRunner(conf, num_tasks).run(job, store)
+    finally:
+        lock.release()
+    log(counters.summary())
+    if counters.get("generated") == 0:
+        log("generate: 0 records selected for fetching, exiting")
+        return None
+    log(f"generate: batch id {job.batch_id}: {counters.get('generated')} URLs")
+    return job.batch_id
+
+
+def _generate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-topN", type=int, metavar="N", help="at most N URLs in the batch")
+    p.add_argument("-batchId", metavar="ID", help="use this batch id instead of a new one")
+    p.add_argument("-noFilter", action="store_true", help="do not apply URL filters")
+    p.add_argument("-noNorm", action="store_true", help="do not normalize URLs")
+    p.add_argument("-adddays", type=int, default=0, metavar="D", help="generate as if D days later")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+generate_cmd.arguments = _generate_args
+
+
+@command("fetch", "fetch the URLs of a batch")
+def fetch_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    batch = _batch(args, "fetch")
+    job = FetcherJob(conf, batch, args.threads, args.resume)
+    with open_store(conf, args.crawl_id, create=False) as store:
+        _check_batch(store, Mark.GENERATE, batch, "fetch", "generate")
+        counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+    log(counters.summary())
+    return 0
+
+
+def _fetch_args(p: argparse.ArgumentParser) -> None:
+    _batch_arg(p)
+    p.add_argument("-threads", type=int, metavar="N", help="fetcher threads per task (fetcher.threads.fetch)")
+    p.add_argument("-resume", action="store_true", help="skip URLs already fetched in this batch")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel fetch tasks (reducers)")
+
+
+fetch_cmd.arguments = _fetch_args
+
+
+@command("parse", "parse the fetched pages of a batch")
+def parse_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    batch = _batch(args, "parse")
+    job = ParserJob(conf, batch, args.resume, args.force, args.reparse)
+    with open_store(conf, args.crawl_id, create=False) as store:
+        _check_batch(store, Mark.FETCH, batch, "parse", "fetch")
+        counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+    log(counters.summary())
+    return 0
+
+
+def _parse_args(p: argparse.ArgumentParser) -> None:
+    _batch_arg(p, reparse=True)
+    p.add_argument("-resume", action="store_true", help="skip pages already parsed")
+    p.add_argument("-force", action="store_true", help="with -resume: parse again pages already parsed")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+parse_cmd.arguments = _parse_args
+
+
+@command("updatedb", "update the table with a batch's fetch and parse results")
+def updatedb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    batch = _batch(args, "updatedb")
+    job = DbUpdaterJob(conf, batch)
+    lock = crawl_lock(conf, args.crawl_id, "updatedb")
+    try:
+        with open_store(conf, args.crawl_id, create=False) as store:
+            _check_batch(store, Mark.GENERATE, batch, "updatedb", "generate")
+            counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+    finally:
+        lock.release()
+    log(counters.summary())
+    return 0
+
+
+def _updatedb_args(p: argparse.ArgumentParser) -> None:
+    _batch_arg(p)
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+updatedb_cmd.arguments = _updatedb_args
+
+
+def _check_batch(store, mark: Mark, batch: str, job: str, producer: str) -> None:
+    """An unknown batch id is a user error: say so instead of silently doing nothing."""
+    if batch == ALL_BATCHES:
+        return
+    if store.count(mark=(mark.value, batch)) == 0:
+        raise NutchError(f"{job}: no rows carry batch id {batch!r} from {producer}; check the id printed by "
+                         f"`nutch2 {producer}` (or use -all)")
+
+
+@command("crawl", "inject, then generate → fetch → parse → updatedb for N rounds")
+def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    if args.rounds < 1:
+        raise UsageError("nutch2 crawl: error: -rounds must be at least 1 (see nutch2 crawl --help)")
+    seeds = Path(args.seeds)
+    inject_args = argparse.Namespace(seeds=str(seeds), crawl_id=args.crawl_id, overwrite=False, update=False)
+    rc = inject_cmd(inject_args, conf)
+    if rc != 0:
+        return rc
+    stop_file = Path(conf.get_str("storage.data.dir")) / "STOP"
+    top_n = args.topN or conf.get_int("crawl.topN")
+    for r in range(1, args.rounds + 1):
+        if stop_file.exists():
+            log(f"crawl: {stop_file} exists, stopping before round {r}")
+            break
+        log(f"crawl: round {r} of {args.rounds}")
+        batch = generate(conf, args.crawl_id, top_n, num_tasks=_num_tasks(args))
+        if batch is None:
+            log("crawl: nothing left to fetch, stopping")
+            break
+        batch_args = argparse.Namespace(batch=batch, all=False, reparse=False, crawl_id=args.crawl_id,
+                                        threads=args.threads, resume=False, force=False,
+                                        num_tasks=_num_tasks(args))
+        for step in (fetch_cmd, parse_cmd, updatedb_cmd):
+            if conf.get_bool("fetcher.parse") and step is parse_cmd:
+                continue
+            rc = step(batch_args, conf)
+            if rc != 0:
+                return rc
+    with open_store(conf, args.crawl_id, create=False) as store:
+        job = StatsJob(conf)
+        LocalRunner(conf, _num_tasks(args)).run(job, store)
+    counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
+    print(f"crawl: {args.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
+    return 0
+
+
+def _crawl_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("seeds", help="a seed file or folder")
+    p.add_argument("-rounds", type=int, required=True, metavar="N", help="generate/fetch/parse/updatedb rounds")
+    p.add_argument("-topN", type=int, metavar="N", help="URLs per round (crawl.topN)")
+    p.add_argument("-threads", type=int, metavar="N", help="fetcher threads (fetcher.threads.fetch)")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks per job")
+
+
+crawl_cmd.arguments = _crawl_args

@@ -22,9 +22,36 @@ def shipped_conf_dir() -> Path:
     return Path(str(resources.files("nutch2.conf")))
 
 
-def _coerce(key: str, value: Any, default: Any, source: str) -> Any:
-    """Convert `value` to the type of `default`; raise ConfigError naming the key when impossible."""
-    kind = {bool: "boolean", int: "integer", float: "number", list: "list"}.get(type(default), "string")
+_KINDS = {bool: "boolean", int: "integer", float: "number", list: "list"}
+
+
+def _typed_ok(value: Any, default: Any) -> bool:
+    """Whether a TOML value already has the default's type (an integer is fine where a number is wanted)."""
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, list):
+        return isinstance(value, list)
+    return isinstance(value, str)
+
+
+def _coerce(key: str, value: Any, default: Any, source: str, typed: bool = False) -> Any:
+    """Convert `value` to the type of `default`; raise ConfigError naming the key when impossible.
+
+    `typed`: the value comes from TOML, which has types, so a value of another type (e.g. "10" in quotes for
+    an integer property) is an error rather than something to convert.
+    """
+    kind = _KINDS.get(type(default), "string")
+    if typed and not _typed_ok(value, default):
+        got = _KINDS.get(type(value), "string" if isinstance(value, str) else type(value).__name__)
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise ConfigError(
+            f"{source}: {key}={value!r} is {'an' if got[0] in 'aeiou' else 'a'} {got}, "
+            f'not {article} {kind}; write it like "{key}" = {_toml_repr(default)}'
+        )
     try:
         if isinstance(default, bool):
             if isinstance(value, bool):
@@ -51,9 +78,18 @@ def _coerce(key: str, value: Any, default: Any, source: str) -> Any:
             raise ValueError(value)
         return str(value)
     except ValueError:
+        article = "an" if kind[0] in "aeiou" else "a"
         raise ConfigError(
-            f"{source}: {key}={value!r} is not a valid {kind}; give a {kind} like {default!r}"
+            f"{source}: {key}={value!r} is not a valid {kind}; give {article} {kind} like {default!r}"
         ) from None
+
+
+def _toml_repr(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
 
 
 def read_site_xml(path: Path) -> dict[str, str]:
@@ -103,7 +139,7 @@ class Configuration:
         self.unknown: dict[str, Any] = {}
         site = self.conf_dir / SITE_FILE
         if site.is_file():
-            self._apply(read_toml(site), str(site))
+            self._apply(read_toml(site), str(site), typed=True)
         site_xml = self.conf_dir / SITE_XML
         if site_xml.is_file():
             self._apply(read_site_xml(site_xml), str(site_xml))
@@ -119,15 +155,18 @@ class Configuration:
         """Path of a conf file (e.g. regex-urlfilter.txt): the conf dir's, else the shipped one."""
         return self._find(name)
 
-    def _apply(self, props: dict[str, Any], source: str) -> None:
+    def _apply(self, props: dict[str, Any], source: str, typed: bool = False) -> None:
         for key, value in props.items():
             if key in self.defaults:
-                self.values[key] = _coerce(key, value, self.defaults[key], source)
+                self.values[key] = _coerce(key, value, self.defaults[key], source, typed)
             else:
                 self.unknown[key] = value
-        if source == "-D" and any(k in props for k in self.unknown):
+        # a nutch-site.xml may hold many Nutch properties nutch2 does not have: only -D and TOML typos warn
+        if (source == "-D" or typed) and any(k in props for k in self.unknown):
             names = ", ".join(k for k in props if k in self.unknown)
-            print(f"warning: -D {names}: not a nutch2 property (see conf/nutch-default.toml)", file=sys.stderr)
+            where = "-D" if source == "-D" else source
+            print(f"warning: {where}: {names}: not a nutch2 property (see conf/nutch-default.toml)",
+                  file=sys.stderr)
 
     def get(self, key: str) -> Any:
         try:

@@ -15,3 +15,7 @@ class StoreError(NutchError):
 
 class StoreLockedError(StoreError):
     """Another job that rewrites the table holds the crawl's lock."""
+
+
+class UsageError(NutchError):
+    """Wrong command-line use; the message is the whole line to print (exit code 2)."""

@@ -1,0 +1,447 @@
+"""FetcherJob: fetch one batch politely. Map: random keys; reduce per host group: a QueueFeeder thread plus
+fetcher threads over FetchItemQueues (one queue per host, domain or IP), as Nutch 2's FetcherReducer."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, StoreError
+from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
+from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
+from nutch2.robots import DEFER, RobotsCache, robot_agent_name
+from nutch2.runner import Job, TaskContext
+from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
+from nutch2.stores.base import MarkFilter
+from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls import UrlChecker, queue_id
+from nutch2.webpage import ProtocolStatus, WebPage
+
+FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
+                             *PARSE_FIELDS} - {"content"}))
+
+
+@dataclass
+class FetchItem:
+    """One URL to fetch, with what the fetcher needs from its row."""
+
+    key: str
+    url: str
+    markers: dict[str, str]
+    fetch_time: int
+    modified_since: int | None
+    etag: str | None
+    queue: str = ""
+    done: bool = False  # its queue slot was released
+
+
+@dataclass
+class FetchItemQueue:
+    """URLs of one host (or domain/IP) with its politeness state."""
+
+    qid: str
+    crawl_delay: float
+    min_delay: float
+    max_threads: int
+    items: deque[FetchItem] = field(default_factory=deque)
+    in_progress: int = 0
+    next_fetch: float = 0.0  # monotonic time before which no request may start
+
+    def ready(self, now: float) -> bool:
+        return bool(self.items) and self.in_progress < self.max_threads and now >= self.next_fetch
+
+    def delay(self) -> float:
+        return self.min_delay if self.max_threads > 1 else self.crawl_delay
+
+
+class FetchItemQueues:
+    """All queues of one reducer. Threads block in get() until a queue is ready (no fixed sleeps)."""
+
+    def __init__(self, conf: Configuration) -> None:
+        self.crawl_delay = conf.get_float("fetcher.server.delay")
+        self.min_delay = conf.get_float("fetcher.server.min.delay")
+        self.max_threads = max(1, conf.get_int("fetcher.threads.per.queue"))
+        self.mode = conf.get_str("fetcher.queue.mode")
+        queue_id("http://x/", self.mode)  # validate the mode up front
+        self.queues: dict[str, FetchItemQueue] = {}
+        self.retired: dict[str, tuple[float, float]] = {}  # emptied queue -> (next_fetch, crawl_delay)
+        self.cond = threading.Condition()
+        self.total = 0
+        self.feeding = True
+        self.aborted = False
+
+    def add(self, item: FetchItem) -> None:
+        item.queue = queue_id(item.url, self.mode)
+        with self.cond:
+            q = self.queues.get(item.queue)
+            if q is None:
+                q = self.queues[item.queue] = FetchItemQueue(item.queue, self.crawl_delay, self.min_delay,
+                                                             self.max_threads)
+                if item.queue in self.retired:  # the host was emptied earlier: keep its politeness state
+                    q.next_fetch, q.crawl_delay = self.retired.pop(item.queue)
+            q.items.append(item)
+            self.total += 1
+            self.cond.notify()
+
+    def size(self) -> int:
+        with self.cond:
+            return self.total
+
+    def wait_below(self, capacity: int) -> None:
+        """The feeder blocks here while the queues hold `capacity` items."""
+        with self.cond:
+            while self.total >= capacity and not self.aborted:
+                self.cond.wait(0.5)
+
+    def done_feeding(self) -> None:
+        with self.cond:
+            self.feeding = False
+            self.cond.notify_all()
+
+    def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
+        """Next item whose queue allows a request now; None when everything is done."""
+        with self.cond:
+            while True:
+                if self.aborted:
+                    return None
+                now = time.monotonic()
+                wake: float | None = None
+                for q in self.queues.values():
+                    if q.ready(now):
+                        item = q.items.popleft()
+                        q.in_progress += 1
+                        self.total -= 1
+                        self.cond.notify_all()  # the feeder may be waiting for room
+                        return item, q
+                    if q.items and q.in_progress < q.max_threads:
+                        wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
+                if self.total == 0 and not self.feeding and not self._busy():
+                    return None
+                self.cond.wait(None if wake is None else max(0.0, wake - now) + 0.001)
+
+    def _busy(self) -> bool:
+        return any(q.in_progress for q in self.queues.values())
+
+    def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
+        """Release the item's slot; the queue's next request waits its delay when a request was made."""
+        with self.cond:
+            if item.done:
+                return
+            q.in_progress -= 1
+            if requested:
+                q.next_fetch = time.monotonic() + q.delay()
+            if requeue:
+                q.items.appendleft(item)
+                self.total += 1
+            else:
+                item.done = True
+            if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
+                del self.queues[q.qid]
+                self.retired[q.qid] = (q.next_fetch, q.crawl_delay)
+            self.cond.notify_all()
+
+    def drop_queue(self, q: FetchItemQueue) -> int:
+        """Remove every waiting item of a queue (deferred host); returns how many."""
+        with self.cond:
+            n = len(q.items)
+            q.items.clear()
+            self.total -= n
+            self.cond.notify_all()
+            return n
+
+    def abort(self) -> int:
+        """Empty every queue (time limit or throughput abort); returns the items dropped."""
+        with self.cond:
+            n = self.total
+            for q in self.queues.values():
+                q.items.clear()
+            self.total = 0
+            self.aborted = True
+            self.cond.notify_all()
+            return n
+
+
+def user_agent(conf: Configuration) -> str:
+    """Nutch's agent string: name/version (description; url; email)."""
+    name = conf.get_str("http.agent.name").strip()
+    if not name:
+        raise ConfigError("http.agent.name is empty: name your crawler in conf/nutch-site.toml "
+                          "or with -D http.agent.name=MyBot")
+    version = conf.get_str("http.agent.version").strip()
+    extra = "; ".join(x for x in (conf.get_str("http.agent.description"), conf.get_str("http.agent.url"),
+                                  conf.get_str("http.agent.email")) if x.strip())
+    return f"{name}/{version}" + (f" ({extra})" if extra else "") if version else name
+
+
+class FetcherJob(Job):
+    """Fetch the rows generated in one batch (or every generated row with -all)."""
+
+    name = "fetch"
+    fields = FETCH_FIELDS
+    has_reduce = True
+
+    def __init__(self, conf: Configuration, batch_id: str, threads: int | None = None, resume: bool = False,
+                 progress: bool | None = None) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.resume = resume
+        self.threads = max(1, threads or conf.get_int("fetcher.threads.fetch"))
+        agent = user_agent(conf)
+        self.robots_agent = robot_agent_name(conf.get_str("http.robots.agents") or conf.get_str("http.agent.name"))
+        self.settings = HttpSettings(
+            agent=agent,
+            timeout_ms=conf.get_int("http.timeout"),
+            content_limit=conf.get_int("http.content.limit"),
+            redirect_max=conf.get_int("http.redirect.max"),
+            accept=conf.get_str("http.accept"),
+            accept_language=conf.get_str("http.accept.language"),
+        )
+        self.robots = RobotsCache(None, self.robots_agent, self.settings)
+        self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
+        self.store_content = conf.get_bool("fetcher.store.content")
+        self.parse_inline = conf.get_bool("fetcher.parse")
+        self.parser = PageParser(conf) if self.parse_inline else None
+        self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
+        self.capacity = self.threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
+        self.partition_mode = conf.get_str("partition.url.mode")
+        queue_id("http://x/", self.partition_mode)
+        self.redirect_checker = UrlChecker(conf, "fetcher")
+        timelimit = conf.get_float("fetcher.timelimit.mins")
+        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None
+        self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
+        self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
+        self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
+        self.progress_interval = conf.get_float("fetcher.progress.interval")
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self._written = 0
+        self.fatal: StoreError | None = None
+        self._write_lock = threading.Lock()
+        self.stats = _Stats()
+
+    def mark_filter(self) -> MarkFilter | None:
+        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+
+    # ---------------------------------------------------------------- map: random keys
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if self.resume and Mark.FETCH.check(page) is not None:
+            ctx.incr("skipped_already_fetched")
+            return
+        url = unreverse_url(page.key)
+        ps = page.protocol_status
+        modified = ps.last_modified or page.modified_time or None
+        etag = page.headers.get("ETag") or page.headers.get("etag")
+        yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
+                                                  modified if page.status != CrawlStatus.INJECTED else None, etag)
+
+    def partition(self, key: Any, value: FetchItem, n: int) -> int:
+        import zlib
+
+        return zlib.crc32(queue_id(value.url, self.partition_mode).encode()) % n
+
+    # ---------------------------------------------------------------- reduce: feeder + fetcher threads
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
+        queues = FetchItemQueues(self.conf)
+        feeder = threading.Thread(target=self._feed, args=(items, queues, ctx), name="QueueFeeder", daemon=True)
+        feeder.start()
+        workers = [threading.Thread(target=self._fetch_loop, args=(queues, ctx), name=f"FetcherThread-{i}",
+                                    daemon=True) for i in range(self.threads)]
+        for w in workers:
+            w.start()
+        self._watch(queues, workers, ctx)
+        feeder.join()
+        for w in workers:
+            w.join()
+        if self.fatal is not None:
+            raise self.fatal
+        ctx.store.flush()
+
+    def _feed(self, items: Iterator[tuple[Any, Any]], queues: FetchItemQueues, ctx: TaskContext) -> None:
+        try:
+            for _, item in items:
+                queues.wait_below(self.capacity)
+                if queues.aborted:
+                    ctx.incr("dropped_after_abort")
+                    continue
+                queues.add(item)
+        finally:
+            queues.done_feeding()
+
+    def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread], ctx: TaskContext) -> None:
+        """Progress on a terminal, the time limit and the throughput threshold."""
+        low = 0
+        last_check = time.monotonic()
+        last_pages = 0
+        while any(w.is_alive() for w in workers):
+            time.sleep(min(0.2, self.progress_interval))
+            now = time.monotonic()
+            if self.deadline is not None and now >= self.deadline and not queues.aborted:
+                ctx.incr("hit_by_timelimit", queues.abort())
+            if now - last_check >= self.progress_interval:
+                pages = self.stats.pages
+                rate = (pages - last_pages) / (now - last_check)
+                if self.progress:
+                    print(f"\rfetch: {pages} pages, {rate:.1f} pages/s, {self.stats.rate_bytes():.0f} kB/s, "
+                          f"{self.stats.active}/{self.threads} threads active, {queues.size()} queued in "
+                          f"{len(queues.queues)} queues   ", end="", file=sys.stderr, flush=True)
+                if (self.throughput_min > 0 and now - self.stats.started > self.throughput_after
+                        and not queues.aborted):
+                    low = low + 1 if rate < self.throughput_min else 0
+                    if low > self.throughput_retries:
+                        ctx.incr("hit_by_throughput_threshold", queues.abort())
+                last_check, last_pages = now, pages
+        if self.progress:
+            print(file=sys.stderr)
+
+    def _fetch_loop(self, queues: FetchItemQueues, ctx: TaskContext) -> None:
+        protocol = HttpProtocol(self.settings)
+        try:
+            while True:
+                got = queues.get()
+                if got is None:
+                    return
+                item, q = got
+                self.stats.begin()
+                try:
+                    self._process(item, q, queues, protocol, ctx)
+                except StoreError as e:  # the store is gone: stop this reducer, report after the join
+                    queues.finish(item, q)
+                    self.fatal = self.fatal or e
+                    queues.abort()
+                except Exception as e:  # noqa: BLE001 - one bad page must not kill the thread
+                    queues.finish(item, q)
+                    ctx.incr("errors")
+                    self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"fetcher error: {e}"], None)
+                finally:
+                    self.stats.end()
+        finally:
+            protocol.close()
+
+    def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: HttpProtocol,
+                 ctx: TaskContext) -> None:
+        rules = self.robots.cached(item.url)
+        if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
+            rules = self.robots.rules_for(item.url)
+            delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
+            if delay and delay > 0:
+                q.crawl_delay = delay
+            if rules.state == DEFER:
+                ctx.incr("deferred", 1 + queues.drop_queue(q))
+                queues.finish(item, q)
+                return
+            if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
+                queues.finish(item, q, requeue=True)
+                return
+        if rules.state == DEFER:
+            ctx.incr("deferred")
+            queues.finish(item, q, requested=False)
+            return
+        if not rules.allowed(item.url, self.robots_agent):
+            queues.finish(item, q, requested=False)
+            ctx.incr("robots_denied")
+            self._output(ctx, item, ProtocolStatusCode.ROBOTS_DENIED, ["disallowed by robots.txt"], None)
+            return
+        delay = rules.crawl_delay(self.robots_agent)
+        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
+            queues.finish(item, q, requested=False)
+            ctx.incr("robots_denied_crawl_delay")
+            self._output(ctx, item, ProtocolStatusCode.ROBOTS_DENIED,
+                         [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
+            return
+        try:
+            out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag)
+        finally:
+            queues.finish(item, q)
+        self.stats.add(len(out.content))
+        ctx.incr("bytes", len(out.content))
+        self._output(ctx, item, out.code, out.args, out)
+
+    # ---------------------------------------------------------------- output
+    def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],
+                out: ProtocolOutput | None) -> None:
+        status = protocol_to_crawl_status(code)
+        if status is None:
+            return
+        now = int(time.time() * 1000)
+        page = WebPage(item.key)
+        page.markers = item.markers
+        page.status = int(status)
+        page.prev_fetch_time = item.fetch_time
+        page.fetch_time = now
+        page.protocol_status = ProtocolStatus(int(code), [str(a) for a in args],
+                                              (out.last_modified or 0) if out else 0)
+        if out is not None:
+            self._content(page, item, status, out)
+        Mark.FETCH.put(page, Mark.GENERATE.check(page) or self.batch_id)
+        ctx.incr(f"status_{CrawlStatus(status).name}")
+        if status == CrawlStatus.FETCHED:
+            ctx.incr("fetched")
+        if self.parser is not None and status == CrawlStatus.FETCHED:
+            if self.parser.parse(page, ctx):
+                Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
+        if not self.store_content and page.is_dirty("content"):
+            page.content = None
+        self._write(ctx, page)
+
+    def _content(self, page: WebPage, item: FetchItem, status: CrawlStatus, out: ProtocolOutput) -> None:
+        if status == CrawlStatus.NOTMODIFIED:
+            return  # keep the content of the previous fetch
+        page.content = out.content
+        page.content_type = out.content_type
+        page.headers = dict(out.headers)
+        page.base_url = out.final_url or item.url
+        if out.truncated:
+            page.metadata[TRUNCATED_KEY] = b"y"
+        if status in (CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP) and out.args:
+            target = self.redirect_checker.check(out.args[0])
+            page.outlinks = {target: ""} if target else {}
+            if target:
+                page.repr_url = target if status == CrawlStatus.REDIR_PERM else item.url
+                reverse_url(target)  # validate
+        elif out.final_url and out.final_url != item.url:
+            page.repr_url = out.final_url  # followed inline (http.redirect.max > 0)
+
+    def _write(self, ctx: TaskContext, page: WebPage) -> None:
+        ctx.write(page)
+        with self._write_lock:
+            self._written += 1
+            flush = self._written % self.write_batch == 0
+        if flush:
+            ctx.store.flush()
+
+    def cleanup(self, ctx: TaskContext) -> None:
+        ctx.store.flush()
+
+
+class _Stats:
+    """Pages, bytes and active threads for the progress line."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pages = 0
+        self.bytes = 0
+        self.active = 0
+        self.started = time.monotonic()
+
+    def begin(self) -> None:
+        with self.lock:
+            self.active += 1
+
+    def end(self) -> None:
+        with self.lock:
+            self.active -= 1
+
+    def add(self, nbytes: int) -> None:
+        with self.lock:
+            self.pages += 1
+            self.bytes += nbytes
+
+    def rate_bytes(self) -> float:
+        return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)

@@ -1,0 +1,118 @@
+"""ParserJob: parse fetched rows — text, title, outlinks, signature — and set the PARSE mark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.parse import ParseResult, parse_content
+from nutch2.runner import Job, TaskContext
+from nutch2.signature import md5_signature, text_profile_signature
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
+from nutch2.stores.base import MarkFilter
+from nutch2.tableutil import unreverse_url
+from nutch2.urls import UrlChecker, host_of
+from nutch2.webpage import ParseStatus, WebPage
+
+TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
+NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
+
+PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
+
+
+class PageParser:
+    """Parses one fetched row in place (shared by ParserJob and the fetcher's fetcher.parse mode)."""
+
+    def __init__(self, conf: Configuration) -> None:
+        self.max_outlinks = conf.get_int("db.max.outlinks.per.page")
+        self.max_outlink_length = conf.get_int("db.max.outlink.length")
+        self.ignore_external = conf.get_bool("db.ignore.external.links")
+        self.ignore_internal = conf.get_bool("db.ignore.internal.links")
+        self.skip_truncated = conf.get_bool("parser.skip.truncated")
+        self.timeout = conf.get_float("parser.timeout")
+        self.checker = UrlChecker(conf, "outlink")
+        sig = conf.get_str("db.signature.class").rsplit(".", 1)[-1].lower()
+        if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
+            raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
+        self.text_profile = sig.startswith("textprofile")
+
+    def parse(self, page: WebPage, ctx: TaskContext) -> bool:
+        """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully."""
+        url = unreverse_url(page.key)
+        if self.skip_truncated and page.metadata.get(TRUNCATED_KEY):
+            page.parse_status = ParseStatus(ParseMajor.NOTPARSED, ParseMinor.FAILED_TRUNCATED,
+                                            ["content truncated by http.content.limit"])
+            ctx.incr("skipped_truncated")
+            return False
+        content = page.content or b""
+        result = parse_content(content, page.base_url or url, page.content_type, dict(page.headers),
+                               max_outlinks=self.max_outlinks, max_outlink_length=self.max_outlink_length,
+                               timeout=self.timeout if self.timeout > 0 else None)
+        page.parse_status = ParseStatus(result.status_major, result.status_minor, list(result.status_args))
+        if result.status_major != ParseMajor.SUCCESS:
+            ctx.incr("failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            return False
+        self._apply(page, url, content, result)
+        ctx.incr("parsed")
+        return True
+
+    def _apply(self, page: WebPage, url: str, content: bytes, result: ParseResult) -> None:
+        page.title = result.title
+        page.text = result.text
+        if result.noindex:
+            page.metadata[NOINDEX_KEY] = b"y"
+        elif NOINDEX_KEY in page.metadata:
+            del page.metadata[NOINDEX_KEY]
+        page.prev_signature = page.signature
+        page.signature = (text_profile_signature(result.text, fallback_content=content)
+                          if self.text_profile else md5_signature(content))
+        page.outlinks = self._outlinks(url, result)
+
+    def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
+        host = host_of(url)
+        links: dict[str, str] = {}
+        for target, anchor in result.outlinks:
+            norm = self.checker.check(target)
+            if norm is None or norm == url or norm in links:
+                continue
+            same = host_of(norm) == host
+            if (same and self.ignore_internal and norm != result.refresh_url) or (not same and self.ignore_external):
+                continue
+            links[norm] = anchor
+        return links
+
+
+class ParserJob(Job):
+    """Map-only: rows fetched in the batch (FETCH mark) with status FETCHED are parsed and written back."""
+
+    name = "parse"
+    fields = PARSE_FIELDS
+
+    def __init__(self, conf: Configuration, batch_id: str, resume: bool = False, force: bool = False,
+                 reparse: bool = False) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.resume = resume
+        self.force = force
+        self.reparse = reparse
+        self.parser = PageParser(conf)
+
+    def mark_filter(self) -> MarkFilter | None:
+        if self.reparse:
+            return None
+        return (Mark.FETCH.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if page.status != CrawlStatus.FETCHED:
+            ctx.incr("skipped_not_fetched")
+            return iter(())
+        if self.resume and Mark.PARSE.check(page) is not None and not self.force:
+            ctx.incr("skipped_already_parsed")
+            return iter(())
+        if self.parser.parse(page, ctx):
+            Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
+        ctx.write(page)
+        return iter(())

@@ -1,0 +1,162 @@
+"""DbUpdaterJob: fold one batch's fetch and parse results back into the table.
+
+Map: each row of the batch, plus one link datum per outlink (OPIC cash share, anchor, distance).
+Reduce per URL: schedule the fetched row (default/adaptive, retries, GONE), create rows for new links,
+merge inlinks (Nutch 2 replaced them), update score and distance, clear the batch's marks only.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.marks import ALL_BATCHES, DIST, Mark, get_distance, set_distance
+from nutch2.runner import Job, TaskContext
+from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
+from nutch2.scoring import OpicScoring
+from nutch2.status import CrawlStatus
+from nutch2.stores.base import MarkFilter
+from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls import host_of
+from nutch2.webpage import ALL_FIELDS, WebPage
+
+UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))
+TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
+
+
+@dataclass(frozen=True)
+class LinkDatum:
+    """What a source row gives one of its outlink targets."""
+
+    source: str
+    anchor: str
+    cash: float
+    dist: int
+
+
+class DbUpdaterJob(Job):
+    name = "updatedb"
+    fields = UPDATE_FIELDS
+    has_reduce = True
+
+    def __init__(self, conf: Configuration, batch_id: str) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.schedule = fetch_schedule(conf)
+        self.scoring = OpicScoring(conf)
+        self.retry_max = conf.get_int("db.fetch.retry.max")
+        self.additions = conf.get_bool("db.update.additions.allowed")
+        self.max_inlinks = conf.get_int("db.update.max.inlinks")
+        self.max_interval = conf.get_int("db.fetch.interval.max")
+
+    def mark_filter(self) -> MarkFilter | None:
+        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+
+    def partition(self, key: Any, value: Any, n: int) -> int:
+        return zlib.crc32(key.encode("utf-8")) % n
+
+    # ---------------------------------------------------------------- map
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        yield page.key, page
+        if Mark.FETCH.check(page) is None or not page.outlinks:
+            return
+        url = unreverse_url(page.key)
+        host = host_of(url)
+        targets: list[tuple[str, str, str]] = []
+        for target, anchor in page.outlinks.items():
+            try:
+                targets.append((reverse_url(target), target, anchor))
+            except ValueError:
+                ctx.incr("bad_outlinks")
+        shares = self.scoring.distribute(page, [host_of(t) == host for _, t, _ in targets])
+        dist = (get_distance(page) or 0) + 1
+        for (key, _target, anchor), cash in zip(targets, shares, strict=True):
+            if key != page.key:
+                yield key, LinkDatum(url, anchor, cash, dist)
+
+    # ---------------------------------------------------------------- reduce
+    def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
+        page = next((v for v in values if isinstance(v, WebPage)), None)
+        links = [v for v in values if isinstance(v, LinkDatum)]
+        if page is not None:
+            self._update_batch_row(page, ctx)
+        else:
+            page = ctx.store.get(key, TARGET_FIELDS)
+            if page is None:
+                if not self.additions:
+                    return
+                page = self._new_row(key, ctx)
+        if links:
+            self._apply_links(page, links)
+        ctx.write(page)
+
+    def _new_row(self, key: str, ctx: TaskContext) -> WebPage:
+        page = WebPage(key)
+        page.status = int(CrawlStatus.UNFETCHED)
+        self.schedule.initialize(page, int(time.time() * 1000))
+        self.scoring.initial(page)
+        ctx.incr("new_rows")
+        return page
+
+    def _apply_links(self, page: WebPage, links: list[LinkDatum]) -> None:
+        self.scoring.update(page, [d.cash for d in links])
+        merged = dict(page.inlinks)
+        for d in links:
+            merged.pop(d.source, None)
+            merged[d.source] = d.anchor
+        if self.max_inlinks >= 0 and len(merged) > self.max_inlinks:
+            merged = dict(list(merged.items())[-self.max_inlinks:])
+        if merged != page.inlinks:
+            page.inlinks = merged
+        best = min(d.dist for d in links)
+        dist = get_distance(page)
+        if dist is None or best < dist:
+            set_distance(page, best)
+        elif DIST not in page.markers:
+            set_distance(page, dist)
+
+    def _update_batch_row(self, page: WebPage, ctx: TaskContext) -> None:
+        fetched = Mark.FETCH.check(page) is not None
+        parse_mark = Mark.PARSE.check(page)
+        for mark in (Mark.GENERATE, Mark.FETCH, Mark.PARSE):
+            mark.remove(page)
+        if not fetched:  # deferred, dropped by a time limit, or not reached: due again next round
+            ctx.incr("not_fetched")
+            return
+        self._schedule(page, ctx)
+        Mark.UPDATEDB.put(page, parse_mark or page.batch_id or self.batch_id)
+        ctx.incr("updated")
+
+    def _schedule(self, page: WebPage, ctx: TaskContext) -> None:
+        status = page.status
+        fetch_ms = page.fetch_time
+        if status in (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED):
+            if status == CrawlStatus.NOTMODIFIED:
+                state = STATUS_NOTMODIFIED
+            elif page.signature is None or page.prev_signature is None:
+                state = STATUS_UNKNOWN if page.prev_signature is None and page.signature is None else STATUS_MODIFIED
+            else:
+                state = STATUS_MODIFIED if page.signature != page.prev_signature else STATUS_NOTMODIFIED
+            modified = page.protocol_status.last_modified or (
+                fetch_ms if state in (STATUS_MODIFIED, STATUS_UNKNOWN) else page.modified_time)
+            self.schedule.set_fetch_schedule(page, page.prev_fetch_time, page.modified_time, fetch_ms,
+                                             modified, state)
+            if page.fetch_interval > self.max_interval:
+                page.fetch_interval = self.max_interval
+            ctx.incr("modified" if state == STATUS_MODIFIED else "unchanged")
+        elif status == CrawlStatus.RETRY:
+            self.schedule.set_page_retry_schedule(page, fetch_ms)
+            if page.retries_since_fetch > self.retry_max:
+                page.status = int(CrawlStatus.GONE)
+                ctx.incr("gone_after_retries")
+        elif status == CrawlStatus.GONE:
+            self.schedule.set_page_gone_schedule(page, fetch_ms)
+        else:  # redirects
+            self.schedule.set_fetch_schedule(page, page.prev_fetch_time, page.modified_time, fetch_ms,
+                                             page.modified_time, STATUS_UNKNOWN)
+
+
