@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
@@ -16,7 +16,6 @@ from nutch2.marks import Mark, get_distance
 from nutch2.runner import Job, TaskContext
 from nutch2.schedule import fetch_schedule
 from nutch2.scoring import OpicScoring
-from nutch2.stores.base import DataStore
 from nutch2.tableutil import unreverse_url
 from nutch2.urls import UrlChecker, domain_of_host, host_of
 from nutch2.webpage import WebPage
@@ -58,11 +57,8 @@ class GeneratorJob(Job):
         self.max_distance = conf.get_int("generate.max.distance")
         self.min_score = conf.get_float("generate.min.score")
         self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
-        self.num_tasks = 1
-
-    def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
-        self.num_tasks = n
-        return super().inputs(store, n)
+        self._selected: list[tuple[float, str, Candidate]] = []
+        self._lock = threading.Lock()
 
     def count_key(self, url: str) -> str:
         host = host_of(url)
@@ -96,22 +92,32 @@ class GeneratorJob(Job):
         return lambda item: item[1][:2]  # score descending, then URL
 
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        limit = None if self.top_n is None else max(1, self.top_n // self.num_reducers(self.num_tasks))
+        """Best candidates of this reducer's hosts: per-host cap, then at most topN (merged in finish)."""
         per_host: Counter[str] = Counter()
-        selected = 0
-        for host, (_, _, cand) in items:
-            if limit is not None and selected >= limit:
+        selected: list[tuple[float, str, Candidate]] = []
+        for host, value in items:
+            if self.top_n is not None and len(selected) >= self.top_n:
                 ctx.incr("over_topN")
                 continue
             if self.max_count > 0 and per_host[host] >= self.max_count:
                 ctx.incr("over_max_count")
                 continue
             per_host[host] += 1
-            selected += 1
+            selected.append(value)
+        with self._lock:
+            self._selected.extend(selected)
+
+    def finish(self, ctx: TaskContext) -> None:
+        """Merge the reducers' picks: the topN best overall (Nutch gave each reducer topN/reducers)."""
+        self._selected.sort(key=lambda v: v[:2])
+        keep = self._selected if self.top_n is None else self._selected[: self.top_n]
+        ctx.incr("over_topN", len(self._selected) - len(keep))
+        for _, _, cand in keep:
             page = WebPage(cand.key, markers=cand.markers, batch_id=self.batch_id)
             Mark.GENERATE.put(page, self.batch_id)
             ctx.write(page)
             ctx.incr("generated")
+        self._selected = []
 
 
 def _stable_hash(text: str) -> int:
@@ -120,5 +126,3 @@ def _stable_hash(text: str) -> int:
 
     return zlib.crc32(text.encode("utf-8"))
 
-
-__all__ = ["GeneratorJob", "new_batch_id", "itemgetter"]

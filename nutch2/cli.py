@@ -82,5 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m nutch2.cli`: run the registered module, not this __main__ copy
+    from nutch2.cli import main as registered_main
+
+    sys.exit(registered_main())

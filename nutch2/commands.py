@@ -9,12 +9,6 @@ from pathlib import Path
 from nutch2.cli import command
 from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
-from nutch2.jobs.fetch import FetcherJob
-from nutch2.jobs.generate import GeneratorJob
-from nutch2.jobs.inject import InjectorJob
-from nutch2.jobs.parse import ParserJob
-from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
-from nutch2.jobs.updatedb import DbUpdaterJob
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.runner import LocalRunner, log
 from nutch2.stores import crawl_lock, open_store
@@ -27,6 +21,8 @@ def _num_tasks(args: argparse.Namespace) -> int | None:
 
 @command("inject", "inject seed URLs into the webpage table")
 def inject_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.inject import InjectorJob
+
     job = InjectorJob(conf, Path(args.seeds), overwrite=args.overwrite, update=args.update)
     lock = crawl_lock(conf, args.crawl_id, "inject")
     try:
@@ -58,6 +54,8 @@ inject_cmd.arguments = _inject_args
 
 @command("readdb", "read the webpage table: -stats, -url U or -dump DIR")
 def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
+
     with open_store(conf, args.crawl_id, create=False) as store:
         if args.url:
             try:
@@ -75,8 +73,8 @@ def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
             out = Path(args.dump)
             if out.exists() and any(out.iterdir()):
                 raise NutchError(f"-dump {out}: the folder exists and is not empty; give a new folder")
-            out.mkdir(parents=True, exist_ok=True)
             job = DumpJob(conf, out, args.regex, args.status, args.text, args.content)
+            out.mkdir(parents=True, exist_ok=True)
             counters = runner.run(job, store)
             log(counters.summary())
             print(f"readdb: dumped {counters.get('dumped')} rows to {out}")
@@ -143,6 +141,8 @@ def generate(conf: Configuration, crawl_id: str | None, top_n: int | None, batch
              filter: bool = True, normalize: bool = True, add_days: int = 0,
              num_tasks: int | None = None) -> str | None:
     """Run the generator; the batch id, or None when nothing was generated."""
+    from nutch2.jobs.generate import GeneratorJob
+
     job = GeneratorJob(conf, batch_id, top_n, filter if filter is False else None,
                        normalize if normalize is False else None, add_days)
     lock = crawl_lock(conf, crawl_id, "generate")
@@ -173,6 +173,8 @@ generate_cmd.arguments = _generate_args
 
 @command("fetch", "fetch the URLs of a batch")
 def fetch_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.fetch import FetcherJob
+
     batch = _batch(args, "fetch")
     job = FetcherJob(conf, batch, args.threads, args.resume)
     with open_store(conf, args.crawl_id, create=False) as store:
@@ -194,6 +196,8 @@ fetch_cmd.arguments = _fetch_args
 
 @command("parse", "parse the fetched pages of a batch")
 def parse_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.parse import ParserJob
+
     batch = _batch(args, "parse")
     job = ParserJob(conf, batch, args.resume, args.force, args.reparse)
     with open_store(conf, args.crawl_id, create=False) as store:
@@ -215,6 +219,8 @@ parse_cmd.arguments = _parse_args
 
 @command("updatedb", "update the table with a batch's fetch and parse results")
 def updatedb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.updatedb import DbUpdaterJob
+
     batch = _batch(args, "updatedb")
     job = DbUpdaterJob(conf, batch)
     lock = crawl_lock(conf, args.crawl_id, "updatedb")
@@ -274,6 +280,8 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
             rc = step(batch_args, conf)
             if rc != 0:
                 return rc
+    from nutch2.jobs.readdb import StatsJob
+
     with open_store(conf, args.crawl_id, create=False) as store:
         job = StatsJob(conf)
         LocalRunner(conf, _num_tasks(args)).run(job, store)

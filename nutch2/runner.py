@@ -115,6 +115,9 @@ class Job:
     def sort_key(self) -> Callable[[tuple[Any, Any]], Any]:
         return itemgetter(0)
 
+    def finish(self, ctx: TaskContext) -> None:
+        """Called once after every reducer has finished (a final, single-task step)."""
+
 
 class _Scan:
     """A lazy scan of one key range; iterating it reads the store."""
@@ -174,6 +177,8 @@ class LocalRunner:
 
             self._parallel(reduce_task, nred)
             store.flush()
+        job.finish(TaskContext(job, self.conf, store, counters, 0))
+        store.flush()
         return counters
 
     @staticmethod

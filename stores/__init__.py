@@ -77,6 +77,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
 
 def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:
     """Take the crawl's inter-process lock for a job that rewrites the table; fail at once if it is held."""
+    backend_name(conf)  # a bad store name is reported before any file is created
     data_dir = Path(conf.get_str("storage.data.dir"))
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / f"{table_name(conf, crawl_id)}.lock"

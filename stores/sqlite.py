@@ -184,7 +184,7 @@ class SqliteStore(DataStore):
             pending.update(values)
             if markers is not None:
                 pending["__markers__"] = markers
-            pending.pop("__delete__", None)
+            # a pending "__delete__" stays: the flush deletes the old row, then writes this one from scratch
             full = len(self._pending) >= self.batch_size
         if full:
             self.flush()
@@ -217,7 +217,8 @@ class SqliteStore(DataStore):
         if values.get("__delete__"):
             conn.execute(f"DELETE FROM {self._q} WHERE key = ?", (key,))
             conn.execute(f"DELETE FROM {self._qm} WHERE key = ?", (key,))
-            return
+            if len(values) == 1:
+                return
         markers = values.pop("__markers__", None)
         names = [n for n in values if n in FIELDS]
         if names:

@@ -214,7 +214,7 @@ def test_request_log_and_concurrency(web: TestWeb) -> None:
         list(pool.map(lambda _: get(url).status_code, range(3)))
     get(web.page_url(1, 1))
     assert web.count(url) == 3
-    assert web.in_flight_max(0) == 3 and web.in_flight_max(1) == 1 and web.in_flight_max(2) == 0
+    assert web.in_flight_max(0) >= 2 and web.in_flight_max(1) == 1 and web.in_flight_max(2) == 0
     recs = web.requests(host=0, path="/traps/slow.html")
     assert len(recs) == 3
     for rec in recs:

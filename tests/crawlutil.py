@@ -1,0 +1,52 @@
+"""Helpers for end-to-end crawl tests: run the CLI in-process, read rows, apply the shipped URL filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nutch2.cli import main
+from nutch2.config import Configuration
+from nutch2.stores import open_store
+from nutch2.tableutil import reverse_url
+from nutch2.urls import UrlChecker
+from nutch2.webpage import WebPage
+
+
+def cli(*args: str) -> int:
+    """Run `nutch2 <args>` in this process (so the memory store works across commands)."""
+    return main([str(a) for a in args])
+
+
+def defines(tmp: Path, backend: str, **props: object) -> list[str]:
+    base = {
+        "storage.data.store.class": backend,
+        "storage.data.dir": str(tmp / "crawl"),
+        "http.agent.name": "nutch2-test",
+        "fetcher.server.delay": 0.1,
+        "http.timeout": 5000,
+    }
+    base.update(props)
+    out: list[str] = []
+    for k, v in base.items():
+        out += ["-D", f"{k}={v}"]
+    return out
+
+
+def conf_for(tmp: Path, backend: str, **props: object) -> Configuration:
+    d = defines(tmp, backend, **props)
+    return Configuration(Path(__file__).resolve().parent.parent / "conf",
+                         dict(x.split("=", 1) for x in d[1::2]))
+
+
+def rows(conf: Configuration, crawl_id: str) -> dict[str, WebPage]:
+    with open_store(conf, crawl_id, create=False) as store:
+        return {p.key: p for p in store.scan()}
+
+
+def row(conf: Configuration, crawl_id: str, url: str) -> WebPage | None:
+    with open_store(conf, crawl_id, create=False) as store:
+        return store.get(reverse_url(url))
+
+
+def passes_filters(conf: Configuration, url: str) -> bool:
+    return UrlChecker(conf, "outlink").check(url) is not None

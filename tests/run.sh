@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install everything, start the real services the tests use, run the whole test suite, stop the services.
+# Usage: bash tests/run.sh [pytest args...]
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+python3 -m pip install -q -e '.[all]' || { echo "tests/run.sh: pip install failed" >&2; exit 1; }
+
+services=()
+for s in ${NUTCH2_SERVICES:-solr}; do
+  if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi
+done
+cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" || true; done; }
+trap cleanup EXIT
+for s in "${services[@]}"; do
+  bash docker/services.sh start "$s" || { echo "tests/run.sh: could not start $s" >&2; exit 1; }
+done
+
+python3 -m ruff check . || { echo "tests/run.sh: ruff check failed" >&2; exit 1; }
+python3 -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+if [ $rc -eq 5 ]; then echo "tests/run.sh: pytest collected no tests" >&2; exit 1; fi
+exit $rc

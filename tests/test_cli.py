@@ -1,0 +1,398 @@
+"""The `nutch2` console script, run as a new user would: separate processes for inject and readdb."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from nutch2.stores import crawl_lock
+from tests.conftest import make_conf
+
+_SCRIPT = Path(sys.executable).parent / "nutch2"
+# the installed console script when there is one, else the same entry point through the interpreter
+NUTCH2 = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-c",
+                                                     "import sys; from nutch2.cli import main; sys.exit(main())"]
+ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+SEEDS = """\
+# my seeds
+http://example.com/
+https://www.example.org/news/\tnutch.score=2.5\tcategory=news
+
+http://example.com/about.html\tnutch.fetchInterval=86400
+not a url
+http://bad.example.com/\tnutch.score=abc
+ftp://files.example.com/pub/
+http://example.com/logo.png
+http://www.example.net/
+"""
+GOOD = ["http://example.com/", "https://www.example.org/news/", "http://example.com/about.html",
+        "http://www.example.net/"]
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("NUTCH_CONF_DIR", None)
+    return env
+
+
+def run(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*NUTCH2, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+def run_all(cwd: Path, *commands: list[str], timeout: float = 60) -> list[subprocess.CompletedProcess[str]]:
+    """Run several independent commands at once (each start-up costs a few hundred ms of imports)."""
+    procs = [(c, subprocess.Popen([*NUTCH2, *c], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=_env())) for c in commands]
+    done = []
+    for c, proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess([*NUTCH2, *c], proc.returncode, out, err))
+    return done
+
+
+def one_error_line(p: subprocess.CompletedProcess[str]) -> str:
+    """The process failed with exactly one line on stderr and no traceback."""
+    assert p.returncode != 0, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A folder where `nutch2 inject seeds.txt` ran once into ./crawl (sqlite, the default store)."""
+    d = tmp_path_factory.mktemp("cli")
+    (d / "seeds.txt").write_text(SEEDS, encoding="utf-8")
+    p = run(d, "inject", "seeds.txt", "-D", "http.agent.name=test")
+    return d, p
+
+
+def read_dump(folder: Path) -> list[dict]:
+    rows = []
+    for f in sorted(folder.glob("*.jsonl")):
+        rows.extend(json.loads(line) for line in f.read_text(encoding="utf-8").splitlines())
+    return rows
+
+
+# ------------------------------------------------------------------ inject, then read from other processes
+
+
+def test_inject_reports_bad_lines_and_summary(crawl) -> None:
+    d, p = crawl
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    assert (d / "crawl" / "webpage.sqlite").is_file()
+    assert re.search(r"4 injected, 2 filtered, 2 rejected, 0 already known", p.stdout), p.stdout
+    assert "seeds.txt:6: " in p.stderr and "not a url" in p.stderr
+    assert "seeds.txt:7: " in p.stderr and "nutch.score" in p.stderr
+
+
+def test_dump_from_another_process(results) -> None:
+    rows = read_dump(results["dump_all"].dir)
+    by_url = {r["url"]: r for r in rows}
+    assert sorted(by_url) == sorted(GOOD)
+    now = datetime.now(UTC)
+    for r in rows:
+        assert r["status"] == "INJECTED"
+        assert ISO_Z.match(r["fetchTime"]), r["fetchTime"]
+        t = datetime.strptime(r["fetchTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs((now - t).total_seconds()) < 300
+        assert r["prevFetchTime"] is None
+        assert r["markers"] == {"_injmrk_": "y", "dist": "0"}
+        assert r["protocolStatus"]["code"] == 0 and isinstance(r["protocolStatus"]["name"], str)
+        assert r["protocolStatus"]["args"] == []
+        ps = r["parseStatus"]
+        assert set(ps) >= {"majorCode", "minorCode", "name", "args"}
+        assert ps["majorCode"] == 0 and ps["args"] == []
+        assert r["retriesSinceFetch"] == 0
+        assert r["baseUrl"] == r["url"]
+        assert r["outlinks"] == {} and r["inlinks"] == {} and r["headers"] == {}
+        assert "text" not in r and "content" not in r
+        for v in r["metadata"].values():
+            base64.b64decode(v, validate=True)
+    news = by_url["https://www.example.org/news/"]
+    assert news["key"] == "org.example.www:https/news/"
+    assert news["score"] == 2.5
+    assert base64.b64decode(news["metadata"]["category"]) == b"news"
+    assert by_url["http://example.com/about.html"]["fetchInterval"] == 86400
+    assert by_url["http://example.com/"]["fetchInterval"] == 2592000
+    assert by_url["http://example.com/"]["score"] == 1.0
+
+
+def test_dump_text_and_content_only_when_asked(results) -> None:
+    rows = read_dump(results["dump_tc"].dir)
+    assert rows and all("text" in r and "content" in r for r in rows)
+
+
+def test_dump_filters(results) -> None:
+    assert sorted(r["url"] for r in read_dump(results["dump_re"].dir)) == [
+        "http://example.com/", "http://example.com/about.html"]
+    assert len(read_dump(results["dump_st"].dir)) == 4
+    assert read_dump(results["dump_st2"].dir) == []
+    assert [r["url"] for r in read_dump(results["dump_both"].dir)] == ["https://www.example.org/news/"]
+
+
+def test_stats_from_another_process(results) -> None:
+    p = results["stats"]
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"^TOTAL urls:\s+4$", p.stdout, re.M), p.stdout
+    assert re.search(r"^status 0 \(INJECTED\):\s+4$", p.stdout, re.M), p.stdout
+    assert re.search(r"^retry 0:\s+4$", p.stdout, re.M)
+    assert re.search(r"^min score:\s+1\.000$", p.stdout, re.M)
+    assert re.search(r"^max score:\s+2\.500$", p.stdout, re.M)
+    p = results["stats_sort"]
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"example\.com:\s+2$", p.stdout, re.M), p.stdout
+
+
+def test_readdb_url(results) -> None:
+    p = results["url"]
+    assert p.returncode == 0, p.stderr
+    assert "https://www.example.org/news/" in p.stdout
+    assert "INJECTED" in p.stdout and "2.5" in p.stdout
+    p = results["url_missing"]
+    assert p.returncode != 0
+    assert "not-injected.example.com" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_reinject_counts_known(crawl, tmp_path: Path) -> None:
+    d, _ = crawl
+    (tmp_path / "again.txt").write_text("http://example.com/\n")
+    p = run(d, "inject", str(tmp_path / "again.txt"), "-crawlId", "again")
+    assert p.returncode == 0 and "1 injected" in p.stdout
+    p = run(d, "inject", str(tmp_path / "again.txt"), "-crawlId", "again")
+    assert p.returncode == 0 and "0 injected" in p.stdout and "1 already known" in p.stdout, p.stdout
+    assert (d / "crawl" / "again_webpage.sqlite").is_file()
+
+
+# ------------------------------------------------------------------ one-line results
+
+# name -> command line; all run at once in the crawl's folder (see `results`), each test checks its own result
+CASES: dict[str, list[str]] = {
+    # reads of the crawl injected by the `crawl` fixture
+    "dump_all": ["readdb", "-dump", "dump-all"],
+    "dump_tc": ["readdb", "-dump", "dump-tc", "-text", "-content"],
+    "dump_re": ["readdb", "-dump", "dump-re", "-regex", r"example\.com/"],
+    "dump_st": ["readdb", "-dump", "dump-st", "-status", "injected"],
+    "dump_st2": ["readdb", "-dump", "dump-st2", "-status", "FETCHED"],
+    "dump_both": ["readdb", "-dump", "dump-both", "-status", "INJECTED", "-regex", "^https://"],
+    "stats": ["readdb", "-stats"],
+    "stats_sort": ["readdb", "-stats", "-sort"],
+    "url": ["readdb", "-url", "https://www.example.org/news/"],
+    "url_missing": ["readdb", "-url", "http://not-injected.example.com/"],
+    # results a user can cause
+    "wrong_store": ["inject", "s.txt", "-D", "storage.data.store.class=foo", "-crawlId", "e1"],
+    "not_yet": ["inject", "s.txt", "-D", "storage.data.store.class=cassandra", "-crawlId", "e2"],
+    "no_seed": ["inject", "no/such/seeds.txt", "-crawlId", "e3"],
+    "empty_folder": ["inject", "urls", "-crawlId", "e4"],
+    "nothing_injected": ["inject", "bad.txt", "-crawlId", "e5"],
+    "missing_arg": ["inject"],
+    "readdb_no_mode": ["readdb"],
+    "unknown_command": ["injekt", "s.txt"],
+    "define_no_equals": ["inject", "s.txt", "-D", "fetcher.threads.fetch", "-crawlId", "e6"],
+    "define_wrong_type": ["inject", "s.txt", "-D", "fetcher.threads.fetch=abc", "-crawlId", "e7"],
+    "conf_missing": ["readdb", "-stats", "--conf", "nope"],
+    "site_toml_wrong_type": ["readdb", "-stats", "--conf", "badconf"],
+    "unknown_crawl_id": ["readdb", "-stats", "-crawlId", "never"],
+    "dump_non_empty": ["readdb", "-dump", "full"],
+    "dump_bad_status": ["readdb", "-dump", "bad-status", "-status", "bogus"],
+    "dump_bad_regex": ["readdb", "-dump", "bad-regex", "-regex", "("],
+    "help": ["--help"],
+    "inject_help": ["inject", "--help"],
+    "readdb_help": ["readdb", "--help"],
+}
+
+
+@pytest.fixture(scope="module")
+def results(crawl) -> dict[str, subprocess.CompletedProcess[str]]:
+    d, _ = crawl
+    (d / "s.txt").write_text("http://a.com/\n")
+    (d / "bad.txt").write_text("# only a comment\nnot a url\n")
+    (d / "urls").mkdir()
+    (d / "badconf").mkdir()
+    (d / "badconf" / "nutch-site.toml").write_text('"storage.write.batch.size" = "lots"\n')
+    (d / "full").mkdir()
+    (d / "full" / "keep.txt").write_text("x")
+    done = dict(zip(CASES, run_all(d, *CASES.values()), strict=True))
+    for name, p in done.items():
+        if name.startswith("dump_") and not name.startswith("dump_bad") and name != "dump_non_empty":
+            assert p.returncode == 0, (name, p.stderr)
+            p.dir = d / CASES[name][2]  # type: ignore[attr-defined]
+    return done
+
+
+def test_wrong_store_name(results) -> None:
+    line = one_error_line(results["wrong_store"])
+    assert "'foo'" in line and "sqlite" in line and "memory" in line
+
+
+def test_store_not_available_yet(results) -> None:
+    line = one_error_line(results["not_yet"])
+    assert "cassandra" in line and "not available" in line
+
+
+def test_nonexistent_seed_path(crawl, results) -> None:
+    line = one_error_line(results["no_seed"])
+    assert "no/such/seeds.txt" in line
+    d, _ = crawl
+    assert not (d / "crawl" / "e3_webpage.sqlite").exists()  # nothing half-written
+    assert not (d / "crawl" / "e3_webpage.lock").exists()
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_seed_file(tmp_path: Path) -> None:
+    seeds = tmp_path / "s.txt"
+    seeds.write_text("http://a.com/\n")
+    seeds.chmod(0)
+    line = one_error_line(run(tmp_path, "inject", "s.txt"))
+    assert "s.txt" in line
+
+
+def test_seed_path_is_a_folder_of_nothing(results) -> None:
+    assert "urls" in one_error_line(results["empty_folder"])
+
+
+def test_no_url_injected_is_an_error(results) -> None:
+    p = results["nothing_injected"]
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "bad.txt:2: " in p.stderr
+    assert "no URL was injected" in p.stderr
+
+
+def test_missing_argument_exits_2(results) -> None:
+    p = results["missing_arg"]
+    line = one_error_line(p)
+    assert p.returncode == 2
+    assert "seeds" in line
+
+
+def test_readdb_without_mode_exits_2(results) -> None:
+    p = results["readdb_no_mode"]
+    one_error_line(p)
+    assert p.returncode == 2
+
+
+def test_unknown_command_exits_2(results) -> None:
+    p = results["unknown_command"]
+    one_error_line(p)
+    assert p.returncode == 2
+
+
+def test_define_without_equals(results) -> None:
+    line = one_error_line(results["define_no_equals"])
+    assert "fetcher.threads.fetch" in line and "key=value" in line
+
+
+def test_define_wrong_type(results) -> None:
+    line = one_error_line(results["define_wrong_type"])
+    assert "fetcher.threads.fetch" in line and "'abc'" in line
+
+
+def test_site_toml_wrong_type(results) -> None:
+    line = one_error_line(results["site_toml_wrong_type"])
+    assert "storage.write.batch.size" in line and "nutch-site.toml" in line
+
+
+def test_conf_dir_missing(results) -> None:
+    line = one_error_line(results["conf_missing"])
+    assert "nope" in line and "--conf" in line
+
+
+def test_readdb_unknown_crawl_id(crawl, results) -> None:
+    d, _ = crawl
+    line = one_error_line(results["unknown_crawl_id"])
+    assert "never_webpage" in line and "inject" in line
+    assert not (d / "crawl" / "never_webpage.sqlite").exists()
+
+
+def test_dump_into_non_empty_folder(crawl, results) -> None:
+    d, _ = crawl
+    line = one_error_line(results["dump_non_empty"])
+    assert "full" in line and "not empty" in line
+    assert sorted(p.name for p in (d / "full").iterdir()) == ["keep.txt"]
+
+
+def test_dump_bad_status_and_regex(results) -> None:
+    line = one_error_line(results["dump_bad_status"])
+    assert "bogus" in line and "FETCHED" in line
+    assert "-regex" in one_error_line(results["dump_bad_regex"])
+
+
+def test_dump_bad_filter_leaves_no_folder(crawl, results) -> None:
+    d, _ = crawl
+    assert results["dump_bad_status"].returncode != 0
+    assert not (d / "bad-status").exists()
+
+
+def test_help(results) -> None:
+    top, inj, rdb = results["help"], results["inject_help"], results["readdb_help"]
+    assert top.returncode == 0
+    assert "inject" in top.stdout and "readdb" in top.stdout
+    assert inj.returncode == 0
+    assert "-crawlId" in inj.stdout and "-overwrite" in inj.stdout and "-update" in inj.stdout and "-D" in inj.stdout
+    assert rdb.returncode == 0 and "-dump" in rdb.stdout and "-stats" in rdb.stdout
+
+
+def test_python_m_nutch2_cli(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "nutch2.cli", "--help"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "inject" in p.stdout and "readdb" in p.stdout
+
+
+# ------------------------------------------------------------------ processes sharing one crawl
+
+
+def test_lock_held_by_another_process(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "sqlite")
+    (tmp_path / "s.txt").write_text("http://a.com/\n")
+    lock = crawl_lock(conf, "x", "test")
+    try:
+        p = run(tmp_path, "inject", "s.txt", "-crawlId", "x", "-D", f"storage.data.dir={tmp_path / 'crawl'}",
+                timeout=20)
+        line = one_error_line(p)
+        assert str(tmp_path / "crawl" / "x_webpage.lock") in line
+    finally:
+        lock.release()
+    # another crawl id is not blocked, and once released x works too
+    p = run(tmp_path, "inject", "s.txt", "-crawlId", "x", "-D", f"storage.data.dir={tmp_path / 'crawl'}")
+    assert p.returncode == 0, p.stderr
+
+
+def test_reader_while_writer_holds_transaction(crawl, tmp_path: Path) -> None:
+    """A second process reads (WAL) while this one holds an open write transaction with uncommitted rows."""
+    d, _ = crawl
+    (tmp_path / "s.txt").write_text("http://a.com/\nhttp://b.com/\n")
+    data = tmp_path / "crawl"
+    p = run(tmp_path, "inject", "s.txt", "-crawlId", "w", "-D", f"storage.data.dir={data}")
+    assert p.returncode == 0, p.stderr
+    conn = sqlite3.connect(data / "w_webpage.sqlite", isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute('INSERT INTO "w_webpage" (key, status) VALUES (?, ?)', ("com.c:http/", 0))
+        conn.execute('UPDATE "w_webpage" SET score = 5.0')
+        common = ["-crawlId", "w", "-D", f"storage.data.dir={data}"]
+        p, q = run_all(tmp_path, ["readdb", "-stats", *common], ["readdb", "-dump", "out", *common], timeout=20)
+        assert p.returncode == 0, p.stderr
+        assert re.search(r"^TOTAL urls:\s+2$", p.stdout, re.M), p.stdout  # the committed state
+        assert re.search(r"^max score:\s+1\.000$", p.stdout, re.M), p.stdout
+        assert q.returncode == 0, q.stderr
+        assert sorted(r["url"] for r in read_dump(tmp_path / "out")) == ["http://a.com/", "http://b.com/"]
+        conn.execute("COMMIT")
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+    p = run(tmp_path, "readdb", "-stats", "-crawlId", "w", "-D", f"storage.data.dir={data}")
+    assert re.search(r"^TOTAL urls:\s+3$", p.stdout, re.M), p.stdout

@@ -1,0 +1,344 @@
+"""Configuration: shipped defaults, nutch-site.toml / nutch-site.xml overrides, -D, typed coercion, store names."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from nutch2.config import Configuration, parse_define, shipped_conf_dir
+from nutch2.errors import ConfigError, StoreError
+from nutch2.stores import backend_name, open_store, table_name
+from tests.conftest import CONF_DIR, make_conf
+
+DEFAULT_TOML = CONF_DIR / "nutch-default.toml"
+
+
+def site_dir(tmp_path: Path, toml: str | None = None, xml: str | None = None) -> Path:
+    d = tmp_path / "conf"
+    d.mkdir(exist_ok=True)
+    if toml is not None:
+        (d / "nutch-site.toml").write_text(toml, encoding="utf-8")
+    if xml is not None:
+        (d / "nutch-site.xml").write_text(xml, encoding="utf-8")
+    return d
+
+
+def hadoop_xml(**props: str) -> str:
+    body = "".join(
+        f"  <property>\n    <name>{k}</name>\n    <value>{v}</value>\n    <description>x</description>\n"
+        "  </property>\n"
+        for k, v in props.items()
+    )
+    return (
+        '<?xml version="1.0"?>\n<?xml-stylesheet type="text/xsl" href="configuration.xsl"?>\n'
+        f"<configuration>\n{body}</configuration>\n"
+    )
+
+
+def one_line(e: pytest.ExceptionInfo) -> str:
+    msg = str(e.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+# ------------------------------------------------------------------ defaults
+
+
+def test_defaults_load_with_types() -> None:
+    conf = Configuration(CONF_DIR)
+    assert conf.get("fetcher.threads.fetch") == 10
+    assert isinstance(conf.get("fetcher.threads.fetch"), int)
+    assert conf.get("db.fetch.interval.default") == 2592000
+    assert conf.get("db.score.injected") == 1.0
+    assert isinstance(conf.get("fetcher.server.delay"), float)
+    assert conf.get("http.timeout") == 10000  # ms, as Nutch
+    assert conf.get("storage.data.store.class") == "sqlite"
+    assert conf.get("storage.data.dir") == "./crawl"
+    assert conf.get_bool("generate.filter") is True
+
+
+def test_shipped_conf_dir_is_the_repo_conf() -> None:
+    assert (shipped_conf_dir() / "nutch-default.toml").is_file()
+    assert (shipped_conf_dir() / "regex-urlfilter.txt").is_file()
+    # with no conf dir at all the shipped defaults are used
+    assert Configuration(None).get("fetcher.threads.fetch") == 10
+
+
+def test_every_default_has_a_comment_directly_above() -> None:
+    lines = DEFAULT_TOML.read_text(encoding="utf-8").splitlines()
+    declared = tomllib.loads(DEFAULT_TOML.read_text(encoding="utf-8"))
+    seen = 0
+    missing = []
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s or s.startswith("#") or s.startswith("["):
+            continue
+        seen += 1
+        key = s.split("=", 1)[0].strip().strip('"')
+        # a group of related keys (e.g. http.agent.description/url/email) may share the comment above them
+        j = i - 1
+        while j >= 0 and lines[j].strip() and not lines[j].strip().startswith("#"):
+            j -= 1
+        if j < 0 or not lines[j].strip().startswith("#") or len(lines[j].strip().lstrip("#").strip()) < 5:
+            missing.append(key)
+    assert seen == len(declared)
+    assert not missing, f"keys without a comment line above them: {missing}"
+
+
+def test_unknown_property_read_is_a_bug() -> None:
+    conf = Configuration(CONF_DIR)
+    with pytest.raises(KeyError, match="not declared"):
+        conf.get("no.such.property")
+    with pytest.raises(KeyError):
+        conf.set("no.such.property", 1)
+
+
+# ------------------------------------------------------------------ site files and -D
+
+
+def test_site_toml_overrides_defaults(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, toml='"fetcher.threads.fetch" = 3\n"fetcher.server.delay" = 2\n'
+                                '[http]\n"agent.name" = "MyBot"\n')
+    conf = Configuration(d)
+    assert conf.get("fetcher.threads.fetch") == 3
+    assert conf.get("http.agent.name") == "MyBot"  # table spelling flattens to dotted names
+    assert conf.get("fetcher.server.delay") == 2.0
+    assert isinstance(conf.get("fetcher.server.delay"), float)  # an integer is fine where a number is wanted
+    assert conf.get("fetcher.threads.per.queue") == 1  # untouched default
+
+
+def test_conf_dir_without_default_falls_back_to_shipped(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, toml='"http.agent.name" = "x"\n')
+    conf = Configuration(d)
+    assert conf.get("db.fetch.interval.default") == 2592000
+    assert conf.resource("regex-urlfilter.txt") == shipped_conf_dir() / "regex-urlfilter.txt"
+    (d / "regex-urlfilter.txt").write_text("+.\n")
+    assert conf.resource("regex-urlfilter.txt") == d / "regex-urlfilter.txt"
+
+
+def test_nutch_site_xml_is_read_and_coerced(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, xml=hadoop_xml(**{
+        "http.agent.name": "NutchUserBot",
+        "fetcher.threads.fetch": " 25 ",
+        "fetcher.server.delay": "1.5",
+        "db.ignore.external.links": "true",
+        "generate.filter": "false",
+        "plugin.includes": "protocol-http|parse-html",  # a Nutch property nutch2 does not have: ignored
+        "storage.data.store.class": "org.apache.gora.memory.store.MemStore",
+    }))
+    conf = Configuration(d)
+    assert conf.get("http.agent.name") == "NutchUserBot"
+    assert conf.get("fetcher.threads.fetch") == 25
+    assert isinstance(conf.get("fetcher.threads.fetch"), int)
+    assert conf.get("fetcher.server.delay") == 1.5
+    assert conf.get("db.ignore.external.links") is True
+    assert conf.get("generate.filter") is False
+    assert "plugin.includes" in conf.unknown
+    assert backend_name(conf) == "memory"
+
+
+def test_site_xml_bad_value_names_key(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, xml=hadoop_xml(**{"fetcher.threads.fetch": "many"}))
+    with pytest.raises(ConfigError) as e:
+        Configuration(d)
+    msg = one_line(e)
+    assert "fetcher.threads.fetch" in msg and "nutch-site.xml" in msg
+
+
+def test_site_xml_not_xml(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, xml="<configuration><property>")
+    with pytest.raises(ConfigError) as e:
+        Configuration(d)
+    assert "nutch-site.xml" in one_line(e)
+
+
+def test_site_toml_not_toml(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, toml="fetcher.threads.fetch = = 3\n")
+    with pytest.raises(ConfigError) as e:
+        Configuration(d)
+    assert "nutch-site.toml" in one_line(e)
+
+
+def test_define_overrides_site_toml_and_xml(tmp_path: Path) -> None:
+    d = site_dir(tmp_path, toml='"fetcher.threads.fetch" = 3\n"http.agent.name" = "T"\n',
+                 xml=hadoop_xml(**{"fetcher.threads.fetch": "4", "http.timeout": "999"}))
+    conf = Configuration(d)
+    assert conf.get("fetcher.threads.fetch") == 4  # the xml is read after the toml
+    assert conf.get("http.timeout") == 999
+    assert conf.get("http.agent.name") == "T"
+    conf = Configuration(d, {"fetcher.threads.fetch": "7", "http.timeout": "5", "http.agent.name": "D"})
+    assert conf.get("fetcher.threads.fetch") == 7
+    assert conf.get("http.timeout") == 5
+    assert conf.get("http.agent.name") == "D"
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("fetcher.parse", "yes", True),
+    ("fetcher.parse", "0", False),
+    ("fetcher.parse", "FALSE", False),
+    ("fetcher.server.delay", "3", 3.0),
+    ("generate.max.count", "-1", -1),
+    ("http.agent.name", "a=b", "a=b"),
+    ("http.agent.name", "", ""),
+])
+def test_define_coercion(key: str, value: str, expected: object) -> None:
+    got = Configuration(CONF_DIR, {key: value}).get(key)
+    assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("fetcher.threads.fetch", "abc"),
+    ("fetcher.threads.fetch", "1.5"),
+    ("fetcher.threads.fetch", ""),
+    ("fetcher.server.delay", "soon"),
+    ("fetcher.parse", "maybe"),
+])
+def test_define_wrong_type_is_one_line_naming_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        Configuration(CONF_DIR, {key: value})
+    msg = one_line(e)
+    assert key in msg and repr(value) in msg
+
+
+@pytest.mark.parametrize("line", [
+    '"fetcher.threads.fetch" = "ten"',
+    '"fetcher.threads.fetch" = "10"',  # TOML has types: a quoted number is a string
+    '"fetcher.threads.fetch" = 2.5',
+    '"fetcher.threads.fetch" = true',
+    '"fetcher.parse" = "yes"',
+    '"http.agent.name" = 5',
+])
+def test_site_toml_wrong_type_is_one_line_naming_key(tmp_path: Path, line: str) -> None:
+    d = site_dir(tmp_path, toml=line + "\n")
+    with pytest.raises(ConfigError) as e:
+        Configuration(d)
+    msg = one_line(e)
+    key = line.split("=")[0].strip().strip('"')
+    assert key in msg and "nutch-site.toml" in msg
+
+
+def test_unknown_define_warns_but_works(capsys: pytest.CaptureFixture[str]) -> None:
+    conf = Configuration(CONF_DIR, {"no.such.thing": "1", "fetcher.threads.fetch": "2"})
+    assert conf.get("fetcher.threads.fetch") == 2
+    assert conf.unknown == {"no.such.thing": "1"}
+    err = capsys.readouterr().err
+    assert "no.such.thing" in err and err.count("\n") == 1
+
+
+def test_missing_conf_dir_is_clear(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        Configuration(tmp_path / "nope")
+    msg = one_line(e)
+    assert str(tmp_path / "nope") in msg and "--conf" in msg
+
+
+def test_conf_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = site_dir(tmp_path, toml='"fetcher.threads.fetch" = 9\n')
+    monkeypatch.setenv("NUTCH_CONF_DIR", str(d))
+    assert Configuration().get("fetcher.threads.fetch") == 9
+
+
+def test_cwd_conf_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site_dir(tmp_path, toml='"fetcher.threads.fetch" = 8\n')
+    monkeypatch.delenv("NUTCH_CONF_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert Configuration().get("fetcher.threads.fetch") == 8
+
+
+def test_set_and_copy() -> None:
+    conf = Configuration(CONF_DIR)
+    other = conf.copy()
+    other.set("fetcher.threads.fetch", "4")
+    assert other.get("fetcher.threads.fetch") == 4
+    assert conf.get("fetcher.threads.fetch") == 10
+    with pytest.raises(ConfigError):
+        other.set("fetcher.threads.fetch", "x")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("a=b", ("a", "b")),
+    ("a=b=c", ("a", "b=c")),
+    ("a=", ("a", "")),
+    (" a =b", ("a", "b")),
+])
+def test_parse_define(text: str, expected: tuple[str, str]) -> None:
+    assert parse_define(text) == expected
+
+
+@pytest.mark.parametrize("text", ["a", "=b", "", " =x"])
+def test_parse_define_rejects(text: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_define(text)
+    assert "key=value" in one_line(e)
+
+
+# ------------------------------------------------------------------ store names
+
+
+def test_unknown_store_name_lists_valid_names(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "foo")
+    with pytest.raises(ConfigError) as e:
+        open_store(conf, "x")
+    msg = one_line(e)
+    assert "storage.data.store.class" in msg and "'foo'" in msg
+    for name in ("memory", "sqlite", "hbase", "cassandra"):
+        assert name in msg
+
+
+@pytest.mark.parametrize("name", ["hbase", "cassandra", "org.apache.gora.hbase.store.HBaseStore",
+                                  "org.apache.gora.cassandra.store.CassandraStore"])
+def test_service_stores_not_available_yet(tmp_path: Path, name: str) -> None:
+    conf = make_conf(tmp_path, name)
+    with pytest.raises(ConfigError) as e:
+        open_store(conf, "x")
+    msg = one_line(e)
+    assert "not available yet" in msg and ("hbase" in msg or "cassandra" in msg)
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("org.apache.gora.memory.store.MemStore", "memory"),
+    ("org.apache.gora.sql.store.SqlStore", "sqlite"),
+    ("MEMORY", "memory"),
+    (" sqlite ", "sqlite"),
+])
+def test_gora_class_names_map(tmp_path: Path, value: str, expected: str) -> None:
+    conf = make_conf(tmp_path, value)
+    assert backend_name(conf) == expected
+    store = open_store(conf, "gora")
+    try:
+        assert store.name == expected
+    finally:
+        store.drop_schema()
+        store.close()
+
+
+def test_table_names(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "memory")
+    assert table_name(conf, "abc") == "abc_webpage"
+    assert table_name(conf, None) == "webpage"
+    assert table_name(make_conf(tmp_path, "memory", **{"storage.crawl.id": "cid"}), None) == "cid_webpage"
+    with pytest.raises(ConfigError):
+        table_name(conf, "../etc")
+
+
+def test_sqlite_open_without_create_is_clear(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "sqlite")
+    with pytest.raises(StoreError) as e:
+        open_store(conf, "never", create=False)
+    assert "never_webpage.sqlite" in one_line(e)
+
+
+def test_unknown_key_in_site_toml_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = site_dir(tmp_path, toml='"fetcher.thread.fetch" = 3\n')  # a typo
+    conf = Configuration(d)
+    assert conf.get("fetcher.threads.fetch") == 10
+    err = capsys.readouterr().err
+    assert "fetcher.thread.fetch" in err and "nutch-site.toml" in err
+
+
+def test_unknown_key_in_site_xml_is_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = site_dir(tmp_path, xml=hadoop_xml(**{"plugin.includes": "x"}))
+    Configuration(d)
+    assert capsys.readouterr().err == ""

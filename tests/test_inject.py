@@ -1,0 +1,323 @@
+"""InjectorJob at job level, on every store backend: seed parsing, counters, row contents, re-inject modes."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nutch2.errors import NutchError
+from nutch2.jobs.inject import InjectorJob, parse_seed
+from nutch2.marks import Mark, get_distance
+from nutch2.runner import Counters, LocalRunner
+from nutch2.scoring import get_cash
+from nutch2.stores import open_store
+from nutch2.stores.base import DataStore
+from nutch2.tableutil import reverse_url
+from nutch2.webpage import WebPage
+from tests.conftest import make_conf
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@pytest.fixture
+def env(backend: str, tmp_path: Path) -> Iterator[tuple]:
+    conf = make_conf(tmp_path, backend)
+    store = open_store(conf, "inj" + uuid.uuid4().hex[:10])
+    yield conf, store
+    store.drop_schema()
+    store.close()
+
+
+def write(tmp_path: Path, name: str, data: str | bytes) -> Path:
+    p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    p.write_bytes(data)
+    return p
+
+
+def inject(conf, store: DataStore, seeds: Path, **kw) -> Counters:
+    return LocalRunner(conf, 1).run(InjectorJob(conf, seeds, **kw), store)
+
+
+def row(store: DataStore, url: str) -> WebPage:
+    page = store.get(reverse_url(url))
+    assert page is not None, url
+    return page
+
+
+def urls(store: DataStore) -> list[str]:
+    return sorted(p.base_url for p in store.scan(fields=("base_url",)))
+
+
+# ------------------------------------------------------------------ parsing one line
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t", "# a comment", "  # indented comment"])
+def test_parse_seed_skips(text: str) -> None:
+    assert parse_seed(text) is None
+
+
+def test_parse_seed_metadata() -> None:
+    assert parse_seed("http://a.com/\tnutch.score=2\t\tk=v=w") == ("http://a.com/", {"nutch.score": "2", "k": "v=w"})
+
+
+# ------------------------------------------------------------------ new rows
+
+
+def test_new_rows(env, tmp_path: Path) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", "# seeds\n\nhttp://example.com/\n   \nhttps://www.example.org/a/b?x=1\n"
+                                         "HTTP://Example.COM:80/c#frag\n")
+    before = int(time.time() * 1000)
+    c = inject(conf, store, seeds)
+    after = int(time.time() * 1000)
+    assert (c.get("injected"), c.get("rejected"), c.get("filtered"), c.get("known")) == (3, 0, 0, 0)
+    assert urls(store) == ["http://example.com/", "http://example.com/c", "https://www.example.org/a/b?x=1"]
+    for url in ["http://example.com/", "http://example.com/c", "https://www.example.org/a/b?x=1"]:
+        page = row(store, url)
+        assert page.status == 0
+        assert before <= page.fetch_time <= after
+        assert page.fetch_interval == 2592000
+        assert page.score == 1.0
+        assert get_cash(page) == 1.0
+        assert page.markers == {"dist": "0", "_injmrk_": "y"}
+        assert get_distance(page) == 0
+        assert Mark.INJECT.check(page) == "y"
+        assert page.retries_since_fetch == 0
+    assert store.count(("_injmrk_", "y")) == 3
+
+
+def test_injected_score_and_interval_from_conf(backend: str, tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, backend, **{"db.score.injected": 0.25, "db.fetch.interval.default": 3600})
+    store = open_store(conf, "inj" + uuid.uuid4().hex[:10])
+    try:
+        inject(conf, store, write(tmp_path, "s.txt", "http://a.com/\n"))
+        page = row(store, "http://a.com/")
+        assert page.score == 0.25 and page.fetch_interval == 3600
+    finally:
+        store.drop_schema()
+        store.close()
+
+
+def test_tab_separated_metadata(env, tmp_path: Path) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt",
+                  "http://a.com/\tnutch.score=2.5\tnutch.fetchInterval=86400\tcategory=news\tlang=fr\n"
+                  "http://b.com/\tnutch.score=-1\n"
+                  "http://c.com/\tnote=caf\u00e9 \u00e0 la cr\u00e8me\n")
+    c = inject(conf, store, seeds)
+    assert c.get("injected") == 3 and c.get("rejected") == 0
+    a = row(store, "http://a.com/")
+    assert a.score == 2.5 and get_cash(a) == 2.5
+    assert a.fetch_interval == 86400
+    assert a.metadata["category"] == b"news"
+    assert a.metadata["lang"] == b"fr"
+    assert "nutch.score" not in a.metadata and "nutch.fetchInterval" not in a.metadata
+    assert row(store, "http://b.com/").score == -1.0
+    assert row(store, "http://c.com/").metadata["note"] == "caf\u00e9 \u00e0 la cr\u00e8me".encode()
+
+
+def test_malformed_lines_are_reported_and_skipped(env, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf, store = env
+    lines = [
+        "http://good1.com/",             # 1
+        "http://a b.com/",               # 2 whitespace in the URL
+        "http://good2.com/\tjustakey",   # 3 metadata without '='
+        "http://c.com/\tnutch.score=abc",  # 4
+        "not a url",                     # 5
+        "http://d.com/\tnutch.fetchInterval=1.5",  # 6
+        "notaurl",                       # 7
+        "http://",                       # 8
+        "http://e.com/\t=v",             # 9 empty key
+        "http://f.com/\tnutch.score=nan",  # 10
+        "http://[::1/",                  # 11 broken IPv6 literal
+        "http://good3.com/",             # 12
+    ]
+    data = ("\n".join(lines) + "\n").encode() + b"\x00\x01\xff\xfe\x80garbage\n" + b"http://good4.com/\n"
+    seeds = write(tmp_path, "seeds.txt", data)
+    c = inject(conf, store, seeds)
+    assert c.get("injected") == 3
+    assert c.get("rejected") == 11
+    assert urls(store) == ["http://good1.com/", "http://good3.com/", "http://good4.com/"]
+    err = capsys.readouterr().err
+    reported = [ln for ln in err.splitlines() if ln.startswith(f"{seeds}:")]
+    numbers = sorted(int(ln[len(str(seeds)) + 1:].split(":", 1)[0]) for ln in reported)
+    assert numbers == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13]
+    by_line = {int(ln[len(str(seeds)) + 1:].split(":", 1)[0]): ln for ln in reported}
+    assert "whitespace" in by_line[2]
+    assert "justakey" in by_line[3] and "key=value" in by_line[3]
+    assert "nutch.score" in by_line[4]
+    assert "nutch.fetchInterval" in by_line[6]
+    assert "URL" in by_line[11] and "::1" in by_line[11]
+    for ln in reported:
+        assert ln.endswith("line skipped")
+    assert "Traceback" not in err
+
+
+def test_good_and_bad_lines_exact_rows(env, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", "http://good1.com/\nhttp://x y/\nhttp://good2.com/\tk\nhttp://good3.com/\n")
+    c = inject(conf, store, seeds)
+    assert (c.get("injected"), c.get("rejected")) == (2, 2)
+    assert urls(store) == ["http://good1.com/", "http://good3.com/"]
+    err = capsys.readouterr().err
+    assert f"{seeds}:2: " in err and f"{seeds}:3: " in err
+
+
+def test_filtered_urls_are_counted(env, tmp_path: Path) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", "ftp://ftp.example.com/pub/\nhttp://example.com/photo.JPG\n"
+                                         "http://example.com/a.css?v=1\nfile:///etc/passwd\n"
+                                         f"http://example.com/{'x' * 2100}\nhttp://example.com/ok.html\n")
+    c = inject(conf, store, seeds)
+    assert c.get("filtered") == 5
+    assert c.get("injected") == 1
+    assert urls(store) == ["http://example.com/ok.html"]
+
+
+def test_crlf_and_bom(env, tmp_path: Path) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", b"\xef\xbb\xbfhttp://a.com/\r\nhttp://b.com/\tk=v\r\n")
+    c = inject(conf, store, seeds)
+    assert c.get("injected") == 2 and c.get("rejected") == 0
+    assert row(store, "http://b.com/").metadata["k"] == b"v"
+
+
+def test_duplicate_lines_in_one_file(env, tmp_path: Path) -> None:
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", "http://a.com/\nhttp://A.com:80/#x\n")
+    c = inject(conf, store, seeds)
+    assert c.get("injected") == 1 and c.get("known") == 1
+    assert urls(store) == ["http://a.com/"]
+
+
+# ------------------------------------------------------------------ re-inject
+
+
+def _crawled(store: DataStore, url: str) -> None:
+    """Make the row look fetched, as later jobs would."""
+    page = row(store, url)
+    page.status = 2
+    page.score = 7.0
+    page.fetch_time = 123456789000
+    page.title = "fetched title"
+    page.retries_since_fetch = 1
+    page.metadata["old"] = b"1"
+    Mark.GENERATE.put(page, "b1")
+    store.put(page.key, page)
+    store.flush()
+
+
+def test_reinject_keeps_known_rows(env, tmp_path: Path) -> None:
+    conf, store = env
+    inject(conf, store, write(tmp_path, "s1.txt", "http://a.com/\n"))
+    _crawled(store, "http://a.com/")
+    c = inject(conf, store, write(tmp_path, "s2.txt", "http://a.com/\tnutch.score=9\tk=v\nhttp://b.com/\n"))
+    assert (c.get("injected"), c.get("known")) == (1, 1)
+    a = row(store, "http://a.com/")
+    assert a.status == 2 and a.score == 7.0 and a.fetch_time == 123456789000
+    assert a.title == "fetched title"
+    assert "k" not in a.metadata
+    assert a.markers["_gnmrk_"] == "b1"
+
+
+def test_reinject_overwrite_replaces(env, tmp_path: Path) -> None:
+    conf, store = env
+    inject(conf, store, write(tmp_path, "s1.txt", "http://a.com/\n"))
+    _crawled(store, "http://a.com/")
+    before = int(time.time() * 1000)
+    c = inject(conf, store, write(tmp_path, "s2.txt", "http://a.com/\tk=v\n"), overwrite=True)
+    assert c.get("overwritten") == 1 and c.get("injected") == 1
+    a = row(store, "http://a.com/")
+    assert a.status == 0 and a.score == 1.0 and a.fetch_time >= before
+    assert a.title is None  # a fresh row: nothing of the old one survives
+    assert a.retries_since_fetch == 0
+    assert "old" not in a.metadata and a.metadata["k"] == b"v"
+    assert a.markers == {"dist": "0", "_injmrk_": "y"}
+    assert store.count(("_gnmrk_", None)) == 0
+
+
+def test_reinject_update_applies_metadata_keeps_status(env, tmp_path: Path) -> None:
+    conf, store = env
+    inject(conf, store, write(tmp_path, "s1.txt", "http://a.com/\nhttp://c.com/\n"))
+    _crawled(store, "http://a.com/")
+    seeds = write(tmp_path, "s2.txt", "http://a.com/\tnutch.score=3\tnutch.fetchInterval=60\tk=v\n"
+                                      "http://b.com/\tnutch.score=2\nhttp://c.com/\tonly=meta\n")
+    c = inject(conf, store, seeds, update=True)
+    assert c.get("updated") == 2 and c.get("injected") == 1
+    a = row(store, "http://a.com/")
+    assert a.status == 2 and a.fetch_time == 123456789000 and a.title == "fetched title"
+    assert a.score == 3.0 and a.fetch_interval == 60
+    assert a.metadata["k"] == b"v"
+    assert a.metadata["old"] == b"1"  # merged, not replaced
+    assert a.markers["_gnmrk_"] == "b1"
+    assert row(store, "http://b.com/").score == 2.0
+    cc = row(store, "http://c.com/")
+    assert cc.metadata["only"] == b"meta" and get_cash(cc) == 1.0  # the cash in metadata survives
+    assert cc.score == 1.0
+
+
+# ------------------------------------------------------------------ seed paths
+
+
+def test_seed_folder_with_several_files(env, tmp_path: Path) -> None:
+    conf, store = env
+    d = tmp_path / "urls"
+    write(d, "a.txt", "http://a.com/\n")
+    write(d, "b.txt", "http://b.com/\n# c\nhttp://bb.com/\n")
+    write(d, ".hidden", "http://hidden.com/\n")
+    (d / "sub").mkdir()
+    write(d / "sub", "c.txt", "http://sub.com/\n")
+    c = inject(conf, store, d)
+    assert c.get("injected") == 3
+    assert urls(store) == ["http://a.com/", "http://b.com/", "http://bb.com/"]
+
+
+def test_bad_line_reports_its_own_file(env, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf, store = env
+    d = tmp_path / "urls"
+    write(d, "a.txt", "http://a.com/\n")
+    write(d, "b.txt", "\n\nnot a url\n")
+    inject(conf, store, d)
+    assert f"{d / 'b.txt'}:3: " in capsys.readouterr().err
+
+
+def test_nonexistent_seed_path(env, tmp_path: Path) -> None:
+    conf, _ = env
+    with pytest.raises(NutchError, match="does not exist"):
+        InjectorJob(conf, tmp_path / "missing.txt")
+
+
+def test_empty_seed_folder(env, tmp_path: Path) -> None:
+    conf, _ = env
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NutchError, match="no files"):
+        InjectorJob(conf, tmp_path / "empty")
+
+
+def test_empty_seed_file_injects_nothing(env, tmp_path: Path) -> None:
+    conf, store = env
+    c = inject(conf, store, write(tmp_path, "s.txt", ""))
+    assert c.get("injected") == 0
+    assert urls(store) == []
+
+
+def test_many_seeds_with_small_batches(backend: str, tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, backend, **{"storage.write.batch.size": 7})
+    store = open_store(conf, "inj" + uuid.uuid4().hex[:10])
+    try:
+        lines = "".join(f"http://h{i % 13}.example.com/p{i}\n" for i in range(300))
+        lines += "http://h1.example.com/p1\n"  # a duplicate after many flushes
+        c = inject(conf, store, write(tmp_path, "s.txt", lines))
+        assert c.get("injected") == 300 and c.get("known") == 1
+        assert store.count() == 300
+        assert store.count(("_injmrk_", "y")) == 300
+    finally:
+        store.drop_schema()
+        store.close()
