@@ -52,7 +52,7 @@ def build_parser() -> Parser:
     for name, (help_text, fn) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         getattr(fn, "arguments", lambda _p: None)(p)
-        add_common(p, crawl_id=name not in ("search", "clean", "dedup"))
+        add_common(p, crawl_id=name not in ("search", "dedup"))
     return parser
 
 
@@ -64,7 +64,10 @@ def load_conf(args: argparse.Namespace) -> Configuration:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # usage errors (2) and --help (0) return instead of exiting the caller
+        return int(e.code or 0)
     if not args.command:
         parser.print_help()
         return 2

@@ -280,6 +280,11 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
             rc = step(batch_args, conf)
             if rc != 0:
                 return rc
+        if args.solr:
+            index(conf, args.crawl_id, batch, args.solr, num_tasks=_num_tasks(args))
+    if args.solr:
+        clean(conf, args.crawl_id, args.solr)
+        log(f"dedup: deleted {run_dedup(conf, args.solr)} duplicate documents")
     from nutch2.jobs.readdb import StatsJob
 
     with open_store(conf, args.crawl_id, create=False) as store:
@@ -296,6 +301,118 @@ def _crawl_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-topN", type=int, metavar="N", help="URLs per round (crawl.topN)")
     p.add_argument("-threads", type=int, metavar="N", help="fetcher threads (fetcher.threads.fetch)")
     p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks per job")
+    p.add_argument("-solr", metavar="URL", help="index each round into this Solr core, then clean and dedup")
 
 
 crawl_cmd.arguments = _crawl_args
+
+
+def _solr(conf: Configuration, url: str | None):
+    from nutch2.solr import SolrClient, solr_url
+
+    client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"))
+    client.ping()
+    return client
+
+
+def index(conf: Configuration, crawl_id: str | None, batch: str, solr_url: str | None, reindex: bool = False,
+          num_tasks: int | None = None) -> int:
+    """Index a batch (or -all / -reindex); returns the number of documents sent."""
+    from nutch2.jobs.index import IndexingJob
+
+    solr = _solr(conf, solr_url)
+    with open_store(conf, crawl_id, create=False) as store:
+        if not reindex:
+            _check_batch(store, Mark.UPDATEDB, batch, "index", "updatedb")
+        job = IndexingJob(conf, batch, solr, reindex)
+        counters = LocalRunner(conf, num_tasks).run(job, store)
+    log(counters.summary())
+    return counters.get("indexed")
+
+
+@command("index", "send parsed, updated pages of a batch to Solr")
+def index_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    reindex = bool(args.reindex)
+    batch = ALL_BATCHES if reindex and not args.batch and not args.all else _batch(args, "index")
+    n = index(conf, args.crawl_id, batch, args.solr, reindex, _num_tasks(args))
+    print(f"index: {n} documents sent to Solr")
+    return 0
+
+
+def _index_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("batch", nargs="?", metavar="<batchId>", help="the batch id (rows updated by updatedb)")
+    p.add_argument("-all", action="store_true", help="every row updated since it was last indexed")
+    p.add_argument("-reindex", action="store_true", help="every indexable row, indexed before or not")
+    p.add_argument("-solr", metavar="URL", help="Solr core URL (solr.server.url)")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+index_cmd.arguments = _index_args
+
+
+def clean(conf: Configuration, crawl_id: str | None, solr_url: str | None) -> int:
+    from nutch2.jobs.index import CleaningJob
+
+    solr = _solr(conf, solr_url)
+    with open_store(conf, crawl_id, create=False) as store:
+        counters = LocalRunner(conf).run(CleaningJob(conf, solr), store)
+    log(counters.summary())
+    return counters.get("deleted")
+
+
+@command("clean", "delete GONE pages, redirects and noindex pages from Solr")
+def clean_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    print(f"clean: {clean(conf, args.crawl_id, args.solr)} documents deleted from Solr")
+    return 0
+
+
+def _solr_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-solr", metavar="URL", help="Solr core URL (solr.server.url)")
+
+
+clean_cmd.arguments = _solr_args
+
+
+def run_dedup(conf: Configuration, solr_url: str | None) -> int:
+    from nutch2.jobs.index import dedup
+
+    return dedup(_solr(conf, solr_url))
+
+
+@command("dedup", "remove duplicate documents (same digest) from Solr, keeping the best")
+def dedup_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    print(f"dedup: {run_dedup(conf, args.solr)} duplicate documents deleted")
+    return 0
+
+
+dedup_cmd.arguments = _solr_args
+
+
+@command("search", "search the Solr index: title, URL and a highlighted snippet per hit")
+def search_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    import html
+    import re
+
+    solr = _solr(conf, args.solr)
+    res = solr.search(args.query, **{"rows": args.rows, "fl": "id,url,title,boost", "hl": "true",
+                                     "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 160})
+    bold = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("*", "*")
+    print(f"{res.hits} hits for {args.query!r}")
+    for i, doc in enumerate(res.docs, 1):
+        hl = res.highlighting.get(doc["id"], {})
+        snippet = (hl.get("content") or hl.get("title") or [""])[0]
+        snippet = html.unescape(re.sub(r"</?em>", lambda m: bold[1] if m.group(0) == "</em>" else bold[0],
+                                       " ".join(snippet.split())))
+        print(f"{i:>3}. {doc.get('title') or '(no title)'}\n     {doc['url']}")
+        if snippet:
+            print(f"     {snippet}")
+    return 0
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", help="a Solr query, e.g. 'nutch crawler' or title:nutch")
+    p.add_argument("-rows", type=int, default=10, metavar="N", help="results to show (10)")
+    _solr_args(p)
+
+
+search_cmd.arguments = _search_args

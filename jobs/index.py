@@ -1,0 +1,204 @@
+"""IndexingJob: send parsed, updated rows to Solr as documents; clean (GONE/redirects) and dedup (by digest)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.jobs.parse import NOINDEX_KEY
+from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.runner import Job, TaskContext
+from nutch2.scoring import OpicScoring
+from nutch2.solr import SolrClient
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
+from nutch2.stores.base import MarkFilter
+from nutch2.tableutil import host_of_key, unreverse_url
+from nutch2.webpage import WebPage
+
+INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time",
+                "content_type", "modified_time", "parse_status", "markers", "metadata", "content")
+GONE_STATUSES = (CrawlStatus.GONE, CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP)
+
+
+def solr_date(ms: int) -> str | None:
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def indexable(page: WebPage) -> bool:
+    """Parsed successfully, not a redirect, fetched (or unchanged since), and not marked noindex."""
+    ps = page.parse_status
+    return (page.status in (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
+            and ps.major_code == ParseMajor.SUCCESS and ps.minor_code != ParseMinor.REDIRECT
+            and NOINDEX_KEY not in page.metadata)
+
+
+class IndexingJob(Job):
+    """Map over rows carrying the UPDATEDB mark; documents go to Solr in batches of solr.commit.size.
+
+    Rows get the INDEX mark (= their UPDATEDB mark) only after Solr committed them, so a failed run marks
+    nothing and a rerun sends what is missing. `-all` sends rows whose INDEX mark differs from their
+    UPDATEDB mark (updated since last indexed); `-reindex` sends every indexable row.
+    """
+
+    name = "index"
+    fields = INDEX_FIELDS
+
+    def __init__(self, conf: Configuration, batch_id: str, solr: SolrClient, reindex: bool = False) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.solr = solr
+        self.reindex = reindex
+        self.commit_size = max(1, conf.get_int("solr.commit.size"))
+        self.commit = conf.get_bool("solr.commit.index")
+        self.max_title = conf.get_int("indexer.max.title.length")
+        self.max_content = conf.get_int("indexer.max.content.length")
+        self.scoring = OpicScoring(conf)
+        self._buffers: dict[int, list[dict[str, Any]]] = {}
+        self._sent: list[tuple[str, dict[str, str]]] = []
+        self._lock = threading.Lock()
+
+    def mark_filter(self) -> MarkFilter | None:
+        all_batches = self.reindex or self.batch_id == ALL_BATCHES
+        return (Mark.UPDATEDB.value, None if all_batches else self.batch_id)
+
+    def setup(self, ctx: TaskContext) -> None:
+        self._buffers[ctx.task] = []
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if not indexable(page):
+            ctx.incr("skipped_not_indexable")
+            return iter(())
+        updated = Mark.UPDATEDB.check(page)
+        if self.batch_id == ALL_BATCHES and not self.reindex and Mark.INDEX.check(page) == updated:
+            ctx.incr("skipped_already_indexed")
+            return iter(())
+        buf = self._buffers[ctx.task]
+        buf.append(self.document(page))
+        with self._lock:
+            self._sent.append((page.key, dict(page.markers)))
+        if len(buf) >= self.commit_size:
+            self._send(buf, ctx)
+        return iter(())
+
+    def cleanup(self, ctx: TaskContext) -> None:
+        self._send(self._buffers.pop(ctx.task), ctx)
+
+    def _send(self, buf: list[dict[str, Any]], ctx: TaskContext) -> None:
+        if buf:
+            self.solr.add(buf)
+            ctx.incr("indexed", len(buf))
+            buf.clear()
+
+    def finish(self, ctx: TaskContext) -> None:
+        """Commit, then mark what Solr holds now."""
+        if self.commit:
+            self.solr.commit()
+        for key, markers in self._sent:
+            page = WebPage(key, markers=markers)
+            Mark.INDEX.put(page, markers.get(Mark.UPDATEDB.value, self.batch_id))
+            ctx.write(page)
+        self._sent = []
+
+    def document(self, page: WebPage) -> dict[str, Any]:
+        """Nutch's fields: id (reversed key), url, host, title, content, anchor, digest, batchId, boost, tstamp..."""
+        title = page.title or ""
+        text = page.text or ""
+        if self.max_title >= 0:
+            title = title[: self.max_title]
+        if self.max_content >= 0:
+            text = text[: self.max_content]
+        anchors = list(dict.fromkeys(a.strip() for a in page.inlinks.values() if a and a.strip()))
+        doc: dict[str, Any] = {
+            "id": page.key,
+            "url": unreverse_url(page.key),
+            "host": host_of_key(page.key),
+            "title": title,
+            "content": text,
+            "digest": page.signature.hex() if page.signature else None,
+            "batchId": page.batch_id,
+            "boost": self.scoring.index_boost(page),
+            "tstamp": solr_date(page.fetch_time),
+            "contentLength": len(page.content) if page.content else 0,
+            "type": _types(page.content_type),
+            "lastModified": solr_date(page.modified_time),
+        }
+        if anchors:
+            doc["anchor"] = anchors
+        return {k: v for k, v in doc.items() if v is not None and v != []}
+
+
+def _types(content_type: str | None) -> list[str]:
+    """Nutch's index-more type field: the MIME type and its two parts."""
+    if not content_type:
+        return []
+    mime = content_type.split(";")[0].strip().lower()
+    if "/" not in mime:
+        return [mime]
+    major, minor = mime.split("/", 1)
+    return [mime, major, minor]
+
+
+class CleaningJob(Job):
+    """Delete from Solr the rows that were indexed and are now GONE, redirects, or noindex."""
+
+    name = "clean"
+    fields = ("status", "markers", "metadata", "parse_status")
+
+    def __init__(self, conf: Configuration, solr: SolrClient) -> None:
+        super().__init__(conf)
+        self.solr = solr
+        self._deleted: list[tuple[str, dict[str, str]]] = []
+        self._lock = threading.Lock()
+
+    def mark_filter(self) -> MarkFilter | None:
+        return (Mark.INDEX.value, None)
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if page.status in GONE_STATUSES or NOINDEX_KEY in page.metadata or (
+                page.parse_status.minor_code == ParseMinor.REDIRECT):
+            with self._lock:
+                self._deleted.append((page.key, dict(page.markers)))
+        return iter(())
+
+    def finish(self, ctx: TaskContext) -> None:
+        for i in range(0, len(self._deleted), 500):
+            self.solr.delete_ids(k for k, _ in self._deleted[i:i + 500])
+        if self._deleted:
+            self.solr.commit()
+        for key, markers in self._deleted:
+            page = WebPage(key, markers=markers)
+            Mark.INDEX.remove(page)
+            ctx.write(page)
+        ctx.incr("deleted", len(self._deleted))
+        self._deleted = []
+
+
+def dedup(solr: SolrClient, page_size: int = 1000) -> int:
+    """Delete Solr documents that share a digest, keeping the highest boost, then newest tstamp, then
+    shortest URL (Nutch's solrdedup order). Returns how many documents were deleted."""
+    deleted = 0
+    facets = solr.search("*:*", **{"rows": 0, "facet": "true", "facet.field": "digest", "facet.mincount": 2,
+                                   "facet.limit": -1})
+    counts = facets.facets.get("facet_fields", {}).get("digest", [])
+    digests = [counts[i] for i in range(0, len(counts), 2)]
+    for digest in digests:
+        res = solr.search(f'digest:"{digest}"', **{"fl": "id,url,boost,tstamp", "rows": page_size})
+        docs = sorted(res.docs, key=lambda d: (-float(d.get("boost", 0.0)), _neg_time(d.get("tstamp")),
+                                               len(d.get("url", "")), d["id"]))
+        losers = [d["id"] for d in docs[1:]]
+        solr.delete_ids(losers)
+        deleted += len(losers)
+    if deleted:
+        solr.commit()
+    return deleted
+
+
+def _neg_time(tstamp: str | None) -> float:
+    if not tstamp:
+        return 0.0
+    return -datetime.fromisoformat(tstamp.replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,199 @@
+"""Integration tests of index, clean, dedup and search against the real Solr (docker/services.sh start solr)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from nutch2.jobs.index import indexable
+from nutch2.marks import Mark
+from nutch2.status import CrawlStatus
+from nutch2.stores import open_store
+from nutch2.tableutil import reverse_url
+from tests.crawlutil import cli, conf_for, defines, rows
+from tests.testweb import TestWeb
+
+SOLR = "http://127.0.0.1:8983/solr/nutch"
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def solr_up() -> str:
+    try:
+        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
+    except requests.RequestException:
+        if __import__("os").environ.get("CI"):
+            pytest.fail(f"Solr not answering at {SOLR} in CI")
+        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
+    return SOLR
+
+
+@pytest.fixture
+def solr(solr_up: str) -> str:
+    requests.post(f"{solr_up}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
+    return solr_up
+
+
+def select(q: str, **params: object) -> dict:
+    r = requests.get(f"{SOLR}/select", params={"q": q, "wt": "json", **params}, timeout=30)
+    r.raise_for_status()
+    return r.json()
+
+
+def num_found(q: str = "*:*") -> int:
+    return select(q, rows=0)["response"]["numFound"]
+
+
+@pytest.fixture(scope="module")
+def web():
+    with TestWeb(hosts=4, pages_per_host=6, slow_seconds=0.5) as w:
+        yield w
+
+
+def seeds(tmp: Path, url: str) -> Path:
+    p = tmp / "seeds.txt"
+    p.write_text(url + "\n")
+    return p
+
+
+def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    d = defines(tmp_path, "sqlite")
+    assert cli("crawl", seeds(tmp_path, web.seed_url), "-crawlId", "sx", "-rounds", "3", "-threads", "6",
+               "-solr", solr, *d) == 0
+    conf = conf_for(tmp_path, "sqlite")
+    table = rows(conf, "sx")
+    docs = [p for p in table.values() if indexable(p)]
+    dups = [u for u, s in web.pages.items() if s.duplicate_of and reverse_url(u) in table]
+    assert dups, "the crawl reached the duplicate pages"
+    assert num_found() == len(docs) - len(dups)  # dedup kept one of each duplicate group
+    dup_ids = {reverse_url(u) for u in dups} | {reverse_url(web.pages[u].duplicate_of) for u in dups}
+    assert num_found(" OR ".join(f'id:"{i}"' for i in dup_ids)) == len(dup_ids) - len(dups)
+    # noindex pages and non-HTML are not in the index
+    for url, spec in web.pages.items():
+        if not spec.indexable and reverse_url(url) in table:
+            assert num_found(f'id:"{reverse_url(url)}"') == 0, url
+    # a word only one page has finds that page first
+    spec = next(s for u, s in web.pages.items() if reverse_url(u) in table and s.indexable and not s.duplicate_of
+                and table[reverse_url(u)].status == CrawlStatus.FETCHED and s.url != web.seed_url)
+    hit = select(spec.unique_word, fl="id,url,title,host,digest,batchId,boost,tstamp,contentLength,type")
+    first = hit["response"]["docs"][0]
+    assert first["url"] == spec.url
+    assert {"id", "url", "title", "host", "digest", "batchId", "boost", "tstamp", "contentLength", "type"} <= set(first)
+    # search prints the page with a highlighted snippet
+    capsys.readouterr()
+    assert cli("search", spec.unique_word, "-solr", solr, "-rows", "3", *d) == 0
+    out = capsys.readouterr().out
+    assert spec.url in out and f"*{spec.unique_word}*" in out
+    # index -all again sends nothing new
+    assert cli("index", "-all", "-crawlId", "sx", "-solr", solr, *d) == 0
+    assert "index: 0 documents" in capsys.readouterr().out
+    # a page that became GONE is removed by clean
+    key = reverse_url(spec.url)
+    with open_store(conf, "sx") as store:
+        page = store.get(key, ["status"])
+        page.status = int(CrawlStatus.GONE)
+        store.put(key, page)
+    assert cli("clean", "-crawlId", "sx", "-solr", solr, *d) == 0
+    assert num_found(f'id:"{key}"') == 0
+    assert Mark.INDEX.check(rows(conf, "sx")[key]) is None
+
+
+class Proxy:
+    """A TCP proxy to the real Solr that goes dead after `allow` HTTP requests: Solr vanishing mid-job."""
+
+    def __init__(self, target: tuple[str, int], allow: int) -> None:
+        self.target = target
+        self.allow = allow
+        self.requests = 0
+        self.dead = False
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.dead:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket, from_client: bool) -> None:
+        try:
+            while data := a.recv(65536):
+                if from_client:
+                    with self.lock:
+                        self.requests += data.count(b" HTTP/1.1\r\n")
+                        self.dead = self.dead or self.requests > self.allow
+                if self.dead:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_solr_down_mid_job_then_rerun(web: TestWeb, solr: str, tmp_path: Path,
+                                      capfd: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    d = defines(tmp_path, "sqlite", **{"solr.commit.size": 2})
+    assert cli("crawl", seeds(tmp_path, web.seed_url), "-crawlId", "sd", "-rounds", "2", "-threads", "6", *d) == 0
+    conf = conf_for(tmp_path, "sqlite")
+    expected = {k for k, p in rows(conf, "sd").items() if indexable(p)}
+    assert len(expected) > 6
+    proxy = Proxy(("127.0.0.1", 8983), allow=3)  # ping + two batches, then Solr is "gone"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "nutch2.cli", "index", "-all", "-crawlId", "sd",
+                               "-solr", f"http://127.0.0.1:{proxy.port}/solr/nutch", "-numTasks", "1", *d],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        proxy.close()
+    assert proc.returncode == 1
+    err = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(err) == 1 and "Solr at" in err[0] and "Traceback" not in proc.stderr
+    assert not any(Mark.INDEX.check(p) for p in rows(conf, "sd").values())
+    # Solr rejecting documents: a core that does not exist
+    assert cli("index", "-all", "-crawlId", "sd", "-solr", "http://127.0.0.1:8983/solr/nosuchcore", *d) == 1
+    assert not any(Mark.INDEX.check(p) for p in rows(conf, "sd").values())
+    # back: a rerun indexes every document exactly once
+    assert cli("index", "-all", "-crawlId", "sd", "-solr", solr, *d) == 0
+    ids = {doc["id"] for doc in select("*:*", fl="id", rows=1000)["response"]["docs"]}
+    assert ids == expected and num_found() == len(expected)
+    assert all(Mark.INDEX.check(p) for k, p in rows(conf, "sd").items() if k in expected)
+    capfd.readouterr()
+    assert cli("index", "-all", "-crawlId", "sd", "-solr", solr, *d) == 0
+    assert "index: 0 documents" in capfd.readouterr().out
+
+
+def test_dead_solr_fails_fast(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = defines(tmp_path, "sqlite")
+    (tmp_path / "s.txt").write_text("http://127.0.0.1:9/\n")
+    assert cli("inject", tmp_path / "s.txt", "-crawlId", "dd", *d) == 0
+    capsys.readouterr()
+    assert cli("index", "-all", "-crawlId", "dd", "-solr", "http://127.0.0.1:9/solr/nutch", *d) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "127.0.0.1:9" in err[0] and "docker/services.sh start solr" in err[0]
