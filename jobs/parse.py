@@ -39,8 +39,12 @@ class PageParser:
             raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
         self.text_profile = sig.startswith("textprofile")
 
-    def parse(self, page: WebPage, ctx: TaskContext) -> bool:
-        """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully."""
+    def parse(self, page: WebPage, ctx: TaskContext, *, signature_loaded: bool = False) -> bool:
+        """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully.
+
+        signature_loaded: the page was read with its signature field (absent = none stored); otherwise the old
+        signature is read from the store for prevSignature.
+        """
         url = unreverse_url(page.key)
         if self.skip_truncated and page.metadata.get(TRUNCATED_KEY):
             page.parse_status = ParseStatus(ParseMajor.NOTPARSED, ParseMinor.FAILED_TRUNCATED,
@@ -55,18 +59,32 @@ class PageParser:
         if result.status_major != ParseMajor.SUCCESS:
             ctx.incr("failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
             return False
-        self._apply(page, url, content, result)
+        self._apply(page, url, content, result, ctx, signature_loaded)
         ctx.incr("parsed")
         return True
 
-    def _apply(self, page: WebPage, url: str, content: bytes, result: ParseResult) -> None:
+    @staticmethod
+    def _old_signature(page: WebPage, ctx: TaskContext, loaded: bool) -> bytes | None:
+        """The row's stored signature (read from the store when the caller did not load it, as the fetcher's
+        fetcher.parse mode does: a new WebPage there would otherwise wipe prevSignature)."""
+        if loaded or "signature" in page.loaded():
+            return page.signature
+        old = ctx.store.get(page.key, ("signature",))
+        return None if old is None else old.signature
+
+    def _apply(self, page: WebPage, url: str, content: bytes, result: ParseResult, ctx: TaskContext,
+               signature_loaded: bool) -> None:
         page.title = result.title
         page.text = result.text
         if result.noindex:
             page.metadata[NOINDEX_KEY] = b"y"
         elif NOINDEX_KEY in page.metadata:
             del page.metadata[NOINDEX_KEY]
-        page.prev_signature = page.signature
+        fetch_mark = Mark.FETCH.check(page)
+        if fetch_mark is None or Mark.PARSE.check(page) != fetch_mark:
+            # prevSignature <- the signature of the previous fetch; a second parse of the same fetch
+            # (-force, a re-run) keeps it, or updatedb would see every page of the batch as unchanged
+            page.prev_signature = self._old_signature(page, ctx, signature_loaded)
         page.signature = (text_profile_signature(result.text, fallback_content=content)
                           if self.text_profile else md5_signature(content))
         page.outlinks = self._outlinks(url, result)
@@ -112,7 +130,9 @@ class ParserJob(Job):
         if self.resume and Mark.PARSE.check(page) is not None and not self.force:
             ctx.incr("skipped_already_parsed")
             return iter(())
-        if self.parser.parse(page, ctx):
-            Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
+        if self.parser.parse(page, ctx, signature_loaded=True):
+            fetch_mark = Mark.FETCH.check(page)
+            if fetch_mark is not None:  # -reparse of a row already through updatedb: no batch to mark
+                Mark.PARSE.put(page, fetch_mark)
         ctx.write(page)
         return iter(())

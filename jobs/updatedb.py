@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.marks import ALL_BATCHES, DIST, Mark, get_distance, set_distance
+from nutch2.marks import ALL_BATCHES, Mark, get_distance, set_distance
 from nutch2.runner import Job, TaskContext
 from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
 from nutch2.scoring import OpicScoring
@@ -109,15 +109,14 @@ class DbUpdaterJob(Job):
             merged.pop(d.source, None)
             merged[d.source] = d.anchor
         if self.max_inlinks >= 0 and len(merged) > self.max_inlinks:
-            merged = dict(list(merged.items())[-self.max_inlinks:])
+            # keep the newest (this batch's links were moved to the end); [-0:] would keep them all
+            merged = dict(list(merged.items())[len(merged) - self.max_inlinks:])
         if merged != page.inlinks:
             page.inlinks = merged
         best = min(d.dist for d in links)
         dist = get_distance(page)
         if dist is None or best < dist:
             set_distance(page, best)
-        elif DIST not in page.markers:
-            set_distance(page, dist)
 
     def _update_batch_row(self, page: WebPage, ctx: TaskContext) -> None:
         fetched = Mark.FETCH.check(page) is not None
@@ -138,7 +137,9 @@ class DbUpdaterJob(Job):
             if status == CrawlStatus.NOTMODIFIED:
                 state = STATUS_NOTMODIFIED
             elif page.signature is None or page.prev_signature is None:
-                state = STATUS_UNKNOWN if page.prev_signature is None and page.signature is None else STATUS_MODIFIED
+                # first fetch (nothing to compare with) or not parsed: Nutch's STATUS_UNKNOWN, so the adaptive
+                # schedule does not shrink the interval of every newly fetched page
+                state = STATUS_UNKNOWN
             else:
                 state = STATUS_MODIFIED if page.signature != page.prev_signature else STATUS_NOTMODIFIED
             modified = page.protocol_status.last_modified or (
@@ -146,11 +147,13 @@ class DbUpdaterJob(Job):
             self.schedule.set_fetch_schedule(page, page.prev_fetch_time, page.modified_time, fetch_ms,
                                              modified, state)
             if page.fetch_interval > self.max_interval:
+                # the next fetch time was computed with the longer interval: pull it in too
+                page.fetch_time -= (page.fetch_interval - self.max_interval) * 1000
                 page.fetch_interval = self.max_interval
-            ctx.incr("modified" if state == STATUS_MODIFIED else "unchanged")
+            ctx.incr({STATUS_MODIFIED: "modified", STATUS_NOTMODIFIED: "unchanged"}.get(state, "change_unknown"))
         elif status == CrawlStatus.RETRY:
             self.schedule.set_page_retry_schedule(page, fetch_ms)
-            if page.retries_since_fetch > self.retry_max:
+            if page.retries_since_fetch >= self.retry_max:  # Nutch: GONE once retries reach the max
                 page.status = int(CrawlStatus.GONE)
                 ctx.incr("gone_after_retries")
         elif status == CrawlStatus.GONE:

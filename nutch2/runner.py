@@ -86,7 +86,7 @@ class Job:
     def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
         """One iterable of records per map task: by default the store's splits, scanned with fields+mark."""
         mark = self.mark_filter()
-        return [_Scan(store, s, e, self.fields, mark) for s, e in store.splits(n)]
+        return [_Scan(store, split, self.fields, mark) for split in store.splits(n)]
 
     def setup(self, ctx: TaskContext) -> None:
         """Called once per task before its first record."""
@@ -120,14 +120,13 @@ class Job:
 
 
 class _Scan:
-    """A lazy scan of one key range; iterating it reads the store."""
+    """A lazy scan of one split; iterating it reads the store."""
 
-    def __init__(self, store: DataStore, start: str | None, end: str | None,
-                 fields: tuple[str, ...] | None, mark: MarkFilter | None) -> None:
-        self.store, self.start, self.end, self.fields, self.mark = store, start, end, fields, mark
+    def __init__(self, store: DataStore, split: Any, fields: tuple[str, ...] | None, mark: MarkFilter | None) -> None:
+        self.store, self.split, self.fields, self.mark = store, split, fields, mark
 
     def __iter__(self) -> Iterator[WebPage]:
-        return iter(self.store.scan(self.start, self.end, self.fields, self.mark))
+        return iter(self.store.scan_split(self.split, self.fields, self.mark))
 
 
 class JobFailed(Exception):

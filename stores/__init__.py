@@ -65,14 +65,36 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
             raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
         store = SqliteStore(path, table, conf.get_int("storage.write.batch.size"),
                             conf.get_float("storage.sqlite.busy.timeout"))
+    elif name == "cassandra":
+        store = _cassandra(conf, table)
     else:
         raise ConfigError(
             f"storage.data.store.class={name}: the {name} store is not available yet in this version; "
-            "use sqlite or memory"
+            "use sqlite, memory or cassandra"
         )
     if create:
         store.create_schema()
     return store
+
+
+def _cassandra(conf: Configuration, table: str) -> DataStore:
+    try:
+        from nutch2.stores.cassandra import CassandraStore
+    except ImportError:
+        raise ConfigError("the cassandra store needs cassandra-driver: pip install 'nutch2[cassandra]'") from None
+    return CassandraStore(
+        table,
+        [h.strip() for h in conf.get_str("storage.cassandra.contact.points").split(",") if h.strip()],
+        conf.get_int("storage.cassandra.port"),
+        conf.get_str("storage.cassandra.keyspace"),
+        conf.get_str("storage.cassandra.replication"),
+        conf.get_str("storage.cassandra.consistency.read"),
+        conf.get_str("storage.cassandra.consistency.write"),
+        conf.get_str("storage.cassandra.local.datacenter"),
+        conf.get_int("storage.cassandra.concurrency"),
+        conf.get_float("storage.cassandra.timeout"),
+        conf.get_int("storage.write.batch.size"),
+    )
 
 
 def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Any
 
 from nutch2.webpage import WebPage
 
 KeyRange = tuple[str | None, str | None]
 MarkFilter = tuple[str, str | None]
+Split = Any  # what splits() returns and scan_split() takes: a KeyRange for sorted stores, a token range for Cassandra
 
 
 class DataStore(ABC):
@@ -54,8 +56,15 @@ class DataStore(ABC):
         """Rows with start <= key < end in key order, optionally only those carrying a mark."""
 
     @abstractmethod
-    def splits(self, n: int) -> list[KeyRange]:
-        """At most n key ranges that together cover the table without overlapping, for parallel map tasks."""
+    def splits(self, n: int) -> list[Split]:
+        """At most n splits that together cover the table without overlapping, for parallel map tasks."""
+
+    def scan_split(
+        self, split: Split, fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None
+    ) -> Iterator[WebPage]:
+        """Rows of one split (key order within a split is not promised across backends)."""
+        start, end = split
+        return self.scan(start, end, fields, mark)
 
     @abstractmethod
     def flush(self) -> None:
