@@ -363,4 +363,8 @@ def _token(murmur3: Any, key: str) -> int:
 
 def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
+    if "Connection refused" in text:
+        return "connection refused"
+    if "Unable to connect" in text or "NoHostAvailable" in type(e).__name__:
+        return "no host available"
     return text[:300]

@@ -7,14 +7,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 python3 -m pip install -q -e '.[all]' || { echo "tests/run.sh: pip install failed" >&2; exit 1; }
 
 services=()
-for s in ${NUTCH2_SERVICES:-solr}; do
+for s in ${NUTCH2_SERVICES:-solr cassandra hbase}; do
   if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" || true; done; }
 trap cleanup EXIT
+stores=()
 for s in "${services[@]}"; do
   bash docker/services.sh start "$s" || { echo "tests/run.sh: could not start $s" >&2; exit 1; }
+  case "$s" in cassandra|hbase) stores+=("$s") ;; esac
 done
+# the store contract suite and the end-to-end crawls also run on every store whose server is up
+NUTCH2_TEST_STORES="$(IFS=,; echo "${stores[*]:-}")"
+export NUTCH2_TEST_STORES
 
 python3 -m ruff check . || { echo "tests/run.sh: ruff check failed" >&2; exit 1; }
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from pathlib import Path
 
 import pytest
 
 from nutch2.status import CrawlStatus
 from nutch2.tableutil import reverse_url
+from tests.conftest import STORE_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, passes_filters, rows
 from tests.testweb import TestWeb
 
@@ -27,10 +29,10 @@ def seed_file(tmp: Path, *urls: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("backend", STORE_BACKENDS)
 def test_three_round_crawl_matches_the_model(web: TestWeb, tmp_path: Path, backend: str) -> None:
     web.reset_log()
-    crawl_id = f"e2e{backend}"
+    crawl_id = f"e2e{backend}{uuid.uuid4().hex[:8]}"
     d = defines(tmp_path, backend)
     assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", crawl_id, "-rounds", "3",
                "-threads", "6", *d) == 0
