@@ -68,10 +68,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
     elif name == "cassandra":
         store = _cassandra(conf, table)
     else:
-        raise ConfigError(
-            f"storage.data.store.class={name}: the {name} store is not available yet in this version; "
-            "use sqlite, memory or cassandra"
-        )
+        store = _hbase(conf, table)
     if create:
         store.create_schema()
     return store
@@ -94,6 +91,24 @@ def _cassandra(conf: Configuration, table: str) -> DataStore:
         conf.get_int("storage.cassandra.concurrency"),
         conf.get_float("storage.cassandra.timeout"),
         conf.get_int("storage.write.batch.size"),
+    )
+
+
+def _hbase(conf: Configuration, table: str) -> DataStore:
+    try:
+        from nutch2.stores.hbase import HBaseStore
+    except ImportError:
+        raise ConfigError("the hbase store needs happybase: pip install 'nutch2[hbase]'") from None
+    return HBaseStore(
+        table,
+        conf.get_str("hbase.thrift.host"),
+        conf.get_int("hbase.thrift.port"),
+        conf.get_str("hbase.thrift.transport"),
+        conf.get_str("hbase.thrift.protocol"),
+        conf.get_int("storage.hbase.pool.size"),
+        conf.get_int("storage.hbase.timeout"),
+        conf.get_int("storage.hbase.batch.size"),
+        conf.get_int("storage.hbase.retries"),
     )
 
 

@@ -193,7 +193,8 @@ CASES: dict[str, list[str]] = {
     "url_missing": ["readdb", "-url", "http://not-injected.example.com/"],
     # results a user can cause
     "wrong_store": ["inject", "s.txt", "-D", "storage.data.store.class=foo", "-crawlId", "e1"],
-    "not_yet": ["inject", "s.txt", "-D", "storage.data.store.class=cassandra", "-crawlId", "e2"],
+    "not_yet": ["inject", "s.txt", "-D", "storage.data.store.class=cassandra", "-D", "storage.cassandra.port=9",
+                "-crawlId", "e2"],
     "no_seed": ["inject", "no/such/seeds.txt", "-crawlId", "e3"],
     "empty_folder": ["inject", "urls", "-crawlId", "e4"],
     "nothing_injected": ["inject", "bad.txt", "-crawlId", "e5"],
@@ -237,9 +238,9 @@ def test_wrong_store_name(results) -> None:
     assert "'foo'" in line and "sqlite" in line and "memory" in line
 
 
-def test_store_not_available_yet(results) -> None:
+def test_service_store_down(results) -> None:
     line = one_error_line(results["not_yet"])
-    assert "cassandra" in line and "not available" in line
+    assert "Cassandra" in line and "127.0.0.1:9" in line and "storage.cassandra.port" in line
 
 
 def test_nonexistent_seed_path(crawl, results) -> None:

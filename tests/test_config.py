@@ -289,12 +289,12 @@ def test_unknown_store_name_lists_valid_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["hbase", "cassandra", "org.apache.gora.hbase.store.HBaseStore",
                                   "org.apache.gora.cassandra.store.CassandraStore"])
-def test_service_stores_not_available_yet(tmp_path: Path, name: str) -> None:
-    conf = make_conf(tmp_path, name)
-    with pytest.raises(ConfigError) as e:
+def test_service_stores_down_fail_fast(tmp_path: Path, name: str) -> None:
+    conf = make_conf(tmp_path, name, **{"hbase.thrift.port": 9, "storage.cassandra.port": 9})
+    with pytest.raises(StoreError) as e:
         open_store(conf, "x")
     msg = one_line(e)
-    assert "not available yet" in msg and ("hbase" in msg or "cassandra" in msg)
+    assert "127.0.0.1:9" in msg and ("hbase.thrift.port" in msg or "storage.cassandra.port" in msg)
 
 
 @pytest.mark.parametrize("value,expected", [
