@@ -16,6 +16,8 @@ Columns and their byte encoding:
     h:<name>   headers     UTF-8 values        ol:<url>  outlinks  anchor UTF-8
     il:<url>   inlinks     anchor UTF-8        mk:<name> markers   UTF-8 (marks, `dist`)
     mtdt:<key> metadata    raw bytes           stm:<url> sitemaps  UTF-8
+    f:_        (empty)     in every row: HBase has no empty rows, and a scan restricted to some columns
+                           skips rows that lack them; reading f:_ too returns every row (not in Nutch)
 
 A map field is written as a whole: its family is deleted at timestamp t-1 and the new cells put at t, so the
 delete cannot mask the put. Selecting one mark is a SingleColumnValueFilter run by the region servers.
@@ -47,6 +49,7 @@ COLUMNS: dict[str, str] = {
     "headers": "h", "outlinks": "ol", "inlinks": "il", "markers": "mk", "metadata": "mtdt", "sitemaps": "stm",
 }
 INT32 = {"status", "fetch_interval", "retries_since_fetch"}
+ROW_MARKER = b"f:_"  # an empty cell written with every put, read with every get and scan
 _BY_COLUMN = {v.encode(): k for k, v in COLUMNS.items() if k not in MAP_FIELDS}
 _BY_FAMILY = {v.encode(): k for k, v in COLUMNS.items() if k in MAP_FIELDS}
 
@@ -163,7 +166,7 @@ class HBaseStore(DataStore):
     # -------------------------------------------------------------- reads
     @staticmethod
     def _columns(names: tuple[str, ...]) -> list[bytes]:
-        return [COLUMNS[n].encode() for n in names]
+        return [ROW_MARKER, *(COLUMNS[n].encode() for n in names)]
 
     @staticmethod
     def _page(key: bytes, data: dict[bytes, bytes], names: tuple[str, ...]) -> WebPage:
@@ -185,10 +188,7 @@ class HBaseStore(DataStore):
         names = check_fields(fields)
         self.flush()
         data = self._with_retry("get", lambda t: t.row(key.encode(), columns=self._columns(names)))
-        if not data:
-            exists = self._with_retry("get", lambda t: t.row(key.encode()))  # a row whose asked columns are empty
-            return WebPage.from_store(key, {}) if exists else None
-        return self._page(key.encode(), data, names)
+        return self._page(key.encode(), data, names) if data else None
 
     def scan(self, start: str | None = None, end: str | None = None,
              fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None) -> Iterator[WebPage]:
@@ -291,6 +291,8 @@ class HBaseStore(DataStore):
             if values.get("__delete__"):
                 deletes.delete(row)
                 values = {k: v for k, v in values.items() if k != "__delete__"}
+                if not values:
+                    continue
             cells: dict[bytes, bytes] = {}
             drop: list[bytes] = []
             for name, value in values.items():
@@ -305,8 +307,8 @@ class HBaseStore(DataStore):
                     cells[col.encode()] = encode_value(name, value)
             if drop:
                 deletes.delete(row, columns=drop)
-            if cells:
-                puts.put(row, cells)
+            cells[ROW_MARKER] = b""  # every row has it: scans by column find rows lacking the asked columns
+            puts.put(row, cells)
         deletes.send()
         puts.send()
 
