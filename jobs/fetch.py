@@ -41,6 +41,8 @@ class FetchItem:
     etag: str | None
     queue: str = ""
     done: bool = False  # its queue slot was released
+    metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
+    signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
 
 
 @dataclass
@@ -72,7 +74,7 @@ class FetchItemQueues:
         self.mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.mode)  # validate the mode up front
         self.queues: dict[str, FetchItemQueue] = {}
-        self.retired: dict[str, tuple[float, float]] = {}  # emptied queue -> (next_fetch, crawl_delay)
+        self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
         self.cond = threading.Condition()
         self.total = 0
         self.feeding = True
@@ -86,7 +88,7 @@ class FetchItemQueues:
                 q = self.queues[item.queue] = FetchItemQueue(item.queue, self.crawl_delay, self.min_delay,
                                                              self.max_threads)
                 if item.queue in self.retired:  # the host was emptied earlier: keep its politeness state
-                    q.next_fetch, q.crawl_delay = self.retired.pop(item.queue)
+                    q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(item.queue)
             q.items.append(item)
             self.total += 1
             self.cond.notify()
@@ -145,7 +147,7 @@ class FetchItemQueues:
                 item.done = True
             if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
                 del self.queues[q.qid]
-                self.retired[q.qid] = (q.next_fetch, q.crawl_delay)
+                self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
             self.cond.notify_all()
 
     def drop_queue(self, q: FetchItemQueue) -> int:
@@ -212,6 +214,7 @@ class FetcherJob(Job):
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
         self.capacity = self.threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.partition_mode = conf.get_str("partition.url.mode")
+        self.queue_mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.partition_mode)
         self.redirect_checker = UrlChecker(conf, "fetcher")
         timelimit = conf.get_float("fetcher.timelimit.mins")
@@ -237,9 +240,10 @@ class FetcherJob(Job):
         url = unreverse_url(page.key)
         ps = page.protocol_status
         modified = ps.last_modified or page.modified_time or None
-        etag = page.headers.get("ETag") or page.headers.get("etag")
+        etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None)
         yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
-                                                  modified if page.status != CrawlStatus.INJECTED else None, etag)
+                                                  modified if page.status != CrawlStatus.INJECTED else None, etag,
+                                                  metadata=dict(page.metadata), signature=page.signature)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
         import zlib
@@ -256,6 +260,8 @@ class FetcherJob(Job):
         for w in workers:
             w.start()
         self._watch(queues, workers, ctx)
+        if queues.feeding:  # every fetcher thread died (should not happen): let the feeder drain, not hang
+            ctx.incr("dropped_no_fetcher_threads", queues.abort())
         feeder.join()
         for w in workers:
             w.join()
@@ -318,11 +324,21 @@ class FetcherJob(Job):
                 except Exception as e:  # noqa: BLE001 - one bad page must not kill the thread
                     queues.finish(item, q)
                     ctx.incr("errors")
-                    self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"fetcher error: {e}"], None)
+                    self._record_error(item, e, queues, ctx)
                 finally:
                     self.stats.end()
         finally:
             protocol.close()
+
+    def _record_error(self, item: FetchItem, error: Exception, queues: FetchItemQueues, ctx: TaskContext) -> None:
+        """Write the failed item as EXCEPTION (RETRY); when even that fails the row is left for -resume."""
+        try:
+            self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"fetcher error: {error}"], None)
+        except StoreError as e:
+            self.fatal = self.fatal or e
+            queues.abort()
+        except Exception:  # noqa: BLE001 - the thread must survive to drain its queues
+            ctx.incr("errors_not_recorded")
 
     def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: HttpProtocol,
                  ctx: TaskContext) -> None:
@@ -330,8 +346,9 @@ class FetcherJob(Job):
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
             rules = self.robots.rules_for(item.url)
             delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
-            if delay and delay > 0:
+            if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
                 q.crawl_delay = delay
+                q.max_threads = 1
             if rules.state == DEFER:
                 ctx.incr("deferred", 1 + queues.drop_queue(q))
                 queues.finish(item, q)
@@ -356,12 +373,29 @@ class FetcherJob(Job):
                          [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
             return
         try:
-            out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag)
+            out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
+                                 may_follow=lambda target: self._may_follow(target, q))
         finally:
             queues.finish(item, q)
         self.stats.add(len(out.content))
         ctx.incr("bytes", len(out.content))
         self._output(ctx, item, out.code, out.args, out)
+
+    def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
+        """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness
+        state) and where robots.txt allows it, as Nutch 1 does; otherwise it is recorded as a redirect."""
+        try:
+            if queue_id(target, self.queue_mode) != q.qid:
+                return False
+        except ValueError:
+            return False
+        if self.redirect_checker.check(target) is None:
+            return False
+        rules = self.robots.rules_for(target)
+        if not rules.allowed(target, self.robots_agent):
+            return False
+        delay = rules.crawl_delay(self.robots_agent)
+        return not (delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay)
 
     # ---------------------------------------------------------------- output
     def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],
@@ -370,7 +404,9 @@ class FetcherJob(Job):
         if status is None:
             return
         now = int(time.time() * 1000)
-        page = WebPage(item.key)
+        # metadata and signature as read (clean): the fetch edits metadata in place instead of replacing the
+        # row's whole map (OPIC cash, noindex flag), and an inline parse sees the old signature
+        page = WebPage.from_store(item.key, {"metadata": dict(item.metadata), "signature": item.signature})
         page.markers = item.markers
         page.status = int(status)
         page.prev_fetch_time = item.fetch_time
@@ -384,7 +420,7 @@ class FetcherJob(Job):
         if status == CrawlStatus.FETCHED:
             ctx.incr("fetched")
         if self.parser is not None and status == CrawlStatus.FETCHED:
-            if self.parser.parse(page, ctx):
+            if self.parser.parse(page, ctx, signature_loaded=True):
                 Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
         if not self.store_content and page.is_dirty("content"):
             page.content = None
@@ -399,6 +435,8 @@ class FetcherJob(Job):
         page.base_url = out.final_url or item.url
         if out.truncated:
             page.metadata[TRUNCATED_KEY] = b"y"
+        elif TRUNCATED_KEY in page.metadata:  # an earlier fetch was cut; this one is whole
+            del page.metadata[TRUNCATED_KEY]
         if status in (CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP) and out.args:
             target = self.redirect_checker.check(out.args[0])
             page.outlinks = {target: ""} if target else {}

@@ -16,6 +16,7 @@ import http.cookiejar
 import socket
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 from urllib.parse import urljoin, urlsplit
@@ -233,13 +234,17 @@ class HttpProtocol:
         """Close pooled connections."""
         self._session.close()
 
-    def fetch(self, url: str, *, modified_since_ms: int | None = None,
-              etag: str | None = None) -> ProtocolOutput:
-        """Fetch ``url``; never raises (failures become EXCEPTION / other status codes)."""
+    def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
+              may_follow: Callable[[str], bool] | None = None) -> ProtocolOutput:
+        """Fetch ``url``; never raises (failures become EXCEPTION / other status codes).
+
+        With ``http.redirect.max`` > 0, ``may_follow(target)`` (when given) is asked before each redirect hop
+        (robots.txt, politeness); when it says no, the redirect itself is returned (MOVED / TEMP_MOVED).
+        """
         start = time.monotonic()
         deadline = start + self.settings.fetch_cap_ms / 1000.0
         try:
-            out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline)
+            out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline, may_follow)
         except Exception as exc:  # noqa: BLE001 - fetch() must never raise
             out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [_describe(exc)], final_url=url)
         out.fetch_ms = int((time.monotonic() - start) * 1000)
@@ -255,7 +260,8 @@ class HttpProtocol:
             headers["If-None-Match"] = etag
         return headers
 
-    def _fetch(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
+    def _fetch(self, url: str, cond: dict[str, str], deadline: float,
+               may_follow: Callable[[str], bool] | None = None) -> ProtocolOutput:
         """Fetch with manual redirect handling."""
         seen = {url}
         current = url
@@ -276,6 +282,8 @@ class HttpProtocol:
             if hops > self.settings.redirect_max or target in seen:
                 return ProtocolOutput(ProtocolStatusCode.REDIR_EXCEEDED, [target], out.http_code,
                                       headers=out.headers, final_url=current)
+            if may_follow is not None and not may_follow(target):
+                return out  # recorded as a redirect: the target is fetched (or refused) in a later round
             seen.add(target)
             current = target
 

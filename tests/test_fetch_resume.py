@@ -1,0 +1,90 @@
+"""Resume: kill -9 a fetch of >= 500 URLs midway, then `fetch <batch> -resume` finishes it without losing a URL
+and re-requesting at most (threads + fetcher.write.batch.size) URLs."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nutch2.marks import Mark
+from nutch2.status import CrawlStatus
+from tests.crawlutil import cli, conf_for, defines, rows
+from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+HOSTS, PAGES, THREADS, WRITE_BATCH = 10, 60, 10, 20
+
+
+@pytest.mark.timeout(120)
+def test_kill_9_midway_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    props = {"fetcher.server.delay": 0.05, "fetcher.write.batch.size": WRITE_BATCH}
+    d = defines(tmp_path, "sqlite", **props)
+    with TestWeb(hosts=HOSTS, pages_per_host=PAGES, traps=False) as web:
+        urls = [web.page_url(h, i) for h in range(HOSTS) for i in range(PAGES)]
+        assert len(urls) >= 500
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(u + "\n" for u in urls))
+        assert cli("inject", seeds, "-crawlId", "res", *d) == 0
+        capsys.readouterr()
+        assert cli("generate", "-crawlId", "res", *d) == 0
+        batch = capsys.readouterr().out.strip()
+
+        def page_requests() -> list[str]:
+            return [f"{r.host}{r.path}" for r in web.requests() if r.path != "/robots.txt"]
+
+        web.reset_log()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nutch2.cli", "fetch", batch, "-threads", str(THREADS), "-crawlId", "res", *d],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while len(page_requests()) < len(urls) // 2:
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                assert time.monotonic() < deadline, "the fetch made too little progress"
+                time.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait()
+            if proc.stderr:
+                proc.stderr.close()
+        assert proc.returncode == -signal.SIGKILL
+        first_run = len(page_requests())
+        assert first_run < len(urls), "the fetch finished before the kill"
+
+        db_files = list((tmp_path / "crawl").rglob("*.db")) + list((tmp_path / "crawl").rglob("*.sqlite"))
+        assert db_files
+        for db in db_files:
+            conn = sqlite3.connect(db)
+            try:
+                assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            finally:
+                conn.close()
+
+        conf = conf_for(tmp_path, "sqlite", **props)
+        marked = [p for p in rows(conf, "res").values() if Mark.FETCH.check(p) == batch]
+        assert 0 < len(marked) < len(urls)
+
+        assert cli("fetch", batch, "-resume", "-threads", str(THREADS), "-crawlId", "res", *d) == 0
+        table = rows(conf, "res")
+        assert len(table) == len(urls)  # no URL lost, none added
+        for key, page in table.items():
+            assert Mark.FETCH.check(page) == batch, key
+            assert page.status == CrawlStatus.FETCHED, (key, page.status)
+        counts = collections.Counter(page_requests())
+        assert set(counts) == {u.split("//", 1)[1].replace(f":{web.port}", "") for u in urls}
+        twice = [u for u, n in counts.items() if n > 1]
+        assert all(n <= 2 for n in counts.values())
+        print(f"killed after {first_run} requests, {len(marked)} rows marked, {len(twice)} requested twice")
+        assert len(twice) <= THREADS + WRITE_BATCH, (len(twice), first_run)
