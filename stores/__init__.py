@@ -91,6 +91,7 @@ def _cassandra(conf: Configuration, table: str) -> DataStore:
         conf.get_int("storage.cassandra.concurrency"),
         conf.get_float("storage.cassandra.timeout"),
         conf.get_int("storage.write.batch.size"),
+        conf.get_int("storage.cassandra.retries"),
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -74,17 +75,18 @@ class CassandraStore(DataStore):
 
     def __init__(self, table: str, contact_points: list[str], port: int, keyspace: str, replication: str,
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
-                 batch_size: int = 500) -> None:
+                 batch_size: int = 500, retries: int = 5) -> None:
         super().__init__(table)
         from cassandra import ConsistencyLevel
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-        from cassandra.policies import DCAwareRoundRobinPolicy
+        from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
 
         self.where = f"{','.join(contact_points)}:{port}"
         self.keyspace = keyspace
         self.replication = replication
         self.concurrency = max(1, concurrency)
         self.batch_size = max(1, batch_size)
+        self.retries = max(0, retries)
         try:
             self.read_cl = ConsistencyLevel.name_to_value[read_cl.upper()]
             self.write_cl = ConsistencyLevel.name_to_value[write_cl.upper()]
@@ -93,7 +95,8 @@ class CassandraStore(DataStore):
         profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
                                    request_timeout=timeout, consistency_level=self.read_cl)
         self.cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
-                               execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+                               execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                               reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
         try:
             self.session = self.cluster.connect()
         except Exception as e:  # NoHostAvailable, timeouts, DNS
@@ -109,15 +112,19 @@ class CassandraStore(DataStore):
 
     # -------------------------------------------------------------- plumbing
     def _run(self, cql: str, params: Iterable[Any] = (), write: bool = False) -> Any:
-        try:
-            stmt = self._prepare(cql)
-            if write:
-                stmt.consistency_level = self.write_cl
-            return self.session.execute(stmt, list(params))
-        except StoreError:
-            raise
-        except Exception as e:
-            raise StoreError(f"Cassandra at {self.where}: {_short(e)}") from None
+        stmt = self._prepare(cql)
+        if write:
+            stmt.consistency_level = self.write_cl
+        delay = 0.5
+        for attempt in range(self.retries + 1):
+            try:
+                return self.session.execute(stmt, list(params))
+            except Exception as e:
+                if attempt == self.retries or not _transient(e):
+                    raise StoreError(f"Cassandra at {self.where}: {_short(e)}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
 
     def _prepare(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)
@@ -140,11 +147,19 @@ class CassandraStore(DataStore):
             if write:
                 stmt.consistency_level = self.write_cl
             stmts.append((stmt, params))
-        try:
-            results = execute_concurrent(self.session, stmts, concurrency=self.concurrency, raise_on_first_error=True)
-        except Exception as e:
-            raise StoreError(f"Cassandra at {self.where}: write failed: {_short(e)}") from None
-        return [r.result_or_exc for r in results]
+        delay = 0.5
+        for attempt in range(self.retries + 1):  # statements are idempotent: re-running them is safe
+            try:
+                results = execute_concurrent(self.session, stmts, concurrency=self.concurrency,
+                                             raise_on_first_error=True)
+                return [r.result_or_exc for r in results]
+            except Exception as e:
+                if attempt == self.retries or not _transient(e):
+                    what = "write" if write else "read"
+                    raise StoreError(f"Cassandra at {self.where}: {what} failed: {_short(e)}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
@@ -359,6 +374,13 @@ class CassandraStore(DataStore):
 def _token(murmur3: Any, key: str) -> int:
     token = murmur3(prefix_of(key).encode("utf-8"))
     return MAX_TOKEN if token == MIN_TOKEN else token
+
+
+def _transient(e: Exception) -> bool:
+    """Node down or restarting, timeouts, dropped connections: worth a retry. Bad queries are not."""
+    name = type(e).__name__
+    return name in ("NoHostAvailable", "OperationTimedOut", "ConnectionException", "ConnectionShutdown",
+                    "Unavailable", "WriteTimeout", "ReadTimeout", "OverloadedErrorMessage") or isinstance(e, OSError)
 
 
 def _short(e: Exception) -> str:

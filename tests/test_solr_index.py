@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
+from tests.proxy import Proxy
 from tests.testweb import TestWeb
 
 SOLR = "http://127.0.0.1:8983/solr/nutch"
@@ -101,58 +100,6 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
     assert cli("clean", "-crawlId", "sx", "-solr", solr, *d) == 0
     assert num_found(f'id:"{key}"') == 0
     assert Mark.INDEX.check(rows(conf, "sx")[key]) is None
-
-
-class Proxy:
-    """A TCP proxy to the real Solr that goes dead after `allow` HTTP requests: Solr vanishing mid-job."""
-
-    def __init__(self, target: tuple[str, int], allow: int) -> None:
-        self.target = target
-        self.allow = allow
-        self.requests = 0
-        self.dead = False
-        self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.dead:
-                client.close()
-                continue
-            upstream = socket.create_connection(self.target)
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
-
-    def _pipe(self, a: socket.socket, b: socket.socket, from_client: bool) -> None:
-        try:
-            while data := a.recv(65536):
-                if from_client:
-                    with self.lock:
-                        self.requests += data.count(b" HTTP/1.1\r\n")
-                        self.dead = self.dead or self.requests > self.allow
-                if self.dead:
-                    break
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def test_solr_down_mid_job_then_rerun(web: TestWeb, solr: str, tmp_path: Path,

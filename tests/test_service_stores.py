@@ -1,0 +1,128 @@
+"""Integration tests of the HBase and Cassandra stores against the real servers: inspection by hand,
+fail-fast when down, and a connection cut in the middle of a fetch followed by `fetch -resume`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nutch2.errors import StoreError
+from nutch2.marks import Mark
+from nutch2.status import CrawlStatus
+from nutch2.stores import open_store
+from nutch2.webpage import WebPage
+from tests.conftest import STORE_BACKENDS, make_conf
+from tests.crawlutil import cli, conf_for, defines, rows
+from tests.proxy import Proxy
+from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.integration
+SERVICE_STORES = [b for b in STORE_BACKENDS if b in ("hbase", "cassandra")]
+PORT_KEY = {"hbase": "hbase.thrift.port", "cassandra": "storage.cassandra.port"}
+PORT = {"hbase": 9090, "cassandra": 9042}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_hbase_rows_under_nutch_families(tmp_path: Path) -> None:
+    if "hbase" not in SERVICE_STORES:
+        pytest.skip("hbase store not enabled (NUTCH2_TEST_STORES); run docker/services.sh start hbase")
+    import happybase
+
+    conf = make_conf(tmp_path, "hbase")
+    cid = "h" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+    try:
+        page = WebPage("com.example.www:http/a", status=2, fetch_time=1_700_000_000_000, score=0.5, title="A",
+                       outlinks={"http://x/": "x"}, headers={"Server": "s"}, metadata={"k": b"\x00v"})
+        Mark.GENERATE.put(page, "b1")
+        store.put(page.key, page)
+        store.flush()
+        conn = happybase.Connection("127.0.0.1", 9090)
+        try:
+            table = conn.table(f"{cid}_webpage")
+            assert set(table.families()) == {b"f", b"p", b"s", b"il", b"ol", b"h", b"mtdt", b"mk", b"stm"}
+            assert all(d["max_versions"] == 1 for d in table.families().values())
+            row = table.row(page.key.encode())
+            assert row[b"f:st"] == (2).to_bytes(4, "big")
+            assert row[b"f:ts"] == (1_700_000_000_000).to_bytes(8, "big")
+            assert row[b"p:t"] == b"A" and row[b"ol:http://x/"] == b"x" and row[b"h:Server"] == b"s"
+            assert row[b"mk:_gnmrk_"] == b"b1" and row[b"mtdt:k"] == b"\x00v"
+            import struct
+
+            assert struct.unpack(">d", row[b"s:s"])[0] == 0.5
+        finally:
+            conn.close()
+    finally:
+        store.drop_schema()
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["hbase", "cassandra"])
+def test_store_down_fails_fast(tmp_path: Path, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("happybase" if backend == "hbase" else "cassandra.cluster")
+    seeds = tmp_path / "s.txt"
+    seeds.write_text("http://127.0.0.1:1/\n")
+    for command in (["inject", seeds], ["generate"], ["readdb", "-stats"]):
+        rc = cli(*command, "-crawlId", "down", *defines(tmp_path, backend, **{PORT_KEY[backend]: 9}))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 1 and len(err) == 1, (command, err)
+        assert "127.0.0.1:9" in err[0] and PORT_KEY[backend] in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", SERVICE_STORES or ["none"])
+def test_store_restart_mid_fetch_then_resume(tmp_path: Path, backend: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    if backend == "none":
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without HBase/Cassandra stores enabled")
+        pytest.skip("no service store enabled (NUTCH2_TEST_STORES)")
+    hosts, pages = 6, 40
+    props = {"fetcher.server.delay": 0.05, "fetcher.write.batch.size": 10}
+    d = defines(tmp_path, backend, **props)
+    cid = f"rs{uuid.uuid4().hex[:8]}"
+    with TestWeb(hosts=hosts, pages_per_host=pages, traps=False) as web:
+        urls = [web.page_url(h, i) for h in range(hosts) for i in range(pages)]
+        (tmp_path / "seeds.txt").write_text("".join(u + "\n" for u in urls))
+        assert cli("inject", tmp_path / "seeds.txt", "-crawlId", cid, *d) == 0
+        capsys.readouterr()
+        assert cli("generate", "-crawlId", cid, *d) == 0
+        batch = capsys.readouterr().out.strip()
+        proxy = Proxy(("127.0.0.1", PORT[backend]))
+        try:
+            dp = defines(tmp_path, backend, **props, **{PORT_KEY[backend]: proxy.port})
+            proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "fetch", batch, "-threads", "6",
+                                     "-crawlId", cid, *dp], cwd=REPO, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60
+            while len([r for r in web.requests() if r.path != "/robots.txt"]) < len(urls) // 3:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            proxy.bounce(3.0)  # the server "restarts": connections drop, nothing answers for 3 s
+            _, err = proc.communicate(timeout=180)
+        finally:
+            proxy.close()
+        print(f"{backend}: fetch through a 3 s outage exited {proc.returncode}: {err.strip().splitlines()[-1:]}")
+        if proc.returncode != 0:  # it may also finish through reconnects
+            lines = [x for x in err.splitlines() if "error" in x]
+            assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in err, err
+        assert cli("fetch", batch, "-resume", "-crawlId", cid, *d) == 0
+        conf = conf_for(tmp_path, backend, **props)
+        table = rows(conf, cid)
+        assert len(table) == len(urls)
+        assert all(p.status == CrawlStatus.FETCHED and Mark.FETCH.check(p) == batch for p in table.values())
+        with open_store(conf, cid) as store:
+            store.drop_schema()
+
+
+def test_open_store_error_is_store_error(tmp_path: Path) -> None:
+    pytest.importorskip("happybase")
+    with pytest.raises(StoreError, match="hbase.thrift.port"):
+        open_store(make_conf(tmp_path, "hbase", **{"hbase.thrift.port": 9}), "x")
