@@ -108,7 +108,8 @@ class CassandraStore(DataStore):
         self._lock = threading.RLock()
         self._pending: dict[str, dict[str, Any]] = {}
         self._prepared: dict[Any, Any] = {}
-        self._prefixes: set[str] = set()
+        self._prefixes: set[str] = set()  # prefixes and mark values this process already recorded
+        self._markvalues: set[tuple[str, str]] = set()
 
     # -------------------------------------------------------------- plumbing
     def _run(self, cql: str, params: Iterable[Any] = (), write: bool = False) -> Any:
@@ -179,6 +180,7 @@ class CassandraStore(DataStore):
         for suffix in ("", "_marks", "_markvalues", "_prefixes"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
+        self._markvalues.clear()
 
     # -------------------------------------------------------------- reads
     def _cols(self, names: tuple[str, ...]) -> str:
@@ -344,6 +346,7 @@ class CassandraStore(DataStore):
         self._many(deletes)  # before the writes, so a delete then put of one key ends with the put
         writes: list[tuple[str, tuple]] = []
         new_prefixes = set()
+        new_values: set[tuple[str, str]] = set()
         for key, values in pending.items():
             names = sorted(n for n in values if n in FIELDS)
             prefix = prefix_of(key)
@@ -357,12 +360,15 @@ class CassandraStore(DataStore):
                 if name.startswith("_"):
                     writes.append((f'INSERT INTO "{self.keyspace}"."{self.table}_marks" (name, value, key) '
                                    "VALUES (?, ?, ?)", (name, str(value), key)))
-                    writes.append((f'INSERT INTO "{self.keyspace}"."{self.table}_markvalues" (name, value) '
-                                   "VALUES (?, ?)", (name, str(value))))
+                    if (name, str(value)) not in self._markvalues:
+                        new_values.add((name, str(value)))
         writes += [(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
                    for p in new_prefixes]
+        writes += [(f'INSERT INTO "{self.keyspace}"."{self.table}_markvalues" (name, value) VALUES (?, ?)', nv)
+                   for nv in new_values]
         self._many(writes)
         self._prefixes |= new_prefixes
+        self._markvalues |= new_values
 
     def close(self) -> None:
         try:
