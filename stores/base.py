@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
@@ -83,6 +84,59 @@ class DataStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class BufferedStore(DataStore):
+    """A store that buffers puts and deletes per key and writes them in batches of `batch_size` rows.
+
+    Pending values per key merge (later puts win); a pending delete stays, so write_batch deletes the old row
+    and then writes what was put after it. A failed write_batch keeps the rows for the next flush.
+    """
+
+    def __init__(self, table: str, batch_size: int) -> None:
+        super().__init__(table)
+        self.batch_size = max(1, batch_size)
+        self._lock = threading.RLock()
+        self._pending: dict[str, dict[str, Any]] = {}
+
+    def encode(self, page: WebPage) -> dict[str, Any]:
+        """The page's dirty values as this backend buffers them."""
+        return page.dirty_values()
+
+    @abstractmethod
+    def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
+        """Write buffered rows: {key: {field: value, "__delete__": True?, ...}}; raise StoreError on failure."""
+
+    def put(self, key: str, page: WebPage) -> None:
+        values = self.encode(page)
+        page.clear_dirty()
+        with self._lock:
+            self._pending.setdefault(key, {}).update(values)
+            full = len(self._pending) >= self.batch_size
+        if full:
+            self.flush()
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._pending[key] = {"__delete__": True}
+            full = len(self._pending) >= self.batch_size
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._pending:
+                return
+            pending, self._pending = self._pending, {}
+            try:
+                self.write_batch(pending)
+            except Exception:
+                self._pending = {**pending, **self._pending}
+                raise
+
+    def discard_pending(self) -> None:
+        with self._lock:
+            self._pending.clear()
 
 
 def in_range(key: str, start: str | None, end: str | None) -> bool:

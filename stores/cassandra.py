@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import heapq
 import logging
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import DataStore, MarkFilter, Split
+from nutch2.stores.base import BufferedStore, MarkFilter, Split
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -68,7 +67,7 @@ def prefix_of(key: str) -> str:
     return key if i < 0 else key[: i + 1]
 
 
-class CassandraStore(DataStore):
+class CassandraStore(BufferedStore):
     """A WebPage table in Cassandra."""
 
     name = "cassandra"
@@ -76,7 +75,7 @@ class CassandraStore(DataStore):
     def __init__(self, table: str, contact_points: list[str], port: int, keyspace: str, replication: str,
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
                  batch_size: int = 500, retries: int = 5) -> None:
-        super().__init__(table)
+        super().__init__(table, batch_size)
         from cassandra import ConsistencyLevel
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
         from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
@@ -85,7 +84,6 @@ class CassandraStore(DataStore):
         self.keyspace = keyspace
         self.replication = replication
         self.concurrency = max(1, concurrency)
-        self.batch_size = max(1, batch_size)
         self.retries = max(0, retries)
         try:
             self.read_cl = ConsistencyLevel.name_to_value[read_cl.upper()]
@@ -105,8 +103,6 @@ class CassandraStore(DataStore):
                 f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
                 "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
         self.q = f'"{keyspace}"."{table}"'
-        self._lock = threading.RLock()
-        self._pending: dict[str, dict[str, Any]] = {}
         self._prepared: dict[Any, Any] = {}
         self._prefixes: set[str] = set()  # prefixes and mark values this process already recorded
         self._markvalues: set[tuple[str, str]] = set()
@@ -175,8 +171,7 @@ class CassandraStore(DataStore):
                   "(bucket int, prefix text, PRIMARY KEY ((bucket), prefix))")
 
     def drop_schema(self) -> None:
-        with self._lock:
-            self._pending.clear()
+        self.discard_pending()
         for suffix in ("", "_marks", "_markvalues", "_prefixes"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
@@ -308,39 +303,13 @@ class CassandraStore(DataStore):
         return sum(1 for _ in self.scan(fields=("status",), mark=mark))
 
     # -------------------------------------------------------------- writes
-    def put(self, key: str, page: WebPage) -> None:
+    def encode(self, page: WebPage) -> dict[str, Any]:
         values = {n: _encode(n, v) for n, v in page.dirty_values().items()}
-        markers = dict(page.markers) if "markers" in values else None
-        page.clear_dirty()
-        with self._lock:
-            pending = self._pending.setdefault(key, {})
-            pending.update(values)
-            if markers is not None:
-                pending["__markers__"] = markers
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
+        if "markers" in values:
+            values["__markers__"] = dict(page.markers)
+        return values
 
-    def delete(self, key: str) -> None:
-        with self._lock:
-            self._pending[key] = {"__delete__": True}
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            if not self._pending:
-                return
-            pending, self._pending = self._pending, {}
-            try:
-                self._write(pending)
-            except StoreError:
-                for key, values in pending.items():  # keep what was not written for the next flush
-                    self._pending.setdefault(key, values)
-                raise
-
-    def _write(self, pending: dict[str, dict[str, Any]]) -> None:
+    def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
         deletes = [(f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k))
                    for k, v in pending.items() if v.get("__delete__")]
         self._many(deletes)  # before the writes, so a delete then put of one key ends with the put

@@ -29,13 +29,12 @@ every write carries an explicit timestamp, re-sending a batch after a failure ca
 from __future__ import annotations
 
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import DataStore, MarkFilter, Split
+from nutch2.stores.base import BufferedStore, MarkFilter, Split
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -88,18 +87,17 @@ def _map_value(name: str, value: Any) -> bytes:
     return bytes(value) if name == "metadata" else str(value).encode("utf-8")
 
 
-class HBaseStore(DataStore):
+class HBaseStore(BufferedStore):
     """A WebPage table in HBase, through the Thrift v1 gateway."""
 
     name = "hbase"
 
     def __init__(self, table: str, host: str, port: int, transport: str = "buffered", protocol: str = "binary",
                  pool_size: int = 8, timeout_ms: int = 60000, batch_size: int = 1000, retries: int = 5) -> None:
-        super().__init__(table)
+        super().__init__(table, batch_size)
         import happybase
 
         self.where = f"{host}:{port}"
-        self.batch_size = max(1, batch_size)
         self.retries = max(0, retries)
         self._happybase = happybase
         try:
@@ -114,8 +112,6 @@ class HBaseStore(DataStore):
                 "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start hbase"
             ) from None
         self.tname = table.encode()
-        self._lock = threading.RLock()
-        self._pending: dict[str, dict[str, Any]] = {}
         self._last_ts = 0
 
     # -------------------------------------------------------------- plumbing
@@ -153,8 +149,7 @@ class HBaseStore(DataStore):
         self._with_retry("create table", create)
 
     def drop_schema(self) -> None:
-        with self._lock:
-            self._pending.clear()
+        self.discard_pending()
 
         def drop(_t: Any) -> None:
             with self.pool.connection() as conn:
@@ -251,36 +246,12 @@ class HBaseStore(DataStore):
             1 for _ in t.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", batch_size=5000)))
 
     # -------------------------------------------------------------- writes
-    def put(self, key: str, page: WebPage) -> None:
-        values = page.dirty_values()
-        page.clear_dirty()
-        copied = {n: dict(v) if n in MAP_FIELDS else v for n, v in values.items()}
-        with self._lock:
-            pending = self._pending.setdefault(key, {})
-            pending.update(copied)
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
+    def encode(self, page: WebPage) -> dict[str, Any]:
+        return {n: dict(v) if n in MAP_FIELDS else v for n, v in page.dirty_values().items()}
 
-    def delete(self, key: str) -> None:
-        with self._lock:
-            self._pending[key] = {"__delete__": True}
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            if not self._pending:
-                return
-            pending, self._pending = self._pending, {}
-            ts = self._ts()
-            try:
-                self._with_retry("write", lambda t: self._write(t, pending, ts))
-            except StoreError:
-                for key, values in pending.items():
-                    self._pending.setdefault(key, values)
-                raise
+    def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
+        ts = self._ts()
+        self._with_retry("write", lambda t: self._write(t, pending, ts))
 
     def _write(self, table: Any, pending: dict[str, dict[str, Any]], ts: int) -> None:
         """Deletes (rows, map families, null columns) at ts-1, then puts at ts: idempotent if re-sent."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import DataStore, KeyRange, MarkFilter
+from nutch2.stores.base import BufferedStore, KeyRange, MarkFilter
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
 
@@ -26,19 +26,16 @@ def _indexed(name: str) -> bool:
     return name.startswith("_")
 
 
-class SqliteStore(DataStore):
+class SqliteStore(BufferedStore):
     """A WebPage table in one SQLite file."""
 
     name = "sqlite"
 
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0) -> None:
-        super().__init__(table)
+        super().__init__(table, batch_size)
         self.path = Path(path)
-        self.batch_size = max(1, batch_size)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self._pending: dict[str, dict[str, Any]] = {}  # key -> encoded dirty values, or None for delete
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._q = f'"{table}"'
@@ -81,8 +78,7 @@ class SqliteStore(DataStore):
         self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
 
     def drop_schema(self) -> None:
-        with self._write_lock:
-            self._pending.clear()
+        self.discard_pending()
         self._exec(f"DROP TABLE IF EXISTS {self._q}")
         self._exec(f"DROP TABLE IF EXISTS {self._qm}")
 
@@ -173,45 +169,23 @@ class SqliteStore(DataStore):
         return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
     # -------------------------------------------------------------- writes
-    def put(self, key: str, page: WebPage) -> None:
+    def encode(self, page: WebPage) -> dict[str, Any]:
         values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
-        markers = dict(page.markers) if "markers" in values else None
-        page.clear_dirty()
-        with self._write_lock:
-            pending = self._pending.get(key)
-            if pending is None:
-                pending = self._pending[key] = {}
-            pending.update(values)
-            if markers is not None:
-                pending["__markers__"] = markers
-            # a pending "__delete__" stays: the flush deletes the old row, then writes this one from scratch
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
+        if "markers" in values:
+            values["__markers__"] = dict(page.markers)
+        return values
 
-    def delete(self, key: str) -> None:
-        with self._write_lock:
-            self._pending[key] = {"__delete__": True}
-            full = len(self._pending) >= self.batch_size
-        if full:
-            self.flush()
-
-    def flush(self) -> None:
-        with self._write_lock:
-            if not self._pending:
-                return
-            pending, self._pending = self._pending, {}
-            conn = self._conn()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for key, values in pending.items():
-                    self._write_row(conn, key, values)
-                conn.execute("COMMIT")
-            except sqlite3.Error as e:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                self._pending = {**pending, **self._pending}
-                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+    def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for key, values in pending.items():
+                self._write_row(conn, key, dict(values))
+            conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
 
     def _write_row(self, conn: sqlite3.Connection, key: str, values: dict[str, Any]) -> None:
         if values.get("__delete__"):
