@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from w3lib.url import safe_url_string
@@ -99,8 +100,32 @@ def _normalize_netloc(parts: SplitResult) -> str | None:
     return f"{userinfo}{norm_host}"
 
 
+# URLs that the basic rules leave unchanged: lower-case http(s), a plain host, no default port, no '%', no
+# fragment, a path without dot segments. Most URLs a crawl meets look like this, so they skip the full work.
+_ALREADY_NORMAL = re.compile(
+    r"(?P<scheme>https?)://(?P<host>[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)"
+    r"(?::(?P<port>[1-9][0-9]{0,4}))?(?P<path>/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)"
+    r"(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]+)?"
+)
+_DOT_SEGMENT = re.compile(r"/\.\.?(?:/|$)")
+
+
+def _already_normal(url: str) -> bool:
+    m = _ALREADY_NORMAL.fullmatch(url)
+    if m is None or _DOT_SEGMENT.search(m.group("path")):
+        return False
+    port = m.group("port")
+    return port is None or (int(port) != DEFAULT_PORTS[m.group("scheme")] and int(port) <= 65535)
+
+
+@lru_cache(maxsize=65536)
 def _basic_normalize(url: str) -> str | None:
     """Apply the basic rules to ``url``; None when it cannot be normalised."""
+    return url if _already_normal(url) else _full_normalize(url)
+
+
+def _full_normalize(url: str) -> str | None:
+    """The basic rules, applied step by step."""
     url = url.strip().translate(_WHATWG_STRIPPED)
     raw = urlsplit(url)
     scheme = raw.scheme.lower()

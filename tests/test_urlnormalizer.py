@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.urlnormalizer import (
@@ -154,3 +154,26 @@ def test_normalize_is_idempotent(scheme: str, host: str, port: str, rest: str) -
         assert normalize(once) == once
         assert "#" not in once
         assert " " not in once
+
+
+# ---------------------------------------------------------------- the fast path agrees with the full rules
+_label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
+_segment = st.text(alphabet="abcXYZ019._~!$&'()*+,;=:@-", max_size=8)
+
+
+@settings(max_examples=500)
+@given(
+    scheme=st.sampled_from(["http", "https"]),
+    labels=st.lists(_label, min_size=1, max_size=4),
+    port=st.one_of(st.none(), st.integers(1, 65535)),
+    segments=st.lists(_segment, max_size=5),
+    query=st.one_of(st.none(), st.text(alphabet="abc019=&/?:@-._~", max_size=12)),
+)
+def test_fast_path_matches_full_rules(scheme, labels, port, segments, query) -> None:
+    from nutch2.urlnormalizer import _already_normal, _full_normalize
+
+    url = f"{scheme}://{'.'.join(labels)}" + (f":{port}" if port else "") + "/" + "/".join(segments)
+    if query is not None:
+        url += "?" + query
+    if _already_normal(url):
+        assert _full_normalize(url) == url
