@@ -65,7 +65,12 @@ class FetchItemQueue:
 
 
 class FetchItemQueues:
-    """All queues of one reducer. Threads block in get() until a queue is ready (no fixed sleeps)."""
+    """All queues of one reducer. Fetcher threads block in get() until a queue is ready (no fixed sleeps).
+
+    One waiting thread at a time is the timer: it sleeps until the earliest queue's next fetch time and is
+    woken when that time changes. The others sleep until there is work, so a ready queue wakes one thread,
+    not all of them (no thundering herd: the politeness-bound rate stays close to hosts / delay).
+    """
 
     def __init__(self, conf: Configuration) -> None:
         self.crawl_delay = conf.get_float("fetcher.server.delay")
@@ -75,14 +80,29 @@ class FetchItemQueues:
         queue_id("http://x/", self.mode)  # validate the mode up front
         self.queues: dict[str, FetchItemQueue] = {}
         self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
+        self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
+        self.room_cond = threading.Condition(self.lock)  # the feeder waiting for room
+        self.timer = False
         self.total = 0
         self.feeding = True
         self.aborted = False
 
+    def _changed(self) -> None:
+        """A queue got items or a new next-fetch time: the timer recomputes, or an idle thread looks."""
+        self.timer_cond.notify()
+        if not self.timer:
+            self.idle_cond.notify()
+
+    def _wake_all(self) -> None:
+        self.timer_cond.notify_all()
+        self.idle_cond.notify_all()
+        self.room_cond.notify_all()
+
     def add(self, item: FetchItem) -> None:
         item.queue = queue_id(item.url, self.mode)
-        with self.cond:
+        with self.lock:
             q = self.queues.get(item.queue)
             if q is None:
                 q = self.queues[item.queue] = FetchItemQueue(item.queue, self.crawl_delay, self.min_delay,
@@ -91,50 +111,66 @@ class FetchItemQueues:
                     q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(item.queue)
             q.items.append(item)
             self.total += 1
-            self.cond.notify()
+            self._changed()
 
     def size(self) -> int:
-        with self.cond:
+        with self.lock:
             return self.total
 
     def wait_below(self, capacity: int) -> None:
         """The feeder blocks here while the queues hold `capacity` items."""
-        with self.cond:
+        with self.lock:
             while self.total >= capacity and not self.aborted:
-                self.cond.wait(0.5)
+                self.room_cond.wait(0.5)
 
     def done_feeding(self) -> None:
-        with self.cond:
+        with self.lock:
             self.feeding = False
-            self.cond.notify_all()
+            self._wake_all()
+
+    def _take(self, now: float) -> tuple[tuple[FetchItem, FetchItemQueue] | None, float | None]:
+        """A ready item, else the earliest time a queue with items will be ready (None: none waits)."""
+        wake: float | None = None
+        for q in self.queues.values():
+            if q.ready(now):
+                item = q.items.popleft()
+                q.in_progress += 1
+                self.total -= 1
+                return (item, q), None
+            if q.items and q.in_progress < q.max_threads:
+                wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
+        return None, wake
 
     def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
         """Next item whose queue allows a request now; None when everything is done."""
-        with self.cond:
+        with self.lock:
             while True:
                 if self.aborted:
                     return None
                 now = time.monotonic()
-                wake: float | None = None
-                for q in self.queues.values():
-                    if q.ready(now):
-                        item = q.items.popleft()
-                        q.in_progress += 1
-                        self.total -= 1
-                        self.cond.notify_all()  # the feeder may be waiting for room
-                        return item, q
-                    if q.items and q.in_progress < q.max_threads:
-                        wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
+                got, wake = self._take(now)
+                if got is not None:
+                    self.room_cond.notify()
+                    self.idle_cond.notify()  # more may be ready, or someone must become the timer
+                    return got
                 if self.total == 0 and not self.feeding and not self._busy():
+                    self._wake_all()
                     return None
-                self.cond.wait(None if wake is None else max(0.0, wake - now) + 0.001)
+                if wake is not None and not self.timer:
+                    self.timer = True
+                    try:
+                        self.timer_cond.wait(max(0.0, wake - now) + 0.0005)
+                    finally:
+                        self.timer = False
+                else:
+                    self.idle_cond.wait(1.0)  # the timeout only guards against a lost wake-up
 
     def _busy(self) -> bool:
         return any(q.in_progress for q in self.queues.values())
 
     def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
         """Release the item's slot; the queue's next request waits its delay when a request was made."""
-        with self.cond:
+        with self.lock:
             if item.done:
                 return
             q.in_progress -= 1
@@ -148,26 +184,29 @@ class FetchItemQueues:
             if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
                 del self.queues[q.qid]
                 self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
-            self.cond.notify_all()
+            if self.total == 0 and not self.feeding and not self._busy():
+                self._wake_all()  # the last item: every waiting thread can end
+            else:
+                self._changed()
 
     def drop_queue(self, q: FetchItemQueue) -> int:
         """Remove every waiting item of a queue (deferred host); returns how many."""
-        with self.cond:
+        with self.lock:
             n = len(q.items)
             q.items.clear()
             self.total -= n
-            self.cond.notify_all()
+            self._wake_all()
             return n
 
     def abort(self) -> int:
         """Empty every queue (time limit or throughput abort); returns the items dropped."""
-        with self.cond:
+        with self.lock:
             n = self.total
             for q in self.queues.values():
                 q.items.clear()
             self.total = 0
             self.aborted = True
-            self.cond.notify_all()
+            self._wake_all()
             return n
 
 

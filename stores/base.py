@@ -96,7 +96,8 @@ class BufferedStore(DataStore):
     def __init__(self, table: str, batch_size: int) -> None:
         super().__init__(table)
         self.batch_size = max(1, batch_size)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # guards _pending: held only for a moment by put/delete/flush
+        self._flush_lock = threading.RLock()  # one batch written at a time, in order; puts go on meanwhile
         self._pending: dict[str, dict[str, Any]] = {}
 
     def encode(self, page: WebPage) -> dict[str, Any]:
@@ -124,14 +125,21 @@ class BufferedStore(DataStore):
             self.flush()
 
     def flush(self) -> None:
-        with self._lock:
-            if not self._pending:
-                return
-            pending, self._pending = self._pending, {}
+        with self._flush_lock:
+            with self._lock:
+                if not self._pending:
+                    return
+                pending, self._pending = self._pending, {}
             try:
                 self.write_batch(pending)
             except Exception:
-                self._pending = {**pending, **self._pending}
+                with self._lock:  # keep the batch for the next flush, under what was put since
+                    for key, values in pending.items():
+                        newer = self._pending.get(key)
+                        if newer is None:
+                            self._pending[key] = values
+                        elif "__delete__" not in newer:
+                            self._pending[key] = {**values, **newer}
                 raise
 
     def discard_pending(self) -> None:

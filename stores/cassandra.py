@@ -310,10 +310,13 @@ class CassandraStore(BufferedStore):
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
+        """Deletes, then index entries, then rows: a crash part-way leaves at worst an index entry whose row
+        does not carry the mark (dropped by the next scan), never a marked row that the index misses."""
         deletes = [(f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k))
                    for k, v in pending.items() if v.get("__delete__")]
         self._many(deletes)  # before the writes, so a delete then put of one key ends with the put
-        writes: list[tuple[str, tuple]] = []
+        rows: list[tuple[str, tuple]] = []
+        index: list[tuple[str, tuple]] = []
         new_prefixes = set()
         new_values: set[tuple[str, str]] = set()
         for key, values in pending.items():
@@ -321,21 +324,22 @@ class CassandraStore(BufferedStore):
             prefix = prefix_of(key)
             if names:  # INSERT writes only these columns, plus the row marker that keeps a row of nulls alive
                 marks = ", ".join("?" for _ in names)
-                writes.append((f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}) VALUES (?, ?, {marks})",
-                               (prefix, key, *(values[n] for n in names))))
+                rows.append((f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}) VALUES (?, ?, {marks})",
+                             (prefix, key, *(values[n] for n in names))))
                 if prefix not in self._prefixes:
                     new_prefixes.add(prefix)
             for name, value in (values.get("__markers__") or {}).items():
                 if name.startswith("_"):
-                    writes.append((f'INSERT INTO "{self.keyspace}"."{self.table}_marks" (name, value, key) '
-                                   "VALUES (?, ?, ?)", (name, str(value), key)))
+                    index.append((f'INSERT INTO "{self.keyspace}"."{self.table}_marks" (name, value, key) '
+                                  "VALUES (?, ?, ?)", (name, str(value), key)))
                     if (name, str(value)) not in self._markvalues:
                         new_values.add((name, str(value)))
-        writes += [(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
-                   for p in new_prefixes]
-        writes += [(f'INSERT INTO "{self.keyspace}"."{self.table}_markvalues" (name, value) VALUES (?, ?)', nv)
-                   for nv in new_values]
-        self._many(writes)
+        index += [(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
+                  for p in new_prefixes]
+        index += [(f'INSERT INTO "{self.keyspace}"."{self.table}_markvalues" (name, value) VALUES (?, ?)', nv)
+                  for nv in new_values]
+        self._many(index)
+        self._many(rows)
         self._prefixes |= new_prefixes
         self._markvalues |= new_values
 

@@ -19,8 +19,9 @@ Columns and their byte encoding:
     f:_        (empty)     in every row: HBase has no empty rows, and a scan restricted to some columns
                            skips rows that lack them; reading f:_ too returns every row (not in Nutch)
 
-A map field is written as a whole: its family is deleted at timestamp t-1 and the new cells put at t, so the
-delete cannot mask the put. Selecting one mark is a SingleColumnValueFilter run by the region servers.
+A map field is written as a whole: the new cells are put at timestamp t, then the family is deleted at t-1,
+which removes only the older cells (the delete cannot mask the put, and a crash in between loses nothing).
+Selecting one mark is a SingleColumnValueFilter run by the region servers.
 Splits follow the table's regions (sub-divided by sampling row keys when there are fewer regions than tasks).
 Connections come from a happybase pool; a Thrift timeout or broken pipe reconnects and retries, and because
 every write carries an explicit timestamp, re-sending a batch after a failure cannot duplicate anything.
@@ -254,7 +255,10 @@ class HBaseStore(BufferedStore):
         self._with_retry("write", lambda t: self._write(t, pending, ts))
 
     def _write(self, table: Any, pending: dict[str, dict[str, Any]], ts: int) -> None:
-        """Deletes (rows, map families, null columns) at ts-1, then puts at ts: idempotent if re-sent."""
+        """Puts at ts, then deletes (old rows, map families, null columns) at ts-1, which remove only older cells.
+
+        Puts go first so that a crash between the two leaves the new cells plus some old ones, never a row
+        that lost its map (e.g. its marks); re-sending the whole batch is idempotent."""
         deletes = table.batch(timestamp=ts - 1)
         puts = table.batch(timestamp=ts)
         for key, values in pending.items():
@@ -280,8 +284,8 @@ class HBaseStore(BufferedStore):
                 deletes.delete(row, columns=drop)
             cells[ROW_MARKER] = b""  # every row has it: scans by column find rows lacking the asked columns
             puts.put(row, cells)
-        deletes.send()
         puts.send()
+        deletes.send()
 
     def close(self) -> None:
         self.flush()

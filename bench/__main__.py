@@ -1,0 +1,39 @@
+"""python -m bench <name|all> [--quick] [--runs N] [--out FILE]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench import deps
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.benchmarks import BENCHMARKS  # after deps: imports nothing optional at module level
+
+    ap = argparse.ArgumentParser(prog="python -m bench", description="nutch2 benchmarks (issue 5)")
+    ap.add_argument("name", choices=[*BENCHMARKS, "all"])
+    ap.add_argument("--quick", action="store_true", help="a tiny web, one run: a smoke test, not a figure")
+    ap.add_argument("--runs", type=int, help="runs per figure (default 3; 1 with --quick)")
+    ap.add_argument("--threads", type=int, nargs="+", help="crawl: thread counts (default 16 64)")
+    ap.add_argument("--hosts", type=int, help="crawl: hosts of the web (default 200)")
+    ap.add_argument("--pages", type=int, help="crawl: pages per host (default 100)")
+    ap.add_argument("--out", help="append the markdown section(s) to this file")
+    args = ap.parse_args(argv)
+    runs = args.runs or (1 if args.quick else 3)
+    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    deps.ensure(need_scrapy="crawl" in names, need_wrk="web" in names)
+    sections = []
+    for name in names:
+        kw = {}
+        if name == "crawl":
+            kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages}
+        sections.append(BENCHMARKS[name](quick=args.quick, runs=runs, **kw))
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write("\n".join(sections) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,405 @@
+"""The benchmarks of issue 5. Each takes (quick, runs) and returns a markdown section (also printed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from bench.measure import loadavg, machine, median, run
+from bench.web import Nginx, generate_web, host_addr
+
+REPO = Path(__file__).resolve().parent.parent
+NUTCH2 = [sys.executable, "-m", "nutch2"]
+
+
+def _defines(data_dir: Path, **extra: object) -> list[str]:
+    props = {
+        "storage.data.dir": data_dir,
+        "http.agent.name": "bench",
+        "fetcher.server.delay": 0,
+        "fetcher.server.min.delay": 0,
+        "fetcher.threads.per.queue": 1,
+        "mapreduce.job.tasks": 1,  # one fetch reducer: -threads T is the whole crawl's concurrency
+        "fetcher.progress.interval": 3600,
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    out: list[str] = []
+    for k, v in props.items():
+        out += ["-D", f"{k}={v}"]
+    return out
+
+
+def _tmp(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"nutch2-bench-{prefix}-"))
+
+
+def _header(title: str, cmd: str) -> list[str]:
+    m = machine()
+    return [f"## {title}", "", f"`{cmd}`  ", f"machine: {m['nproc']} cores, {m['mem_gb']} GB, Python {m['python']}, "
+            f"load average at start {m['load']}", ""]
+
+
+# ---------------------------------------------------------------------------------------------- web ceiling
+def bench_web(quick: bool = False, runs: int = 3) -> str:
+    """Requests/s of wrk against nginx alone (random pages of one host, keep-alive)."""
+    hosts, pages = (4, 20) if quick else (200, 100)
+    web = generate_web(hosts, pages)
+    duration = 1 if quick else 10
+    lines = _header(f"web: nginx ceiling ({hosts} x {pages} pages, wrk)",
+                    "python -m bench web" + (" --quick" if quick else ""))
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return "\n".join(lines + ["wrk is not installed (apt-get install -y wrk): skipped", ""])
+    script = _tmp("wrk") / "random.lua"
+    script.write_text(f'math.randomseed(1)\nrequest = function()\n  return wrk.format(nil, "/p/" .. '
+                      f'math.random(1, {pages - 1}) .. ".html")\nend\n')
+    rows = []
+    with Nginx(web) as nginx:
+        for conns in (16, 64):
+            rps, mbs = [], []
+            for _ in range(runs):
+                out = subprocess.run([wrk, "-t1", f"-c{conns}", f"-d{duration}s", "-s", str(script),
+                                      f"http://{host_addr(0)}:{nginx.port}/"], capture_output=True, text=True,
+                                     check=True).stdout
+                rps.append(float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)))
+                m = re.search(r"Transfer/sec:\s+([\d.]+)(\w+)", out)
+                mbs.append(float(m.group(1)) * {"KB": 1 / 1024, "MB": 1, "GB": 1024}.get(m.group(2), 1))
+            rows.append((conns, median(rps), median(mbs), rps))
+    shutil.rmtree(script.parent, ignore_errors=True)
+    lines += ["nginx: 1 worker process, sendfile, keep-alive; wrk: 1 thread, random page of one host per request.", "",
+              "| connections | requests/s (median) | MB/s | runs |", "|---|---|---|---|"]
+    for conns, r, mb, all_ in rows:
+        lines.append(f"| {conns} | {r:,.0f} | {mb:,.0f} | {', '.join(f'{x:,.0f}' for x in all_)} |")
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+# ---------------------------------------------------------------------------------------------- crawl vs Scrapy
+def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int) -> dict:
+    data = _tmp("crawl")
+    try:
+        cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN", str(total + 10),
+                        "-threads", str(threads)] + _defines(data)
+        r = run(cmd, cwd=REPO)
+        m = re.search(r"crawl: bench: (\d+) URLs: (.*)", r.stdout)
+        counts = dict(kv.split("=") for kv in m.group(2).split()) if m else {}
+        fetched = int(counts.get("FETCHED", counts.get("status_fetched", 0)) or 0)
+        stages = defaultdict(float)
+        for job, secs in re.findall(r"^(\w+): finished in ([\d.]+) s", r.stderr, re.M):
+            stages[job] += float(secs)
+        return {"seconds": r.seconds, "pages": fetched, "rss": r.peak_rss_mb, "counts": counts,
+                "stages": dict(stages)}
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
+    out = _tmp("scrapy") / "stats.json"
+    try:
+        cmd = [sys.executable, "-m", "bench.scrapy_spider", "--seeds", str(seeds), "--port", str(nginx.port),
+               "--threads", str(threads), "--out", str(out)]
+        r = run(cmd, cwd=REPO)
+        stats = json.loads(out.read_text())
+        return {"seconds": r.seconds, "pages": int(stats.get("item_scraped_count", 0)), "rss": r.peak_rss_mb,
+                "counts": {k: v for k, v in stats.items() if k.startswith("downloader/response_status_count")}}
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | None = None,
+                hosts: int | None = None, pages: int | None = None) -> str:
+    hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
+    threads = threads or ((4,) if quick else (16, 64))
+    web = generate_web(hosts, pages)
+    lines = _header(f"crawl: nutch2 vs Scrapy, whole web ({hosts} hosts x {pages} pages = {web.total})",
+                    f"python -m bench crawl --runs {runs} --threads {' '.join(map(str, threads))} --hosts {hosts} "
+                    f"--pages {pages}" + (" --quick" if quick else ""))
+    results: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    with Nginx(web) as nginx:
+        seeds = _tmp("seeds") / "seeds.txt"
+        seeds.write_text("\n".join(nginx.seeds()) + "\n")
+        for t in threads:
+            for i in range(runs):  # interleaved, so contention from other work hits both alike
+                load = loadavg()
+                n = _nutch2_crawl(nginx, seeds, t, web.total)
+                n["load"] = load
+                results[("nutch2", t)].append(n)
+                load = loadavg()
+                s = _scrapy_crawl(nginx, seeds, t)
+                s["load"] = load
+                results[("scrapy", t)].append(s)
+                print(f"crawl T={t} run {i + 1}: nutch2 {n['pages']} pages {n['seconds']:.1f} s "
+                      f"{n['rss']:.0f} MB {n['stages']} | scrapy {s['pages']} pages {s['seconds']:.1f} s "
+                      f"{s['rss']:.0f} MB", file=sys.stderr, flush=True)
+        shutil.rmtree(seeds.parent, ignore_errors=True)
+    lines += ["pages/s = HTML pages fetched and parsed / wall time of the whole crawl process (nutch2: inject + all "
+              "rounds of generate, fetch, parse, updatedb on sqlite; Scrapy: CrawlSpider, robots obeyed). "
+              "Peak RSS of the process tree (psutil, 50 ms polling). nutch2 runs with mapreduce.job.tasks=1 so T "
+              "fetcher threads in all; fetcher.threads.per.queue=1, delay 0.", "",
+              "| T | crawler | pages | pages/s (median) | runs pages/s | peak RSS MB (median) | load at start |"
+              " ratio nutch2/Scrapy pages/s | RSS ratio |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for t in threads:
+        rate = {}
+        rss = {}
+        for who in ("nutch2", "scrapy"):
+            rs = results[(who, t)]
+            rates = [r["pages"] / r["seconds"] for r in rs]
+            rate[who] = median(rates)
+            rss[who] = median([r["rss"] for r in rs])
+            pages = "/".join(str(r["pages"]) for r in rs)
+            loads = " ".join(f"{r['load']:.1f}" for r in rs)
+            ratio = (f"{rate['nutch2'] / rate['scrapy']:.2f}x" if who == "scrapy" else "")
+            rratio = (f"{rss['nutch2'] / rss['scrapy']:.2f}x" if who == "scrapy" else "")
+            lines.append(f"| {t} | {who} | {pages} | {rate[who]:.0f} | {', '.join(f'{x:.0f}' for x in rates)} | "
+                         f"{rss[who]:.0f} | {loads} | {ratio} | {rratio} |")
+        st = defaultdict(list)
+        for r in results[("nutch2", t)]:
+            for k, v in r["stages"].items():
+                st[k].append(v)
+        lines.append(f"| {t} | nutch2 job seconds (median) | " + ", ".join(
+            f"{k} {median(v):.1f}" for k, v in st.items()) + " | | | | | | |")
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+# ---------------------------------------------------------------------------------------------- politeness
+def _inject_generate(data: Path, urls: list[str], extra: dict | None = None) -> str:
+    seeds = data / "seeds.txt"
+    seeds.write_text("\n".join(urls) + "\n")
+    run(NUTCH2 + ["inject", str(seeds), "-crawlId", "bench"] + _defines(data, **(extra or {})), cwd=REPO)
+    g = run(NUTCH2 + ["generate", "-crawlId", "bench", "-topN", str(len(urls) + 10)]
+            + _defines(data, **(extra or {})), cwd=REPO)
+    return g.stdout.strip().split()[-1]
+
+
+def _access_log(path: Path) -> list[tuple[float, str, int, str]]:
+    out = []
+    for line in path.read_text().splitlines():
+        t, addr, status, uri = line.split(" ", 3)
+        out.append((float(t), addr, int(status), uri))
+    return out
+
+
+def bench_politeness(quick: bool = False, runs: int = 3, delay: float | None = None, threads: int = 64) -> str:
+    hosts, pages = (4, 5) if quick else (100, 50)
+    d = delay if delay is not None else (0.2 if quick else 0.5)
+    web = generate_web(hosts, pages)
+    lines = _header(f"politeness: {hosts} hosts x {pages} pages, fetcher.server.delay={d}, {threads} threads",
+                    "python -m bench politeness" + (" --quick" if quick else ""))
+    ideal = hosts / d
+    rows = []
+    for i in range(runs):
+        data = _tmp("polite")
+        nginx = Nginx(web, access_log=True)
+        try:
+            nginx.start()
+            urls = [nginx.url(h, n) for h in range(hosts) for n in range(pages)]
+            batch = _inject_generate(data, urls)
+            load = loadavg()
+            r = run(NUTCH2 + ["fetch", batch, "-crawlId", "bench", "-threads", str(threads)]
+                    + _defines(data, fetcher_server_delay=d), cwd=REPO)
+            nginx.stop()
+            log = _access_log(nginx.log_path)
+        finally:
+            nginx.cleanup()
+            shutil.rmtree(data, ignore_errors=True)
+        page_hits = [e for e in log if e[3] != "/robots.txt"]
+        first, last = min(e[0] for e in log), max(e[0] for e in log)
+        per_host = defaultdict(list)
+        for e in log:
+            per_host[e[1]].append(e[0])
+        gaps = [b - a for ts in per_host.values() for a, b in zip(sorted(ts)[:-1], sorted(ts)[1:], strict=True)]
+        job = re.search(r"^fetch: finished in ([\d.]+) s", r.stderr, re.M)
+        rate_log = len(page_hits) / (last - first)
+        rate_job = len(page_hits) / float(job.group(1)) if job else float("nan")
+        rows.append({"pages": len(page_hits), "rate_log": rate_log, "rate_job": rate_job,
+                     "rate_wall": len(page_hits) / r.seconds, "min_gap": min(gaps), "med_gap": median(gaps),
+                     "load": load})
+        print(f"politeness run {i + 1}: {rows[-1]}", file=sys.stderr, flush=True)
+    lines += [f"ideal H/d = {ideal:.0f} pages/s. 'server' = pages / (last - first request in nginx's access log, "
+              "robots.txt requests included in the span); 'job' = pages / the fetch job's own elapsed time; "
+              "'process' = pages / wall time of `nutch2 fetch` (interpreter start, map, sqlite writes). "
+              "Per-host gap = time between consecutive requests to one host (must be >= d).", "",
+              "| run | pages | pages/s server | % of H/d | pages/s job | pages/s process | min gap s | median gap s |"
+              " load |", "|---|---|---|---|---|---|---|---|---|"]
+    for i, x in enumerate(rows, 1):
+        lines.append(f"| {i} | {x['pages']} | {x['rate_log']:.1f} | {100 * x['rate_log'] / ideal:.1f}% | "
+                     f"{x['rate_job']:.1f} | {x['rate_wall']:.1f} | {x['min_gap']:.3f} | {x['med_gap']:.3f} | "
+                     f"{x['load']:.1f} |")
+    ml, mj = median([x["rate_log"] for x in rows]), median([x["rate_job"] for x in rows])
+    lines += [f"| median | | {ml:.1f} | {100 * ml / ideal:.1f}% | {mj:.1f} ({100 * mj / ideal:.1f}% of H/d) | "
+              f"{median([x['rate_wall'] for x in rows]):.1f} | | | |", "", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+# ---------------------------------------------------------------------------------------------- memory vs batch
+def _put_rows(data: Path, rows, batch_size: int = 5000) -> None:
+    """Write WebPage rows straight into the sqlite store (no inject job)."""
+    sys.path.insert(0, str(REPO))
+    from nutch2.config import Configuration
+    from nutch2.stores import open_store
+
+    conf = Configuration(REPO / "conf", {"storage.data.dir": str(data), "storage.write.batch.size": str(batch_size)})
+    store = open_store(conf, "bench")
+    try:
+        for page in rows:
+            store.put(page.key, page)
+        store.flush()
+    finally:
+        store.close()
+
+
+def _url_rows(port: int, n: int, hosts: int, batch: str, fetched_batch: int = 0, content: bytes = b""):
+    from nutch2.status import CrawlStatus
+    from nutch2.tableutil import reverse_url
+    from nutch2.webpage import WebPage
+
+    now = int(time.time() * 1000)
+    for i in range(n):
+        url = f"http://{host_addr(i % hosts)}:{port}/m/{i}.html"
+        key = reverse_url(url)
+        if i < fetched_batch:  # a fetched row of the batch, ready to parse
+            yield WebPage(key, status=int(CrawlStatus.FETCHED), fetch_time=now, score=1.0,
+                          fetch_interval=2592000, content=content, content_type="text/html", base_url=url,
+                          markers={"_gnmrk_": batch, "_ftcmrk_": batch, "dist": "1"})
+        elif batch and not fetched_batch:  # a generated row (fetch target)
+            yield WebPage(key, status=int(CrawlStatus.UNFETCHED), fetch_time=now, score=1.0,
+                          fetch_interval=2592000, markers={"_gnmrk_": batch, "dist": "1"})
+        else:  # the rest of the table: rows outside the batch
+            yield WebPage(key, status=int(CrawlStatus.UNFETCHED), fetch_time=now + 86400000, score=0.5,
+                          fetch_interval=2592000, markers={"dist": "2"})
+
+
+def bench_memory(quick: bool = False, runs: int = 1, sizes: tuple[int, ...] | None = None,
+                 threads: int = 64) -> str:
+    sizes = sizes or ((200, 2000) if quick else (10_000, 100_000))
+    hosts = 4 if quick else 200
+    web = generate_web(hosts, 20 if quick else 100)
+    lines = _header(f"memory: fetcher peak RSS vs batch size ({hosts} hosts, {threads} threads, delay 0)",
+                    "python -m bench memory" + (" --quick" if quick else ""))
+    lines += ["Rows written straight into sqlite with a generate mark; `nutch2 fetch` of that batch against nginx "
+              "(every /m/ URL serves a 20 KB page, content stored). Peak RSS of the fetch process.", "",
+              "| batch URLs | fetched | seconds | pages/s | peak RSS MB | load |", "|---|---|---|---|---|---|"]
+    res = {}
+    with Nginx(web) as nginx:
+        for size in sizes:
+            rss = []
+            for _ in range(runs):
+                data = _tmp("mem")
+                try:
+                    _put_rows(data, _url_rows(nginx.port, size, hosts, "b1"))
+                    load = loadavg()
+                    r = run(NUTCH2 + ["fetch", "b1", "-crawlId", "bench", "-threads", str(threads)] + _defines(data),
+                            cwd=REPO)
+                    fetched = re.search(r"fetched=(\d+)", r.stderr)
+                    n = int(fetched.group(1)) if fetched else 0
+                    rss.append(r.peak_rss_mb)
+                    lines.append(f"| {size:,} | {n:,} | {r.seconds:.1f} | {n / r.seconds:.0f} | {r.peak_rss_mb:.0f} "
+                                 f"| {load:.1f} |")
+                    print(lines[-1], file=sys.stderr, flush=True)
+                finally:
+                    shutil.rmtree(data, ignore_errors=True)
+            res[size] = median(rss)
+    if len(sizes) >= 2:
+        lines += ["", f"RSS ratio {sizes[-1]:,} / {sizes[0]:,} URLs: {res[sizes[-1]] / res[sizes[0]]:.2f}x "
+                  "(goal <= 1.5x)"]
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+# ---------------------------------------------------------------------------------------------- cost vs table size
+def _solr_up() -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8983/solr/nutch/admin/ping", timeout=1)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _solr_delete_batch(batch_rows: int) -> None:
+    """Remove the documents the index step added to the shared Solr core (ids = row keys of the batch)."""
+    import urllib.request
+
+    from nutch2.tableutil import reverse_url
+
+    ids = [reverse_url(f"http://{host_addr(i % 200)}:18777/m/{i}.html") for i in range(batch_rows)]
+    req = urllib.request.Request("http://127.0.0.1:8983/solr/nutch/update?commit=true",
+                                 data=json.dumps({"delete": ids}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=30).read()
+
+
+def bench_tablesize(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | None = None) -> str:
+    sizes = sizes or ((1000, 5000) if quick else (10_000, 100_000))
+    batch_rows = 100 if quick else 1000
+    web = generate_web(4 if quick else 200, 20 if quick else 100)
+    content = (web.root / host_addr(0) / "p" / "1.html").read_bytes()
+    solr = _solr_up()
+    lines = _header(f"table size: parse / updatedb{' / index' if solr else ''} of a {batch_rows}-row batch "
+                    "in tables of " + " and ".join(f"{s:,}" for s in sizes) + " rows (sqlite)",
+                    "python -m bench tablesize" + (" --quick" if quick else ""))
+    jobs = ["parse", "updatedb"] + (["index"] if solr else [])
+    if not solr:
+        lines += ["index: skipped (no Solr at http://127.0.0.1:8983/solr/nutch).", ""]
+    else:
+        lines += ["index: into the Solr core at http://127.0.0.1:8983/solr/nutch; the batch's documents are deleted "
+                  "again after each run.", ""]
+    lines += [f"{batch_rows} rows fetched in batch b1 (20 KB HTML each) among rows outside the batch, written straight "
+              "into sqlite. Each job's own elapsed time ('<job>: finished in X s'); the process wall time in "
+              "brackets.", "",
+              "| table rows | " + " | ".join(f"{j} s (median)" for j in jobs) + " | load |",
+              "|---|" + "---|" * len(jobs) + "---|"]
+    med: dict[tuple[int, str], float] = {}
+    for size in sizes:
+        times: dict[str, list[float]] = defaultdict(list)
+        walls: dict[str, list[float]] = defaultdict(list)
+        load = loadavg()
+        for _ in range(runs):
+            data = _tmp("table")
+            try:
+                _put_rows(data, _url_rows(18777, size, 200, "b1", fetched_batch=batch_rows, content=content))
+                for job in jobs:
+                    extra = ["-solr", "http://127.0.0.1:8983/solr/nutch"] if job == "index" else []
+                    r = run(NUTCH2 + [job, "b1", "-crawlId", "bench"] + extra + _defines(data), cwd=REPO)
+                    m = re.search(rf"^{job}\w*: finished in ([\d.]+) s", r.stderr, re.M)
+                    times[job].append(float(m.group(1)) if m else r.seconds)
+                    walls[job].append(r.seconds)
+            finally:
+                if solr:
+                    _solr_delete_batch(batch_rows)
+                shutil.rmtree(data, ignore_errors=True)
+        for job in jobs:
+            med[(size, job)] = median(times[job])
+        lines.append(f"| {size:,} | " + " | ".join(
+            f"{median(times[j]):.2f} [{median(walls[j]):.2f}]" for j in jobs) + f" | {load:.1f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    if len(sizes) >= 2:
+        lines += ["", "ratio largest/smallest table: " + ", ".join(
+            f"{j} {med[(sizes[-1], j)] / med[(sizes[0], j)]:.2f}x" for j in jobs) + " (goal <= 1.3x)"]
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+def _emit(lines: list[str]) -> str:
+    text = "\n".join(lines)
+    print(text, flush=True)
+    return text
+
+
+BENCHMARKS = {
+    "web": bench_web,
+    "crawl": bench_crawl,
+    "politeness": bench_politeness,
+    "memory": bench_memory,
+    "tablesize": bench_tablesize,
+}

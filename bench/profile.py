@@ -1,0 +1,92 @@
+"""Profile a whole `nutch2 crawl` of the synthetic web with py-spy and summarise where the CPU goes.
+
+    python -m bench.profile [--hosts 50] [--pages 100] [--threads 16] [--out bench/out/profile]
+
+Writes <out>.collapsed (py-spy raw stacks: flamegraph.pl / speedscope can read them) and prints, per job
+(fetch_cmd, parse_cmd, ...), its share of on-CPU samples and the functions with the most self and total time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from bench.benchmarks import NUTCH2, REPO, _defines, _tmp
+from bench.web import Nginx, generate_web
+
+JOBS = ("inject_cmd", "generate", "fetch_cmd", "parse_cmd", "updatedb_cmd", "StatsJob")
+
+
+def summarise(collapsed: Path, top: int = 25) -> str:
+    per_job: Counter[str] = Counter()
+    self_t: dict[str, Counter[str]] = defaultdict(Counter)
+    total_t: dict[str, Counter[str]] = defaultdict(Counter)
+    n = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        c = int(count)
+        frames = stack.split(";")
+        job = "other"
+        for f in frames:
+            name = f.split(" (")[0]
+            if name in JOBS or name == "run" and "StatsJob" in f:
+                job = name
+        # threads started by the fetcher have no *_cmd frame: attribute them by thread function
+        if job == "other" and any(x in stack for x in ("_fetch_loop", "_feed", "_watch")):
+            job = "fetch_cmd"
+        per_job[job] += c
+        n += c
+        leaf = frames[-1]
+        self_t[job][leaf] += c
+        for f in set(frames):
+            total_t[job][f] += c
+    out = [f"{n} samples"]
+    for job, c in per_job.most_common():
+        out.append(f"\n== {job}: {c} samples ({100 * c / n:.1f}%)")
+        out.append("  self:")
+        out += [f"    {100 * v / c:5.1f}%  {k}" for k, v in self_t[job].most_common(top)]
+        out.append("  total:")
+        out += [f"    {100 * v / c:5.1f}%  {k}" for k, v in total_t[job].most_common(top)]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", type=int, default=50)
+    ap.add_argument("--pages", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--rate", type=int, default=100)
+    ap.add_argument("--gil", action="store_true", help="only samples of the thread holding the GIL (CPU)")
+    ap.add_argument("--idle", action="store_true", help="include idle (waiting) threads")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "profile"))
+    args = ap.parse_args()
+    pyspy = shutil.which("py-spy")
+    if pyspy is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+        pyspy = shutil.which("py-spy")
+    web = generate_web(args.hosts, args.pages)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = _tmp("profile")
+    try:
+        with Nginx(web) as nginx:
+            seeds = data / "seeds.txt"
+            seeds.write_text("\n".join(nginx.seeds()) + "\n")
+            cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN",
+                            str(web.total + 10), "-threads", str(args.threads)] + _defines(data)
+            mode = ["--gil"] if args.gil else ["--idle"] if args.idle else []
+            subprocess.run([pyspy, "record", "-r", str(args.rate), *mode, "-f", "raw", "-o", f"{out}.collapsed", "--",
+                            *cmd], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    text = summarise(Path(f"{out}.collapsed"))
+    Path(f"{out}.txt").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

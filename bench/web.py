@@ -1,0 +1,210 @@
+"""The synthetic web: H hosts x P pages of pre-generated HTML served by nginx on 127.77.x.y addresses.
+
+Host i listens on 127.77.(i // 250).(i % 250 + 1) at one port. Page 0 of a host is "/" (index.html),
+page n >= 1 is /p/n.html. Every page links to its tree children 16n+1 .. 16n+16 (so every page is reached from
+"/" in at most 2 hops when P <= 273), random pages of the same host (up to 16 same-host links), 3 pages of other
+hosts (absolute URLs) and one /private/ page that robots.txt disallows. ~20 KB of text per page.
+Any URL under /m/ returns a copy of page 1 (for batches larger than the web: the memory benchmark).
+The port is fixed per web (cross-host links carry it): $NUTCH2_BENCH_PORT, default 18777.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE = Path(os.environ.get("NUTCH2_BENCH_CACHE", Path(tempfile.gettempdir()) / "nutch2-bench"))
+SAME_HOST_LINKS = 16
+CROSS_HOST_LINKS = 3
+PAGE_BYTES = 20_000
+PORT = int(os.environ.get("NUTCH2_BENCH_PORT", "18777"))
+
+
+def host_addr(i: int) -> str:
+    return f"127.77.{i // 250}.{i % 250 + 1}"
+
+
+def page_path(n: int) -> str:
+    return "/" if n == 0 else f"/p/{n}.html"
+
+
+@dataclass
+class Web:
+    hosts: int
+    pages: int
+    root: Path
+    port: int = PORT
+
+    @property
+    def total(self) -> int:
+        return self.hosts * self.pages
+
+    def addrs(self) -> list[str]:
+        return [host_addr(i) for i in range(self.hosts)]
+
+
+def _vocabulary(rng: random.Random, n: int = 3000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(2, 10))) for _ in range(n)]
+
+
+def _paragraphs(rng: random.Random, words: list[str], n: int = 400) -> list[str]:
+    out = []
+    for _ in range(n):
+        text = " ".join(rng.choices(words, k=rng.randint(120, 200)))
+        out.append(f"<p>{text.capitalize()}.</p>\n")
+    return out
+
+
+def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT) -> Web:
+    """Write the web's files once (cached under $NUTCH2_BENCH_CACHE by shape); return it."""
+    root = CACHE / f"web-{hosts}x{pages}-s{seed}-p{port}"
+    done = root / ".complete"
+    web = Web(hosts, pages, root, port)
+    if done.exists():
+        return web
+    if root.exists():
+        shutil.rmtree(root)
+    rng = random.Random(seed)
+    words = _vocabulary(rng)
+    paras = _paragraphs(rng, words)
+    robots = "User-agent: *\nDisallow: /private/\n"
+    for h in range(hosts):
+        addr = host_addr(h)
+        hdir = root / addr
+        (hdir / "p").mkdir(parents=True)
+        (hdir / "robots.txt").write_text(robots)
+        for n in range(pages):
+            links = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages][:SAME_HOST_LINKS]
+            while len(links) < min(SAME_HOST_LINKS, pages - 1):
+                c = rng.randrange(pages)
+                if c != n and c not in links:
+                    links.append(c)
+            hrefs = [page_path(c) for c in links]
+            if hosts > 1:
+                for _ in range(CROSS_HOST_LINKS):
+                    oh = rng.randrange(hosts - 1)
+                    oh = oh + 1 if oh >= h else oh
+                    hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
+            hrefs.append(f"/private/{n}.html")
+            body = []
+            size = 0
+            k = 0
+            while size < PAGE_BYTES - 1500:
+                para = paras[rng.randrange(len(paras))]
+                if k < len(hrefs):
+                    para = para.replace("</p>", f' <a href="{hrefs[k]}">link {k} of page {n}</a></p>', 1)
+                    k += 1
+                body.append(para)
+                size += len(para)
+            for href in hrefs[k:]:
+                body.append(f'<p><a href="{href}">more</a></p>\n')
+            html = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Host {h} page {n}</title>"
+                    f"</head>\n<body><h1>Host {h} page {n}</h1>\n{''.join(body)}</body></html>\n")
+            name = hdir / ("index.html" if n == 0 else f"p/{n}.html")
+            name.write_text(html)
+    done.write_text("ok\n")
+    return web
+
+
+class Nginx:
+    """nginx as a non-daemon child with its own config in a temp dir, one listen address per host."""
+
+    def __init__(self, web: Web, access_log: bool = False, workers: int = 1) -> None:
+        self.web = web
+        self.port = web.port
+        self.access_log = access_log
+        self.workers = workers
+        self.dir = Path(tempfile.mkdtemp(prefix="nutch2-bench-nginx-"))
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "access.log"
+
+    def url(self, host: int, n: int = 0) -> str:
+        return f"http://{host_addr(host)}:{self.port}{page_path(n)}"
+
+    def seeds(self) -> list[str]:
+        return [self.url(h) for h in range(self.web.hosts)]
+
+    def _config(self) -> str:
+        listens = "\n".join(f"    listen {a}:{self.port};" for a in self.web.addrs())
+        log = (f"access_log {self.dir}/access.log bench buffer=256k flush=1s;" if self.access_log
+               else "access_log off;")
+        user = "user root;" if os.geteuid() == 0 else ""
+        d = self.dir
+        return f"""{user}
+worker_processes {self.workers};
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+  log_format bench '$msec $server_addr $status $request_uri';
+  {log}
+  sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  open_file_cache max=200000 inactive=60s;
+  client_body_temp_path {d}/tmp-body;
+  proxy_temp_path {d}/tmp-proxy;
+  fastcgi_temp_path {d}/tmp-fcgi;
+  uwsgi_temp_path {d}/tmp-uwsgi;
+  scgi_temp_path {d}/tmp-scgi;
+  types {{ text/html html; text/plain txt; }}
+  default_type application/octet-stream;
+  server {{
+{listens}
+    root {self.web.root}/$server_addr;
+    index index.html;
+    location /m/ {{ try_files /p/1.html =404; }}
+  }}
+}}
+"""
+
+    def start(self) -> Nginx:
+        conf = self.dir / "nginx.conf"
+        conf.write_text(self._config())
+        self.proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(self.dir), "-c", str(conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode(errors='replace')}")
+            try:
+                with socket.create_connection((host_addr(self.web.hosts - 1), self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start listening in 10 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)  # graceful: flushes the access log
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Nginx:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
