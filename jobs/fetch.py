@@ -29,7 +29,7 @@ FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol
                              *PARSE_FIELDS} - {"content"}))
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchItem:
     """One URL to fetch, with what the fetcher needs from its row."""
 

@@ -26,7 +26,7 @@ def new_batch_id() -> str:
     return f"{int(time.time())}-{random.randint(0, 2**31 - 1)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     key: str
     url: str

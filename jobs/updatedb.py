@@ -28,7 +28,7 @@ UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "hea
 TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkDatum:
     """What a source row gives one of its outlink targets."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -94,6 +95,8 @@ class URLFilters:
     def __init__(self, filters: Iterable[URLFilter] = (), max_length: int = DEFAULT_MAX_LENGTH) -> None:
         self.filters = list(filters)
         self.max_length = max_length
+        # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
+        self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
 
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = DEFAULT_MAX_LENGTH) -> URLFilters:
@@ -102,6 +105,9 @@ class URLFilters:
 
     def filter(self, url: str) -> str | None:
         """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
+        return self._filter(url)
+
+    def _filter(self, url: str) -> str | None:
         if 0 < self.max_length < len(url):
             return None
         result: str | None = url

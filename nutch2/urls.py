@@ -45,6 +45,7 @@ def load_filters(conf: Configuration) -> URLFilters:
         raise ConfigError(f"{e}; fix the rule in the URL filter file") from None
 
 
+@lru_cache(maxsize=65536)
 def host_of(url: str) -> str:
     """Lower-case host of a URL ('' when it has none)."""
     try:

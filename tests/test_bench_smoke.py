@@ -1,0 +1,30 @@
+"""Smoke test of the benchmarks: each one runs on a tiny web and prints its table. No time is asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import STORE_BACKENDS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.timeout(900)
+def test_every_benchmark_runs_on_a_tiny_web() -> None:
+    from bench.smoke import smoke
+
+    sections = smoke()
+    assert set(sections) >= {"web", "crawl", "politeness", "memory", "tablesize"}
+    for name, text in sections.items():
+        assert "|" in text and "---" in text, name  # a markdown table of figures
+
+
+@pytest.mark.timeout(600)
+def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.stores import main
+
+    backends = ["sqlite"] + [b for b in STORE_BACKENDS if b in ("hbase", "cassandra")]
+    assert main(["--quick", "--backends", ",".join(backends)]) == 0
+    out = capsys.readouterr().out
+    for b in backends:
+        assert f"| {b} |" in out
