@@ -71,6 +71,9 @@ class RawHBase:
     def scan(self) -> int:
         return sum(1 for _ in self.table.scan(columns=[b"f:_", b"f:st", b"s:s", b"mk"], batch_size=500))
 
+    def close(self) -> None:
+        self.conn.close()
+
 
 class RawCassandra:
     def __init__(self, keyspace: str, table: str) -> None:
@@ -97,6 +100,9 @@ class RawCassandra:
     def scan(self) -> int:
         return sum(1 for _ in self.session.execute(f"SELECT key, status, score, markers FROM {self.q}"))
 
+    def close(self) -> None:
+        self.cluster.shutdown()
+
 
 # ------------------------------------------------------------------ benchmarks
 def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
@@ -122,7 +128,10 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
         store = open_store(conf, "raw" + uuid.uuid4().hex[:8])  # the same schema, written by the raw client
         try:
             raw = RawHBase(store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
-            return timed(lambda: raw.put(rows))
+            try:
+                return timed(lambda: raw.put(rows))
+            finally:
+                raw.close()
         finally:
             store.drop_schema()
             store.close()
@@ -138,6 +147,7 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
         s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.splits(1)
                                                         for _ in store.scan_split(s, fields=fields))))
         r_scan = median(runs, lambda: timed(raw.scan))
+        raw.close()
     finally:
         store.drop_schema()
         store.close()
