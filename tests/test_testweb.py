@@ -213,6 +213,9 @@ def test_request_log_and_concurrency(web: TestWeb) -> None:
     with ThreadPoolExecutor(3) as pool:
         list(pool.map(lambda _: get(url).status_code, range(3)))
     get(web.page_url(1, 1))
+    deadline = time.monotonic() + 5  # a request is logged once its response is written: the client may be first
+    while len(web.requests()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert web.count(url) == 3
     assert web.in_flight_max(0) >= 2 and web.in_flight_max(1) == 1 and web.in_flight_max(2) == 0
     recs = web.requests(host=0, path="/traps/slow.html")
