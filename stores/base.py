@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from nutch2.errors import StoreError
 from nutch2.webpage import WebPage
 
 KeyRange = tuple[str | None, str | None]
@@ -145,6 +147,24 @@ class BufferedStore(DataStore):
     def discard_pending(self) -> None:
         with self._lock:
             self._pending.clear()
+
+
+def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],
+                 fail: Callable[[Exception], Exception], first_delay: float = 0.5) -> Any:
+    """fn(), retried after transient failures with a doubling backoff (at most 5 s); the last failure, or a
+    permanent one, is raised as fail(e). Service stores use it for reconnects after timeouts and restarts."""
+    delay = first_delay
+    for attempt in range(retries + 1):
+        try:
+            return fn()
+        except StoreError:
+            raise
+        except Exception as e:
+            if attempt == retries or not transient(e):
+                raise fail(e) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
 
 
 def in_range(key: str, start: str | None, end: str | None) -> bool:

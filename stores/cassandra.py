@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import heapq
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split
+from nutch2.stores.base import BufferedStore, MarkFilter, Split, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -112,16 +111,8 @@ class CassandraStore(BufferedStore):
         stmt = self._prepare(cql)
         if write:
             stmt.consistency_level = self.write_cl
-        delay = 0.5
-        for attempt in range(self.retries + 1):
-            try:
-                return self.session.execute(stmt, list(params))
-            except Exception as e:
-                if attempt == self.retries or not _transient(e):
-                    raise StoreError(f"Cassandra at {self.where}: {_short(e)}") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        raise AssertionError("unreachable")
+        return with_retries(lambda: self.session.execute(stmt, list(params)), self.retries, _transient,
+                            lambda e: StoreError(f"Cassandra at {self.where}: {_short(e)}"))
 
     def _prepare(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)
@@ -144,19 +135,14 @@ class CassandraStore(BufferedStore):
             if write:
                 stmt.consistency_level = self.write_cl
             stmts.append((stmt, params))
-        delay = 0.5
-        for attempt in range(self.retries + 1):  # statements are idempotent: re-running them is safe
-            try:
-                results = execute_concurrent(self.session, stmts, concurrency=self.concurrency,
-                                             raise_on_first_error=True)
-                return [r.result_or_exc for r in results]
-            except Exception as e:
-                if attempt == self.retries or not _transient(e):
-                    what = "write" if write else "read"
-                    raise StoreError(f"Cassandra at {self.where}: {what} failed: {_short(e)}") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        raise AssertionError("unreachable")
+        def run() -> list[Any]:  # statements are idempotent: re-running them is safe
+            results = execute_concurrent(self.session, stmts, concurrency=self.concurrency,
+                                         raise_on_first_error=True)
+            return [r.result_or_exc for r in results]
+
+        what = "write" if write else "read"
+        return with_retries(run, self.retries, _transient,
+                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_short(e)}"))
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:

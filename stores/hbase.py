@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split
+from nutch2.stores.base import BufferedStore, MarkFilter, Split, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -118,20 +118,13 @@ class HBaseStore(BufferedStore):
     # -------------------------------------------------------------- plumbing
     def _with_retry(self, action: str, fn: Callable[[Any], Any]) -> Any:
         """Run fn(table) on a pooled connection; reconnect and retry on Thrift/socket failures."""
-        delay = 0.2
-        for attempt in range(self.retries + 1):
-            try:
-                with self.pool.connection() as conn:
-                    conn.open()
-                    return fn(conn.table(self.tname))
-            except StoreError:
-                raise
-            except Exception as e:
-                if attempt == self.retries or not _transient(e):
-                    raise StoreError(f"HBase at {self.where}: {action} failed: {_short(e)}") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        raise AssertionError("unreachable")
+        def run() -> Any:
+            with self.pool.connection() as conn:
+                conn.open()
+                return fn(conn.table(self.tname))
+
+        return with_retries(run, self.retries, _transient,
+                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_short(e)}"), 0.2)
 
     def _ts(self) -> int:
         """A write timestamp (ms), strictly increasing in this process, with room for the t-1 deletes."""
