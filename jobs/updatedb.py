@@ -61,8 +61,10 @@ class DbUpdaterJob(Job):
 
     # ---------------------------------------------------------------- map
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        yield page.key, page
+        """The row itself, then one LinkDatum per outlink (emitted pairs may be serialised at once: the row is
+        emitted only after distribute() has taken its cash)."""
         if Mark.FETCH.check(page) is None or not page.outlinks:
+            yield page.key, page
             return
         url = unreverse_url(page.key)
         host = host_of(url)
@@ -74,6 +76,7 @@ class DbUpdaterJob(Job):
                 ctx.incr("bad_outlinks")
         shares = self.scoring.distribute(page, [host_of(t) == host for _, t, _ in targets])
         dist = (get_distance(page) or 0) + 1
+        yield page.key, page
         for (key, _target, anchor), cash in zip(targets, shares, strict=True):
             if key != page.key:
                 yield key, LinkDatum(url, anchor, cash, dist)

@@ -7,6 +7,7 @@ key and runs the reducers. A distributed runner can execute the same Job unchang
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import time
@@ -18,6 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.shuffle import Shuffle
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
 
@@ -144,40 +146,41 @@ class LocalRunner:
         counters = counters or Counters(job.name)
         inputs = job.inputs(store, self.num_tasks)
         nred = job.num_reducers(self.num_tasks) if job.has_reduce else 0
-        partitions: list[list[tuple[Any, Any]]] = [[] for _ in range(nred)]
-        plocks = [threading.Lock() for _ in range(nred)]
+        shuffle = Shuffle(nred, job.sort_key(), int(self.conf.get_float("mapreduce.task.io.sort.mb") * 1024 * 1024),
+                          self.conf.get_str("mapreduce.cluster.local.dir"))
 
         def map_task(i: int) -> None:
             ctx = TaskContext(job, self.conf, store, counters, i)
             job.setup(ctx)
-            local: list[list[tuple[Any, Any]]] = [[] for _ in range(nred)]
+            out = shuffle.collector()
             for record in inputs[i]:
                 for key, value in job.map(record, ctx) or ():
                     if not nred:
                         raise RuntimeError(f"{job.name}: map emitted a pair but the job has no reduce")
-                    local[job.partition(key, value, nred)].append((key, value))
+                    out.collect(job.partition(key, value, nred), key, value)
             job.cleanup(ctx)
-            for p, items in enumerate(local):
-                if items:
-                    with plocks[p]:
-                        partitions[p].extend(items)
+            out.close()
 
-        self._parallel(map_task, len(inputs))
-        store.flush()
-        if nred:
-            def reduce_task(p: int) -> None:
-                items = partitions[p]
-                items.sort(key=job.sort_key())
-                partitions[p] = []
-                ctx = TaskContext(job, self.conf, store, counters, p)
-                job.setup(ctx)
-                job.run_reducer(iter(items), ctx)
-                job.cleanup(ctx)
-
-            self._parallel(reduce_task, nred)
+        try:
+            self._parallel(map_task, len(inputs))
             store.flush()
+            release_memory()
+            if shuffle.spilled_records:
+                counters.incr("spilled_records", shuffle.spilled_records)
+            if nred:
+                def reduce_task(p: int) -> None:
+                    ctx = TaskContext(job, self.conf, store, counters, p)
+                    job.setup(ctx)
+                    job.run_reducer(shuffle.reader(p), ctx)
+                    job.cleanup(ctx)
+
+                self._parallel(reduce_task, nred)
+                store.flush()
+        finally:
+            shuffle.close()
         job.finish(TaskContext(job, self.conf, store, counters, 0))
         store.flush()
+        release_memory()
         return counters
 
     @staticmethod
@@ -189,6 +192,26 @@ class LocalRunner:
             futures = [pool.submit(fn, i) for i in range(n)]
             for f in futures:
                 f.result()
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_malloc_trim = _load_malloc_trim()
+
+
+def release_memory() -> None:
+    """Give the heap's free pages back to the OS (glibc malloc_trim) after a job or phase.
+
+    Python frees a phase's objects, but glibc keeps the freed pages mapped, so the process would stay at the
+    high-water mark of its biggest job for the rest of a crawl. No-op on other C libraries.
+    """
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def log(msg: str) -> None:

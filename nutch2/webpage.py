@@ -225,6 +225,21 @@ class WebPage:
         except ValueError:
             return self.status
 
+    def __getstate__(self) -> tuple[str | None, dict[str, Any], set[str]]:
+        """Pickled as key, plain values and dirty set (the shuffle serialises map output)."""
+        values = {n: dict(v) if isinstance(v, TrackedDict) else v for n, v in self._values.items()}
+        return self.key, values, set(self._dirty)
+
+    def __setstate__(self, state: tuple[str | None, dict[str, Any], set[str]]) -> None:
+        key, values, dirty = state
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_dirty", set())
+        for name, value in values.items():
+            self._set(name, value)
+        self._dirty.clear()
+        self._dirty.update(dirty)
+
     def __repr__(self) -> str:
         return f"WebPage({self.key!r}, {sorted(self._values)})"
 

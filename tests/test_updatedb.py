@@ -86,9 +86,9 @@ def no_batch_marks(page: WebPage) -> bool:
 # ------------------------------------------------------------------ links, scores, inlinks
 
 
-@pytest.mark.parametrize("num_tasks", [1, 3])
-def test_outlinks_new_rows_opic_and_merged_inlinks(env, num_tasks):
-    _, _, _, store = env
+@pytest.mark.parametrize("num_tasks,sort_mb", [(1, 16), (3, 16), (3, 0.0001)])
+def test_outlinks_new_rows_opic_and_merged_inlinks(env, num_tasks, sort_mb):
+    tmp, _, _, store = env
     t = now_ms() - 5000
     src = "http://a.example.com/"
     fetched(store, src, fetch_time=t, dist=1, cash=1.2, score=1.0, signature=b"s1", outlinks={
@@ -100,7 +100,13 @@ def test_outlinks_new_rows_opic_and_merged_inlinks(env, num_tasks):
         fetch_time=t + 10 * DAY_MS, inlinks={"http://old.example.com/": "old"},
         markers={Mark.GENERATE.value: "C", "dist": "0"}, batch_id="C", title="kept")
     before = now_ms()
-    c = updatedb(env, num_tasks=num_tasks, **{"db.score.link.external": 0.5, "db.score.link.new": 0.25})
+    spill_dir = tmp / "spill"
+    c = updatedb(env, num_tasks=num_tasks, **{"db.score.link.external": 0.5, "db.score.link.new": 0.25,
+                                              "mapreduce.task.io.sort.mb": sort_mb,
+                                              "mapreduce.cluster.local.dir": spill_dir})
+    # a ~100-byte sort buffer spills every record to disk: same result, and no spill file left
+    assert (c.get("spilled_records", 0) > 0) == (sort_mb < 1)
+    assert not spill_dir.exists() or not any(spill_dir.iterdir())
     after = now_ms()
     share = 1.2 / 3
 
