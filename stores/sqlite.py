@@ -38,6 +38,7 @@ class SqliteStore(BufferedStore):
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._writer: sqlite3.Connection | None = None  # used only under _flush_lock
         self._q = f'"{table}"'
         self._qm = f'"{table}_marks"'
         try:
@@ -48,15 +49,26 @@ class SqliteStore(BufferedStore):
 
     # -------------------------------------------------------------- connections
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection for reads and schema changes."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False,
-                                   isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = self._open()
             self._local.conn = conn
-            with self._conns_lock:
-                self._conns.append(conn)
+        return conn
+
+    def _writer_conn(self) -> sqlite3.Connection:
+        """The one connection batches are written through: batches are written one at a time anyway, and
+        a connection per writing thread would hold a page cache (~2 MB) per fetcher thread."""
+        if self._writer is None:
+            self._writer = self._open()
+        return self._writer
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        with self._conns_lock:
+            self._conns.append(conn)
         return conn
 
     def _exec(self, sql: str, params: tuple | list = ()) -> sqlite3.Cursor:
@@ -176,7 +188,7 @@ class SqliteStore(BufferedStore):
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
-        conn = self._conn()
+        conn = self._writer_conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
             for key, values in pending.items():
@@ -217,6 +229,7 @@ class SqliteStore(BufferedStore):
                 conn.close()
             self._conns.clear()
         self._local = threading.local()
+        self._writer = None
 
 
 __all__ = ["SqliteStore", "ALL_FIELDS"]
