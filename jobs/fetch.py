@@ -18,12 +18,14 @@ from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, RobotsCache, robot_agent_name
-from nutch2.runner import Job, TaskContext
+from nutch2.runner import Job, TaskContext, release_memory
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.urls import UrlChecker, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
+
+_TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
                              *PARSE_FIELDS} - {"content"}))
@@ -322,11 +324,14 @@ class FetcherJob(Job):
     def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread], ctx: TaskContext) -> None:
         """Progress on a terminal, the time limit and the throughput threshold."""
         low = 0
-        last_check = time.monotonic()
+        last_check = last_trim = time.monotonic()
         last_pages = 0
         while any(w.is_alive() for w in workers):
             time.sleep(min(0.2, self.progress_interval))
             now = time.monotonic()
+            if now - last_trim >= _TRIM_EVERY:  # a long fetch keeps its RSS at its working set
+                release_memory()
+                last_trim = now
             if self.deadline is not None and now >= self.deadline and not queues.aborted:
                 ctx.incr("hit_by_timelimit", queues.abort())
             if now - last_check >= self.progress_interval:

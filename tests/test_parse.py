@@ -395,6 +395,27 @@ def test_timeout_with_slow_inner_function(monkeypatch: pytest.MonkeyPatch) -> No
     assert not any(t.name == "nutch2-parse" for t in threading.enumerate())
 
 
+def test_parser_thread_reused_until_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = parse_mod._parse_tree
+    seen: list[int] = []
+    delay = [0.0]
+
+    def spy(markup: str) -> object:
+        seen.append(threading.get_ident())
+        time.sleep(delay[0])
+        return original(markup)
+
+    monkeypatch.setattr(parse_mod, "_parse_tree", spy)
+    for _ in range(5):
+        ok(parse_html(page().encode(), URL, timeout=5))
+    assert len(set(seen)) == 1 and seen[0] != threading.get_ident()  # one worker thread, not the caller
+    delay[0] = 0.3
+    assert parse_html(page().encode(), URL, timeout=0.05).status_args == ["parser timeout"]
+    delay[0] = 0.0
+    ok(parse_html(page().encode(), URL, timeout=5))  # a fresh worker: the overrunning one is abandoned
+    assert seen[-1] != seen[0]
+
+
 def test_tiny_timeout_on_big_document() -> None:
     body = "".join(f"<p>paragraph {i} <a href='/p{i}'>x</a></p>" for i in range(100_000))
     result = parse_html(page(body=body).encode(), URL, timeout=0.000_001)
