@@ -144,6 +144,17 @@ class BufferedStore(DataStore):
                             self._pending[key] = {**values, **newer}
                 raise
 
+    def flush_key(self, key: str) -> None:
+        """Before a get of `key`: write the buffered rows if `key` is among them, or wait for a batch being
+        written. A get of a row that is not buffered does not flush (updatedb reads one row per new link)."""
+        with self._lock:
+            buffered = key in self._pending
+        if buffered:
+            self.flush()
+        else:
+            with self._flush_lock:
+                pass
+
     def discard_pending(self) -> None:
         with self._lock:
             self._pending.clear()

@@ -172,7 +172,7 @@ class CassandraStore(BufferedStore):
 
     def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
         names = check_fields(fields)
-        self.flush()
+        self.flush_key(key)
         row = self._run(f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix = ? AND key = ?",
                         (prefix_of(key), key)).one()
         return None if row is None else self._page(names, row)

@@ -175,7 +175,7 @@ class HBaseStore(BufferedStore):
 
     def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
         names = check_fields(fields)
-        self.flush()
+        self.flush_key(key)
         data = self._with_retry("get", lambda t: t.row(key.encode(), columns=self._columns(names)))
         return self._page(key.encode(), data, names) if data else None
 

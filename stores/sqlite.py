@@ -104,7 +104,7 @@ class SqliteStore(BufferedStore):
 
     def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
         names = check_fields(fields)
-        self.flush()
+        self.flush_key(key)
         row = self._exec(f"SELECT {', '.join(names)} FROM {self._q} WHERE key = ?", (key,)).fetchone()
         return None if row is None else self._page(key, names, row)
 
