@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nutch2.errors import NutchError
+
 Pair = tuple[Any, Any]
 SortKey = Callable[[Pair], Any]
 
@@ -67,17 +69,22 @@ class Shuffle:
             self._runs[partition].append(run)
 
     def _spill(self, partition: int, run: list[Pair]) -> None:
-        with self._lock:
-            if self._dir is None:
-                parent = self.local_dir
-                if parent:
-                    Path(parent).mkdir(parents=True, exist_ok=True)
-                self._dir = Path(tempfile.mkdtemp(prefix="nutch2-shuffle-", dir=parent))
-            self._seq += 1
-            path = self._dir / f"spill-{partition}-{self._seq}.pkl"
-        with open(path, "wb") as f:
-            for i in range(0, len(run), _CHUNK):
-                pickle.dump(run[i:i + _CHUNK], f, pickle.HIGHEST_PROTOCOL)
+        try:
+            with self._lock:
+                if self._dir is None:
+                    parent = self.local_dir
+                    if parent:
+                        Path(parent).mkdir(parents=True, exist_ok=True)
+                    self._dir = Path(tempfile.mkdtemp(prefix="nutch2-shuffle-", dir=parent))
+                self._seq += 1
+                path = self._dir / f"spill-{partition}-{self._seq}.pkl"
+            with open(path, "wb") as f:
+                for i in range(0, len(run), _CHUNK):
+                    pickle.dump(run[i:i + _CHUNK], f, pickle.HIGHEST_PROTOCOL)
+        except OSError as e:
+            where = self.local_dir or tempfile.gettempdir()
+            raise NutchError(f"cannot spill map output to {where}: {e.strerror or e}; free space there or set "
+                             "mapreduce.cluster.local.dir (or raise mapreduce.task.io.sort.mb)") from None
         with self._lock:
             self._runs[partition].append(path)
             self.spilled_records += len(run)

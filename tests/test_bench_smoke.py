@@ -28,3 +28,15 @@ def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for b in backends:
         assert f"| {b} |" in out
+
+
+@pytest.mark.timeout(300)
+def test_job_rss_probe_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import deps
+
+    deps.ensure(need_scrapy=False, need_wrk=False)
+    from bench.jobrss import main
+
+    assert main(["--hosts", "3", "--pages", "10", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| fetch1 |" in out and "| updatedb1 |" in out and "peak RSS" in out

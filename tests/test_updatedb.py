@@ -367,3 +367,20 @@ def test_cli_updatedb(env):
     assert get(store, "http://a.example.com/").markers[Mark.UPDATEDB.value] == "B"
     assert get(store, "http://a.example.com/n").status == CrawlStatus.UNFETCHED
     assert cli("updatedb", *d, "-crawlId", crawl_id, "no-such-batch") != 0
+
+
+def test_cli_updatedb_spill_dir_unusable(env, capsys):
+    """A spill that cannot be written: exit 1, one line naming the directory and the property, nothing written."""
+    tmp, backend, crawl_id, store = env
+    fetched(store, "http://a.example.com/", fetch_time=now_ms(), cash=1.0,
+            outlinks={f"http://a.example.com/{i}": "" for i in range(50)})
+    store.flush()
+    blocker = tmp / "not-a-dir"
+    blocker.write_text("a file where the spill directory should be")
+    d = defines(tmp, backend, **{"mapreduce.task.io.sort.mb": 0.0001, "mapreduce.cluster.local.dir": blocker})
+    capsys.readouterr()
+    assert cli("updatedb", *d, "-crawlId", crawl_id, "B") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mapreduce.cluster.local.dir" in err[0] and str(blocker) in err[0]
+    assert get(store, "http://a.example.com/").markers[Mark.GENERATE.value] == "B"  # batch untouched
+    assert store.get(reverse_url("http://a.example.com/7")) is None
