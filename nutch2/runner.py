@@ -19,6 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.errors import ConfigError
 from nutch2.shuffle import Shuffle
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
@@ -146,7 +147,10 @@ class LocalRunner:
         counters = counters or Counters(job.name)
         inputs = job.inputs(store, self.num_tasks)
         nred = job.num_reducers(self.num_tasks) if job.has_reduce else 0
-        shuffle = Shuffle(nred, job.sort_key(), int(self.conf.get_float("mapreduce.task.io.sort.mb") * 1024 * 1024),
+        sort_mb = self.conf.get_float("mapreduce.task.io.sort.mb")
+        if sort_mb <= 0:
+            raise ConfigError(f"mapreduce.task.io.sort.mb={sort_mb:g} must be > 0 (MB of map output held in memory)")
+        shuffle = Shuffle(nred, job.sort_key(), int(sort_mb * 1024 * 1024),
                           self.conf.get_str("mapreduce.cluster.local.dir"))
 
         def map_task(i: int) -> None:

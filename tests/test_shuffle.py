@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nutch2.errors import ConfigError
 from nutch2.runner import Job, LocalRunner, TaskContext
 from nutch2.shuffle import Shuffle
 from nutch2.stores import open_store
@@ -112,3 +113,9 @@ def test_runner_spills_and_cleans_up(tmp_path: Path, sort_mb: float) -> None:
     with pytest.raises(RuntimeError, match="reducer failed"):
         LocalRunner(conf, 3).run(failing, open_store(conf, "wc"))
     assert not local.exists() or not any(local.iterdir())
+
+
+def test_non_positive_sort_budget_is_a_config_error(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "memory", **{"mapreduce.task.io.sort.mb": 0})
+    with pytest.raises(ConfigError, match=r"mapreduce.task.io.sort.mb=0 must be > 0"):
+        LocalRunner(conf, 1).run(_WordCount(conf, ["a b"]), open_store(conf, "wc"))
