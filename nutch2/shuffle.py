@@ -113,19 +113,19 @@ class MapOutput:
 
     def close(self) -> None:
         """End of the map task: hand what is still buffered to the shuffle as in-memory runs."""
-        for p, buf in enumerate(self._buf):
-            if buf:
-                buf.sort(key=self._shuffle.sort_key)
-                self._shuffle._add_memory_run(p, buf)
-        self._buf = [[] for _ in range(self._shuffle.partitions)]
+        self._hand_off(self._shuffle._add_memory_run)
 
     def _spill(self) -> None:
+        self._hand_off(self._shuffle._spill)
+        self._count = 0
+
+    def _hand_off(self, take: Callable[[int, list[Pair]], None]) -> None:
+        """Sort each partition's buffer and give it to `take` as a run; start empty buffers."""
         for p, buf in enumerate(self._buf):
             if buf:
                 buf.sort(key=self._shuffle.sort_key)
-                self._shuffle._spill(p, buf)
+                take(p, buf)
         self._buf = [[] for _ in range(self._shuffle.partitions)]
-        self._count = 0
 
 
 def _read_run(path: Path) -> Iterator[Pair]:
