@@ -266,7 +266,7 @@ class FetcherJob(Job):
         self.progress_interval = conf.get_float("fetcher.progress.interval")
         self.progress = sys.stderr.isatty() if progress is None else progress
         self._written = 0
-        self.fatal: StoreError | None = None
+        self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self._write_lock = threading.Lock()
         self.stats = _Stats()
 
@@ -318,6 +318,9 @@ class FetcherJob(Job):
                     ctx.incr("dropped_after_abort")
                     continue
                 queues.add(item)
+        except Exception as e:  # the map output could not be read: stop, and fail the job after the join
+            self.fatal = self.fatal or e
+            queues.abort()
         finally:
             queues.done_feeding()
 

@@ -129,11 +129,16 @@ class MapOutput:
 
 
 def _read_run(path: Path) -> Iterator[Pair]:
-    with open(path, "rb") as f:
-        while True:
-            try:
-                chunk = pickle.load(f)
-            except EOFError:
-                break
-            yield from chunk
+    """The pairs of one spill file, in order; the file is deleted once read."""
+    try:
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    chunk = pickle.load(f)
+                except EOFError:
+                    break
+                yield from chunk
+    except (OSError, pickle.UnpicklingError) as e:
+        raise NutchError(f"cannot read map output spill {path}: {getattr(e, 'strerror', None) or e}; was "
+                         "mapreduce.cluster.local.dir cleaned while the job ran? run the job again") from None
     path.unlink(missing_ok=True)

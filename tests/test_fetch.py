@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from nutch2.config import Configuration
 from nutch2.jobs.fetch import FetchItem, FetchItemQueues
 from nutch2.marks import Mark
+from nutch2.shuffle import Shuffle
 from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.tableutil import reverse_url
 from nutch2.webpage import WebPage
@@ -512,3 +514,29 @@ def test_inline_redirects_respect_robots_and_queues(web: TestWeb, tmp_path: Path
     assert p.status == CrawlStatus.REDIR_PERM and set(p.outlinks) == {denied}
     p = c.row(to_other)
     assert p.status == CrawlStatus.REDIR_TEMP and set(p.outlinks) == {other_host}
+
+
+def test_spill_files_removed_mid_job_fail_the_fetch(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fetch list spilled to disk and the spill directory cleaned away before the reduce (a tmp cleaner):
+    exit 1 with one line, no row marked fetched; the next fetch of the batch gets every URL."""
+    c = Crawl(tmp_path, capsys, "spill", **{"mapreduce.task.io.sort.mb": 0.0001,
+                                            "mapreduce.cluster.local.dir": tmp_path / "local"})
+    urls = [web.page_url(1, i) for i in range(6)]
+    c.inject(*urls)
+    batch = c.generate()
+    original = Shuffle.reader
+
+    def cleaned(self: Shuffle, partition: int):  # type: ignore[no-untyped-def]
+        shutil.rmtree(tmp_path / "local", ignore_errors=True)
+        return original(self, partition)
+
+    monkeypatch.setattr(Shuffle, "reader", cleaned)
+    capsys.readouterr()
+    assert c.run("fetch", batch) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read map output spill" in err[-1], err
+    assert not any(Mark.FETCH.check(p) for p in c.rows().values())
+    monkeypatch.setattr(Shuffle, "reader", original)
+    assert c.run("fetch", batch) == 0
+    assert sum(Mark.FETCH.check(p) == batch for p in c.rows().values()) == len(urls)

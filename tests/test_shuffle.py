@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nutch2.errors import ConfigError
+from nutch2.errors import ConfigError, NutchError
 from nutch2.runner import Job, LocalRunner, TaskContext
 from nutch2.shuffle import Shuffle
 from nutch2.stores import open_store
@@ -119,3 +119,16 @@ def test_non_positive_sort_budget_is_a_config_error(tmp_path: Path) -> None:
     conf = make_conf(tmp_path, "memory", **{"mapreduce.task.io.sort.mb": 0})
     with pytest.raises(ConfigError, match=r"mapreduce.task.io.sort.mb=0 must be > 0"):
         LocalRunner(conf, 1).run(_WordCount(conf, ["a b"]), open_store(conf, "wc"))
+
+
+def test_unreadable_spill_is_a_one_line_error(tmp_path: Path) -> None:
+    shuffle = Shuffle(1, itemgetter(0), 1, str(tmp_path))
+    out = shuffle.collector()
+    for key, value in _pairs(50, 4):
+        out.collect(0, key, value)
+    out.close()
+    spill = next(tmp_path.rglob("spill-*"))
+    spill.write_bytes(spill.read_bytes()[:20])  # truncated, as by a full disk
+    with pytest.raises(NutchError, match=r"cannot read map output spill .*spill-.*mapreduce.cluster.local.dir"):
+        list(shuffle.reader(0))
+    shuffle.close()
