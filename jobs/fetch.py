@@ -17,7 +17,7 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, RobotsCache, robot_agent_name
+from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agent_name
 from nutch2.runner import Job, TaskContext, release_memory
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
@@ -26,6 +26,7 @@ from nutch2.urls import UrlChecker, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
+MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
                              *PARSE_FIELDS} - {"content"}))
@@ -191,14 +192,14 @@ class FetchItemQueues:
             else:
                 self._changed()
 
-    def drop_queue(self, q: FetchItemQueue) -> int:
-        """Remove every waiting item of a queue (deferred host); returns how many."""
+    def drop_queue(self, q: FetchItemQueue) -> list[FetchItem]:
+        """Remove every waiting item of a queue (deferred or unreachable host); returns them."""
         with self.lock:
-            n = len(q.items)
+            items = list(q.items)
             q.items.clear()
-            self.total -= n
+            self.total -= len(items)
             self._wake_all()
-            return n
+            return items
 
     def abort(self) -> int:
         """Empty every queue (time limit or throughput abort); returns the items dropped."""
@@ -210,6 +211,30 @@ class FetchItemQueues:
             self.aborted = True
             self._wake_all()
             return n
+
+
+def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
+    """Fetcher threads per task: ``-threads`` if given, else fetcher.threads.fetch; 1..MAX_FETCHER_THREADS."""
+    n = conf.get_int("fetcher.threads.fetch") if threads is None else threads
+    if not 1 <= n <= MAX_FETCHER_THREADS:
+        source = f"-threads {n}" if threads is not None else f"fetcher.threads.fetch={n}"
+        raise ConfigError(f"{source}: fetcher threads must be between 1 and {MAX_FETCHER_THREADS} per task; "
+                          "for more parallelism run more fetch tasks (-numTasks)")
+    return n
+
+
+def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSettings:
+    """The fetcher's HTTP settings from the configuration (a bad value is a one-line ConfigError)."""
+    return HttpSettings(
+        agent=user_agent(conf),
+        timeout_ms=conf.get_int("http.timeout"),
+        content_limit=conf.get_int("http.content.limit"),
+        inflate_limit=conf.get_int("http.content.inflate.limit"),
+        redirect_max=conf.get_int("http.redirect.max"),
+        accept=conf.get_str("http.accept"),
+        accept_language=conf.get_str("http.accept.language"),
+        stop_at=stop_at,
+    )
 
 
 def user_agent(conf: Configuration) -> str:
@@ -236,17 +261,11 @@ class FetcherJob(Job):
         super().__init__(conf)
         self.batch_id = batch_id
         self.resume = resume
-        self.threads = max(1, threads or conf.get_int("fetcher.threads.fetch"))
-        agent = user_agent(conf)
+        self.threads = fetcher_threads(conf, threads)
+        timelimit = conf.get_float("fetcher.timelimit.mins")
+        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None
         self.robots_agent = robot_agent_name(conf.get_str("http.robots.agents") or conf.get_str("http.agent.name"))
-        self.settings = HttpSettings(
-            agent=agent,
-            timeout_ms=conf.get_int("http.timeout"),
-            content_limit=conf.get_int("http.content.limit"),
-            redirect_max=conf.get_int("http.redirect.max"),
-            accept=conf.get_str("http.accept"),
-            accept_language=conf.get_str("http.accept.language"),
-        )
+        self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight are cut at the limit
         self.robots = RobotsCache(None, self.robots_agent, self.settings)
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.store_content = conf.get_bool("fetcher.store.content")
@@ -258,8 +277,6 @@ class FetcherJob(Job):
         self.queue_mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.partition_mode)
         self.redirect_checker = UrlChecker(conf, "fetcher")
-        timelimit = conf.get_float("fetcher.timelimit.mins")
-        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None
         self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
         self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
         self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
@@ -397,8 +414,14 @@ class FetcherJob(Job):
                 q.crawl_delay = delay
                 q.max_threads = 1
             if rules.state == DEFER:
-                ctx.incr("deferred", 1 + queues.drop_queue(q))
+                ctx.incr("deferred", 1 + len(queues.drop_queue(q)))
                 queues.finish(item, q)
+                return
+            if rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
+                dropped = queues.drop_queue(q)
+                queues.finish(item, q)
+                for other in (item, *dropped):
+                    self._unreachable(ctx, other, rules)
                 return
             if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
                 queues.finish(item, q, requeue=True)
@@ -406,6 +429,10 @@ class FetcherJob(Job):
         if rules.state == DEFER:
             ctx.incr("deferred")
             queues.finish(item, q, requested=False)
+            return
+        if rules.state == UNREACHABLE:
+            queues.finish(item, q, requested=False)
+            self._unreachable(ctx, item, rules)
             return
         if not rules.allowed(item.url, self.robots_agent):
             queues.finish(item, q, requested=False)
@@ -424,9 +451,17 @@ class FetcherJob(Job):
                                  may_follow=lambda target: self._may_follow(target, q))
         finally:
             queues.finish(item, q)
+        if out.stopped:  # cut by fetcher.timelimit.mins: not an outcome of this URL; left for a later fetch
+            ctx.incr("hit_by_timelimit")
+            return
         self.stats.add(len(out.content))
         ctx.incr("bytes", len(out.content))
         self._output(ctx, item, out.code, out.args, out)
+
+    def _unreachable(self, ctx: TaskContext, item: FetchItem, rules: RobotRules) -> None:
+        """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
+        ctx.incr("host_unreachable")
+        self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} (robots.txt)"], None)
 
     def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
         """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness

@@ -3,9 +3,16 @@
 ``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
 connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
 status code. Bodies are streamed and capped at ``http.content.limit`` *decoded*
-bytes (gzip/deflate are inflated here with a bounded ``max_length``, so a
-compression bomb never inflates past the limit), and at a total wall-clock time
-(Nutch's ``http.time.limit``: the body is cut and marked truncated).
+bytes and, for gzip/deflate, at ``http.content.inflate.limit`` even when the content
+limit is off (inflated with a bounded ``max_length``, so a compression bomb never
+inflates past the cap). A compressed body that ends before its stream does is
+marked truncated, as a cut body is.
+
+Every request has a total deadline (Nutch's ``http.time.limit``, by default three
+times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
+status line, headers and body: :mod:`nutch2.watchdog` shuts its socket down when it
+passes. A body cut by the deadline is kept and marked truncated; a request cut
+before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)".
 """
 
 from __future__ import annotations
@@ -23,10 +30,12 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from nutch2.errors import ConfigError
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
+from nutch2.urls import strip_credentials
+from nutch2.watchdog import WATCHDOG, DeadlineAdapter, Guard
 
 __all__ = [
     "HttpProtocol",
@@ -41,8 +50,11 @@ _ACCEPT_ENCODING = "gzip, deflate"
 _EMPTY_AGENT = "http.agent.name is empty: set it in conf/nutch-site.toml or with -D http.agent.name=MyBot"
 
 
-class ProtocolConfigError(ValueError):
-    """The protocol cannot be used with this configuration (e.g. no agent name)."""
+_TOTAL_TIMEOUT = "timeout (total fetch time exceeded)"
+
+
+class ProtocolConfigError(ConfigError, ValueError):
+    """The protocol cannot be used with this configuration (e.g. no agent name, a timeout <= 0)."""
 
 
 @dataclass
@@ -52,11 +64,23 @@ class HttpSettings:
     agent: str  # full User-Agent string; must be non-empty
     timeout_ms: int = 10000  # http.timeout: connect and per-read timeout
     content_limit: int = 1048576  # http.content.limit (decoded bytes); -1 = no limit
+    inflate_limit: int = 33554432  # http.content.inflate.limit: most bytes a gzip/deflate body inflates to
     redirect_max: int = 0  # http.redirect.max: 0 = report redirects, N = follow up to N inline
     accept: str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
     accept_language: str = "en-us,en-gb,en;q=0.7,*;q=0.3"
     store_headers: bool = True
     max_fetch_ms: int | None = None  # http.time.limit: total wall-clock cap; None = 3 × timeout_ms
+    stop_at: float | None = None  # time.monotonic() at which every request is cut (fetcher.timelimit.mins)
+
+    def __post_init__(self) -> None:
+        if self.timeout_ms <= 0:
+            raise ProtocolConfigError(f"http.timeout={self.timeout_ms} is not a timeout: give milliseconds > 0, "
+                                      "e.g. -D http.timeout=10000")
+        if self.inflate_limit <= 0:
+            raise ProtocolConfigError(f"http.content.inflate.limit={self.inflate_limit} must be > 0 (bytes), "
+                                      "e.g. -D http.content.inflate.limit=33554432")
+        if self.max_fetch_ms is not None and self.max_fetch_ms <= 0:
+            raise ProtocolConfigError(f"the total fetch time limit {self.max_fetch_ms} ms must be > 0")
 
     @property
     def fetch_cap_ms(self) -> int:
@@ -78,6 +102,7 @@ class ProtocolOutput:
     truncated: bool = False
     last_modified: int | None = None
     fetch_ms: int = 0
+    stopped: bool = False  # cut by HttpSettings.stop_at (the job's time limit): not an outcome of the URL
 
 
 class _FetchError(Exception):
@@ -92,6 +117,10 @@ class _Identity:
         if max_len <= 0:
             return data, b""
         return data[:max_len], data[max_len:]
+
+    def complete(self) -> bool:
+        """Whether the body read so far is a whole encoding (always, for an unencoded body)."""
+        return True
 
 
 class _Inflater:
@@ -120,6 +149,10 @@ class _Inflater:
         if not self._d.eof:
             return out, self._d.unconsumed_tail
         return out, self._next_member(self._d.unused_data)
+
+    def complete(self) -> bool:
+        """False when a stream was started and has not reached its end (a cut or half-sent body)."""
+        return self._done or self._d.eof or not self._started
 
     def _next_member(self, rest: bytes) -> bytes:
         """After the end of a stream: start the next gzip member or drop trailing garbage."""
@@ -218,7 +251,7 @@ class HttpProtocol:
         s.cookies.set_policy(_block_all_cookies())
         retry = Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False,
                       raise_on_status=False)
-        adapter = HTTPAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
+        adapter = DeadlineAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
         s.mount("http://", adapter)
         s.mount("https://", adapter)
         s.headers.clear()
@@ -243,11 +276,17 @@ class HttpProtocol:
         """
         start = time.monotonic()
         deadline = start + self.settings.fetch_cap_ms / 1000.0
+        stop_at = self.settings.stop_at
+        if stop_at is not None and stop_at <= deadline:
+            deadline = stop_at
         try:
             out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline, may_follow)
         except Exception as exc:  # noqa: BLE001 - fetch() must never raise
             out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [_describe(exc)], final_url=url)
-        out.fetch_ms = int((time.monotonic() - start) * 1000)
+        end = time.monotonic()
+        out.fetch_ms = int((end - start) * 1000)
+        if stop_at is not None and end >= stop_at and (out.truncated or out.code == ProtocolStatusCode.EXCEPTION):
+            out.stopped = True  # cut (or failed) at the job's time limit: the URL is left for a later fetch
         return out
 
     @staticmethod
@@ -271,7 +310,7 @@ class HttpProtocol:
             if scheme not in _SCHEMES:
                 return ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, [scheme], final_url=current)
             if time.monotonic() >= deadline:
-                raise _FetchError("timeout (total fetch time exceeded)")
+                raise _FetchError(_TOTAL_TIMEOUT)
             out = self._fetch_once(current, cond, deadline)
             if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
                 return out
@@ -288,22 +327,34 @@ class HttpProtocol:
             current = target
 
     def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
-        """One GET without following redirects."""
+        """One GET without following redirects, cut by the watchdog at ``deadline``."""
         timeout = self.settings.timeout_ms / 1000.0
-        resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False,
-                                 timeout=(timeout, timeout))
+        connect_timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
+        guard = WATCHDOG.arm(deadline)
         try:
-            content, truncated = self._read_body(resp, deadline)
+            try:
+                resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False,
+                                         timeout=(connect_timeout, timeout))
+            except Exception as exc:
+                if guard.expired:
+                    raise _FetchError(_TOTAL_TIMEOUT) from exc
+                raise
+            try:
+                content, truncated, error = self._read_body(resp, deadline, guard)
+            finally:
+                resp.close()
         finally:
-            resp.close()
+            WATCHDOG.disarm(guard)
         code = http_to_protocol_status(resp.status_code)
         args: list[str] = []
-        if code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+        if error is not None:  # the body broke off: a failed fetch, with what was read (robots.txt salvages it)
+            code, args = ProtocolStatusCode.EXCEPTION, [error]
+        elif code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
             location = resp.headers.get("Location")
             if not location:
                 code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status_code} redirect without Location"]
             else:
-                args = [urljoin(url, location.strip())]
+                args = [strip_credentials(urljoin(url, location.strip()))]
         elif code != ProtocolStatusCode.SUCCESS:
             args = [str(resp.status_code)]
         headers = dict(resp.headers) if self.settings.store_headers else {}
@@ -313,12 +364,20 @@ class HttpProtocol:
             truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
         )
 
-    def _read_body(self, resp: requests.Response, deadline: float) -> tuple[bytes, bool]:
-        """Stream the body, decoding it, capped at content_limit bytes and at the deadline."""
+    def _read_body(self, resp: requests.Response, deadline: float,
+                   guard: Guard) -> tuple[bytes, bool, str | None]:
+        """Stream the body, decoding it, capped at the content (or inflate) limit and at the deadline.
+
+        Returns (content, truncated, error): truncated when a limit or the deadline cut the body, or when a
+        compressed body ended before its stream did (half a gzip stream with a matching Content-Length); error
+        when the connection or the decoding failed midway (content is then the part read, truncated).
+        """
         if resp.status_code == 304 or resp.request.method == "HEAD":
-            return b"", False
+            return b"", False, None
         limit = self.settings.content_limit
         decoder = _decoder_for(resp.headers.get("Content-Encoding"))
+        if isinstance(decoder, _Inflater) and not 0 <= limit <= self.settings.inflate_limit:
+            limit = self.settings.inflate_limit
         buf = bytearray()
         # read1 returns after one socket read, so the wall-clock cap is checked between small reads
         # (urllib3 < 2 has no read1: fall back to read, which may block until a full chunk arrives).
@@ -326,13 +385,15 @@ class HttpProtocol:
         try:
             while time.monotonic() < deadline:
                 chunk = read(_CHUNK, decode_content=False)
-                if not chunk:
-                    return bytes(buf), False
+                if not chunk:  # the end of the body, or the watchdog cut the socket
+                    return bytes(buf), guard.expired or not decoder.complete(), None
                 if self._append(buf, decoder, chunk, limit):
-                    return bytes(buf), True
-        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _FetchError(_describe(exc)) from exc
-        return bytes(buf), True  # wall-clock cap reached (Nutch's http.time.limit): truncated
+                    return bytes(buf), True, None
+        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError, _FetchError) as exc:
+            if guard.expired:
+                return bytes(buf), True, None
+            return bytes(buf), True, _describe(exc)
+        return bytes(buf), True, None  # wall-clock cap reached (Nutch's http.time.limit): truncated
 
     @staticmethod
     def _append(buf: bytearray, decoder: _Identity | _Inflater, chunk: bytes, limit: int) -> bool:

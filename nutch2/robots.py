@@ -3,18 +3,27 @@
 Outcome of fetching ``/robots.txt`` (modelled on Google's documented behaviour,
 which is what site owners expect today):
 
-* 2xx with content -> ``parsed`` (at most 500 KB are read; the rest is ignored);
+* 2xx with content -> ``parsed`` (at most 500 KB are read);
+* 2xx cut off (by the 500 KB limit, the total fetch time, or a connection closed
+  early) -> only the complete groups of the part read (those before the last
+  ``User-agent`` group), when one of them applies to us; else ``defer``. A cut-off
+  file is not a complete answer: its last group may be missing its Disallow lines;
 * 2xx empty, 3xx beyond 5 hops or without a target, and every 4xx **including
   401/403** -> ``allow_all``. Nutch 1/2 treated 401/403 as "disallow all"; Google
   treats them like 404 (robots.txt is not access control), and so do we;
-* 429, 5xx, timeouts, connection/DNS errors -> ``defer``: the host is not
-  crawled this round (nothing is allowed) and is retried in a later job.
+* 429, 5xx -> ``defer``: the host is not crawled this round (nothing is allowed)
+  and its URLs are left as they are, for a later job;
+* no response at all (connection refused, DNS, connect or header timeout, reset)
+  -> ``unreachable``: the host is down; its URLs are recorded as failed fetches
+  (EXCEPTION with the reason, RETRY) so that updatedb counts the retries;
+* a fetch cut by the job's own time limit -> ``defer``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -26,24 +35,27 @@ from protego import Protego
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
-__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "robot_agent_name"]
+__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "robot_agent_name",
+           "rules_from_output"]
 
 LOG = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 500 * 1024
 ROBOTS_MAX_REDIRECTS = 5
-PARSED, ALLOW_ALL, DEFER = "parsed", "allow_all", "defer"
+PARSED, ALLOW_ALL, DEFER, UNREACHABLE = "parsed", "allow_all", "defer", "unreachable"
 _REDIRECTS = (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass
 class RobotRules:
-    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all" or "defer"."""
+    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all", "defer" or "unreachable"
+    (``reason`` then says why, e.g. "connection refused")."""
 
     state: str
     sitemaps: list[str] = field(default_factory=list)
     parser: Protego | None = field(default=None, repr=False, compare=False)
+    reason: str = ""
 
     @classmethod
     def parse(cls, content: bytes) -> RobotRules:
@@ -55,8 +67,8 @@ class RobotRules:
         return cls(PARSED, list(parser.sitemaps), parser)
 
     def allowed(self, url: str, agent: str) -> bool:
-        """May ``agent`` fetch ``url``? Always False when the host is deferred."""
-        if self.state == DEFER:
+        """May ``agent`` fetch ``url``? Always False when the host is deferred or unreachable."""
+        if self.state in (DEFER, UNREACHABLE):
             return False
         if self.parser is None:
             return True
@@ -99,14 +111,71 @@ def _robots_url(key: tuple[str, str, int]) -> str:
     return f"{scheme}://{netloc}/robots.txt"
 
 
-def rules_from_output(out: ProtocolOutput) -> RobotRules:
-    """Turn the (final, non-redirect) fetch of a robots.txt into rules."""
+_FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z -]*?)\s*:\s*([^#]*)")
+_USER_AGENT_FIELDS = frozenset({"user-agent", "useragent", "user agent"})
+_SITE_WIDE_FIELDS = frozenset({"sitemap", "host"})
+
+
+def _applies(token: str, agent: str) -> bool:
+    """Does a ``User-agent`` value name ``agent`` (or everyone)? Protego's rule: a product token at a word start."""
+    token = token.strip().lower().replace("*", "") if token.strip() != "*" else "*"
+    if token == "*":
+        return True
+    if not token:
+        return False
+    name = agent.strip().lower()
+    index = name.find(token)
+    while index != -1:
+        if index == 0 or not (name[index - 1].isalnum() or name[index - 1] in "-_"):
+            return True
+        index = name.find(token, index + 1)
+    return False
+
+
+def complete_groups(content: bytes, agent: str) -> bytes | None:
+    """The groups of a cut-off robots.txt that are known to be whole, or None when none of them applies to us.
+
+    A group is whole when another group starts after it; the line the cut fell in is dropped. If no whole group
+    names ``agent`` or ``*``, the rules meant for us may be in the part never read: nothing is known.
+    """
+    lines = content.splitlines(keepends=True)
+    if lines and not lines[-1].endswith((b"\n", b"\r")):
+        lines.pop()
+    starts: list[int] = []
+    agents: list[tuple[int, str]] = []
+    previous: str | None = None
+    for i, raw in enumerate(lines):
+        m = _FIELD.match(raw.decode("utf-8", errors="replace"))
+        if m is None:
+            continue
+        name, value = m.group(1).lower(), m.group(2)
+        if name in _USER_AGENT_FIELDS:
+            if previous is None or previous not in _USER_AGENT_FIELDS:
+                starts.append(i)
+            agents.append((i, value))
+        if name not in _SITE_WIDE_FIELDS:
+            previous = name
+    if len(starts) < 2:
+        return None
+    end = starts[-1]
+    if not any(i < end and _applies(value, agent) for i, value in agents):
+        return None
+    return b"".join(lines[:end])
+
+
+def rules_from_output(out: ProtocolOutput, agent: str = "") -> RobotRules:
+    """Turn the (final, non-redirect) fetch of a robots.txt into rules for ``agent``."""
+    if out.stopped:
+        return RobotRules(DEFER)  # the job's time limit cut it: nothing is known about the host
     http_code = out.http_code
     if http_code is None:
         if out.code == ProtocolStatusCode.PROTO_NOT_FOUND:
             return RobotRules(ALLOW_ALL)
-        return RobotRules(DEFER)  # timeout, refused, DNS, reset ...
+        return RobotRules(UNREACHABLE, reason=out.args[0] if out.args else "no response")  # refused, DNS, timeout
     if 200 <= http_code < 300:
+        if out.truncated:
+            whole = complete_groups(out.content[:ROBOTS_MAX_BYTES], agent)
+            return RobotRules(DEFER) if whole is None else RobotRules.parse(whole)
         return RobotRules.parse(out.content[:ROBOTS_MAX_BYTES])
     if http_code == 429 or http_code >= 500:
         return RobotRules(DEFER)
@@ -171,7 +240,7 @@ class RobotsCache:
     def _load(self, key: tuple[str, str, int]) -> RobotRules:
         """Fetch and interpret robots.txt for a host; any failure defers the host."""
         try:
-            rules = rules_from_output(self._fetch(_robots_url(key)))
+            rules = rules_from_output(self._fetch(_robots_url(key)), self.agent)
         except Exception:  # noqa: BLE001 - a robots problem must not kill a fetcher thread
             LOG.exception("robots.txt for %s failed", key)
             rules = RobotRules(DEFER)

@@ -45,6 +45,19 @@ def load_filters(conf: Configuration) -> URLFilters:
         raise ConfigError(f"{e}; fix the rule in the URL filter file") from None
 
 
+def strip_credentials(url: str) -> str:
+    """``url`` without its ``user:password@`` part, which must never be stored (redirect targets, status args)."""
+    if "@" not in url:
+        return url
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return url
+    if "@" not in netloc:
+        return url
+    return url.replace(f"//{netloc}", "//" + netloc.rpartition("@")[2], 1)
+
+
 @lru_cache(maxsize=65536)
 def host_of(url: str) -> str:
     """Lower-case host of a URL ('' when it has none)."""

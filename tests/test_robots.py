@@ -174,28 +174,36 @@ def test_too_many_robots_redirects_allows_all(serve: Callable[[dict[str, Route]]
     assert server.hits.get("/r5") == 1 and "/r6" not in server.hits  # 1 fetch + 5 redirects
 
 
-def test_unreachable_port_defers() -> None:
+def test_refused_connection_is_unreachable() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
     rules = cache().rules_for(f"http://127.0.0.1:{port}/x")
-    assert rules.state == "defer" and not rules.allowed(f"http://127.0.0.1:{port}/x", AGENT)
+    assert rules.state == "unreachable" and not rules.allowed(f"http://127.0.0.1:{port}/x", AGENT)
+    assert rules.reason == "connection refused"
 
 
-def test_timeout_defers(serve: Callable[[dict[str, Route]], QuietServer]) -> None:
+def test_no_answer_in_time_is_unreachable(serve: Callable[[dict[str, Route]], QuietServer]) -> None:
     url = base(serve(robots_only(200, ROBOTS, delay="1.5")))
     t0 = time.monotonic()
-    assert cache(timeout_ms=300).rules_for(url).state == "defer"
+    rules = cache(timeout_ms=300).rules_for(url)
+    assert rules.state == "unreachable" and rules.reason.startswith("timeout")
     assert time.monotonic() - t0 < 1.2
 
 
 def test_robots_capped_at_500kb(serve: Callable[[dict[str, Route]], QuietServer]) -> None:
-    body = b"User-agent: *\nDisallow: /early\n" + b"#" * (600 * 1024) + b"\nDisallow: /late\n"
+    body = b"User-agent: *\nDisallow: /early\n\nUser-agent: other\n" + b"#" * (600 * 1024) + b"\nDisallow: /late\n"
     url = base(serve(robots_only(200, body)))
     rules = cache().rules_for(url)
     assert not rules.allowed(f"{url}/early", AGENT)
-    assert rules.allowed(f"{url}/late", AGENT), "content after 500 KB is ignored"
+    assert rules.allowed(f"{url}/late", AGENT), "only the whole groups of the first 500 KB are used"
+
+
+def test_robots_cut_at_500kb_inside_its_only_group_defers(serve: Callable[[dict[str, Route]], QuietServer]) -> None:
+    body = b"User-agent: *\nDisallow: /early\n" + b"#" * (600 * 1024) + b"\nDisallow: /late\n"
+    url = base(serve(robots_only(200, body)))
+    assert cache().rules_for(url).state == "defer"
 
 
 def test_cached_per_host_and_single_fetch_under_concurrency(
