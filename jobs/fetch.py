@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,14 +192,16 @@ class FetchItemQueues:
             else:
                 self._changed()
 
-    def drop_queue(self, q: FetchItemQueue) -> list[FetchItem]:
-        """Remove every waiting item of a queue (deferred or unreachable host); returns them."""
+    def drop_queue(self, q: FetchItemQueue, match: Callable[[FetchItem], bool]) -> list[FetchItem]:
+        """Remove the waiting items of a queue that ``match`` (those of a deferred or unreachable host: a queue
+        may hold several ports of one host); returns them."""
         with self.lock:
-            items = list(q.items)
-            q.items.clear()
-            self.total -= len(items)
-            self._wake_all()
-            return items
+            dropped = [item for item in q.items if match(item)]
+            if dropped:
+                q.items = deque(item for item in q.items if not match(item))
+                self.total -= len(dropped)
+                self._wake_all()
+            return dropped
 
     def abort(self) -> int:
         """Empty every queue (time limit or throughput abort); returns the items dropped."""
@@ -413,12 +415,15 @@ class FetcherJob(Job):
             if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
                 q.crawl_delay = delay
                 q.max_threads = 1
+            def same_robots(other: FetchItem) -> bool:
+                return self.robots.cached(other.url) is rules
+
             if rules.state == DEFER:
-                ctx.incr("deferred", 1 + len(queues.drop_queue(q)))
+                ctx.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
                 queues.finish(item, q)
                 return
             if rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
-                dropped = queues.drop_queue(q)
+                dropped = queues.drop_queue(q, same_robots)
                 queues.finish(item, q)
                 for other in (item, *dropped):
                     self._unreachable(ctx, other, rules)

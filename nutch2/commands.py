@@ -255,6 +255,10 @@ def _check_batch(store, mark: Mark, batch: str, job: str, producer: str) -> None
 def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     if args.rounds < 1:
         raise UsageError("nutch2 crawl: error: -rounds must be at least 1 (see nutch2 crawl --help)")
+    from nutch2.jobs.fetch import fetcher_threads, http_settings
+
+    fetcher_threads(conf, args.threads)  # bad fetch settings fail before anything is injected
+    http_settings(conf)
     seeds = Path(args.seeds)
     inject_args = argparse.Namespace(seeds=str(seeds), crawl_id=args.crawl_id, overwrite=False, update=False)
     rc = inject_cmd(inject_args, conf)

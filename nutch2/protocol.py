@@ -339,6 +339,9 @@ class HttpProtocol:
                 if guard.expired:
                     raise _FetchError(_TOTAL_TIMEOUT) from exc
                 raise
+            if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
+                resp.close()
+                raise _FetchError(_TOTAL_TIMEOUT)
             try:
                 content, truncated, error = self._read_body(resp, deadline, guard)
             finally:
