@@ -73,5 +73,9 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str
               + (" and start jobs" if jobs else "") + "; there is no login", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="info", access_log=True, proxy_headers=False,
                             timeout_graceful_shutdown=35)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn stops gracefully on Ctrl-C, then raises it again: that is our exit
+        pass
+    print("server: stopped", file=sys.stderr, flush=True)
     return 0
