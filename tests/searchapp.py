@@ -95,6 +95,7 @@ def chrome(download_dir: Path):
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium never looks for drivers or browsers online
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
