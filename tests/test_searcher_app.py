@@ -457,3 +457,11 @@ def test_store_down_is_one_message_and_503(browser, crawl: Crawl, shots: Path) -
         assert len(notices) == 1 and notices[0].text.startswith("The crawl db is unavailable\nno crawl db at")
         _shot(browser, shots, "11-store-down")
         assert requests.get(server.url + "/crawl", timeout=30).status_code == 503
+    # a store server that is down: the same, in its own words
+    args = ["-crawlId", CRAWL, "-solr", SOLR, *crawl.defines, "-D", "storage.data.store.class=hbase",
+            "-D", "hbase.thrift.port=9"]
+    with SearchServer(args, crawl.tmp / "server-hbase-down.log") as server:
+        r = requests.get(server.url + "/api/page", params={"url": "http://example.com/"}, timeout=30)
+        assert r.status_code == 503 and r.json()["error"].startswith("cannot reach the HBase Thrift server at")
+        page = requests.get(server.url + "/info", params={"url": "http://example.com/"}, timeout=30)
+        assert page.status_code == 503 and "docker/services.sh start hbase" in page.text
