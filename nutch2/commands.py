@@ -459,3 +459,24 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 search_cmd.arguments = _search_args
+
+
+@command("server", "serve search, cached pages, page info, a crawl dashboard and a JSON API over HTTP")
+def server_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.searcher.server import serve
+
+    # jobs started over the API run `nutch2 <job>` with the server's own configuration
+    conf_argv = ["--conf", str(conf.conf_dir.resolve())]
+    for define in [*args.global_defines, *args.defines]:
+        conf_argv += ["-D", define]
+    return serve(conf, args.crawl_id, args.solr, args.host, args.port, args.jobs, conf_argv)
+
+
+def _server_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-solr", metavar="URL", help="Solr core URL (solr.server.url)")
+    p.add_argument("-host", default="127.0.0.1", metavar="ADDR", help="address to listen on (127.0.0.1)")
+    p.add_argument("-port", type=int, default=8081, metavar="N", help="port to listen on (8081; 0: any free port)")
+    p.add_argument("-jobs", action="store_true", help="also serve Nutch 2's job API (POST /api/jobs)")
+
+
+server_cmd.arguments = _server_args
