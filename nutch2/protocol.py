@@ -51,6 +51,7 @@ _EMPTY_AGENT = "http.agent.name is empty: set it in conf/nutch-site.toml or with
 
 
 _TOTAL_TIMEOUT = "timeout (total fetch time exceeded)"
+_MAX_TIMEOUT_MS = 3_600_000  # an hour per read is already no timeout at all
 
 
 class ProtocolConfigError(ConfigError, ValueError):
@@ -73,9 +74,9 @@ class HttpSettings:
     stop_at: float | None = None  # time.monotonic() at which every request is cut (fetcher.timelimit.mins)
 
     def __post_init__(self) -> None:
-        if self.timeout_ms <= 0:
-            raise ProtocolConfigError(f"http.timeout={self.timeout_ms} is not a timeout: give milliseconds > 0, "
-                                      "e.g. -D http.timeout=10000")
+        if not 0 < self.timeout_ms <= _MAX_TIMEOUT_MS:
+            raise ProtocolConfigError(f"http.timeout={self.timeout_ms} is not a usable timeout: give milliseconds "
+                                      f"between 1 and {_MAX_TIMEOUT_MS}, e.g. -D http.timeout=10000")
         if self.inflate_limit <= 0:
             raise ProtocolConfigError(f"http.content.inflate.limit={self.inflate_limit} must be > 0 (bytes), "
                                       "e.g. -D http.content.inflate.limit=33554432")

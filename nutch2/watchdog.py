@@ -25,6 +25,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 __all__ = ["DeadlineAdapter", "Guard", "WATCHDOG", "Watchdog"]
 
 _GRANULARITY = 0.05  # seconds: deadlines are kept to within this; bounds the watchdog's wake-ups
+_MAX_SLEEP = 60.0  # seconds: a far deadline is looked at again (a wait too long for the platform fails)
+_COMPACT_AFTER = 4096  # finished requests left in the heap before it is rebuilt without them
 
 
 class Guard:
@@ -56,6 +58,7 @@ class Watchdog:
     def _reset(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._heap: list[tuple[float, int, Guard]] = []
+        self._finished = 0  # entries of the heap whose request is over (popped at their deadline, or compacted)
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._local = threading.local()
@@ -67,6 +70,10 @@ class Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="nutch2-watchdog", daemon=True)
                 self._thread.start()
+            if self._finished > _COMPACT_AFTER and 2 * self._finished > len(self._heap):
+                self._heap = [entry for entry in self._heap if not entry[2].done]
+                heapq.heapify(self._heap)
+                self._finished = 0
             if not self._heap or deadline < self._heap[0][0]:
                 self._cond.notify()
             heapq.heappush(self._heap, (deadline, next(self._seq), guard))
@@ -79,6 +86,8 @@ class Watchdog:
         with self._cond:
             guard.done = True
             guard.socks.clear()
+            if not guard.expired:  # still in the heap (an expired one was popped when it fired)
+                self._finished += 1
 
     def attach(self, sock: socket.socket) -> None:
         """A socket the current thread's armed request uses (cut at once when the deadline already passed)."""
@@ -98,11 +107,13 @@ class Watchdog:
                 now = time.monotonic()
                 while self._heap and self._heap[0][0] <= now:
                     guard = heapq.heappop(self._heap)[2]
-                    if not guard.done:
+                    if guard.done:
+                        self._finished -= 1
+                    else:
                         guard.expired = True
                         for sock in guard.socks:
                             _shutdown(sock)
-                timeout = max(self._heap[0][0] - now, _GRANULARITY) if self._heap else None
+                timeout = min(max(self._heap[0][0] - now, _GRANULARITY), _MAX_SLEEP) if self._heap else None
                 self._cond.wait(timeout)
 
 

@@ -279,6 +279,7 @@ def test_page_with_100000_attributes_parses(tmp_path: Path) -> None:
 @pytest.mark.parametrize("setting", [
     "http.timeout=-1",
     "http.timeout=0",
+    "http.timeout=99999999999",
     "http.content.inflate.limit=0",
     "fetcher.threads.fetch=1000000000",
     "-threads 1000000000",
