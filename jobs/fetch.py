@@ -415,6 +415,7 @@ class FetcherJob(Job):
             if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
                 q.crawl_delay = delay
                 q.max_threads = 1
+
             def same_robots(other: FetchItem) -> bool:
                 return self.robots.cached(other.url) is rules
 

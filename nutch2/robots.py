@@ -35,8 +35,8 @@ from protego import Protego
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
-__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "robot_agent_name",
-           "rules_from_output"]
+__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups",
+           "robot_agent_name", "rules_from_output"]
 
 LOG = logging.getLogger(__name__)
 

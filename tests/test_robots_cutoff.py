@@ -1,0 +1,65 @@
+"""A robots.txt that was cut off (by size, time or a closed connection) is not a complete answer: only its whole
+groups count, and only when one of them is meant for us; no answer at all means the host is unreachable."""
+
+from __future__ import annotations
+
+import pytest
+
+from nutch2.protocol import ProtocolOutput
+from nutch2.robots import ALLOW_ALL, DEFER, PARSED, UNREACHABLE, complete_groups, rules_from_output
+from nutch2.status import ProtocolStatusCode
+
+AGENT = "MyBot"
+TWO_GROUPS = b"User-agent: *\nDisallow: /private\n\nUser-agent: other\nDisallow: /\n"
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (b"User-agent: *\nDisallow: /", None),  # one group, cut: its rules may be missing
+    (b"User-agent: *\nDisallow: /\n", None),  # one group: more Disallow lines may have followed
+    (TWO_GROUPS[:55], b"User-agent: *\nDisallow: /private\n\n"),  # cut in the second group
+    (TWO_GROUPS[:40], None),  # cut in the line that may start the second group: not known to
+    (b"User-agent: *\nDisallow: /a\nUser-agent: x\nUser-agent: y\nDisa", b"User-agent: *\nDisallow: /a\n"),
+    (b"User-agent: other\nDisallow: /\n\nUser-agent: *\nDis", None),  # the whole group is not for us
+    (b"User-agent: mybot\nDisallow: /\n\nUser-agent: *\nDis", b"User-agent: mybot\nDisallow: /\n\n"),
+    (b"Sitemap: http://h/s.xml\nUser-agent: *\nDisallow: /a\nSitemap: http://h/t.xml\nUser-agent: z\n",
+     b"Sitemap: http://h/s.xml\nUser-agent: *\nDisallow: /a\nSitemap: http://h/t.xml\n"),
+    (b"", None),
+])
+def test_complete_groups(content: bytes, expected: bytes | None) -> None:
+    assert complete_groups(content, AGENT) == expected
+
+
+def _robots(content: bytes, truncated: bool, http_code: int | None = 200) -> ProtocolOutput:
+    code = ProtocolStatusCode.SUCCESS if http_code == 200 else ProtocolStatusCode.EXCEPTION
+    return ProtocolOutput(code, [], http_code, content=content, truncated=truncated)
+
+
+def test_cut_off_disallow_all_defers() -> None:
+    rules = rules_from_output(_robots(b"User-agent: *\nDisa", truncated=True), AGENT)
+    assert rules.state == DEFER and not rules.allowed("http://h/a", AGENT)
+
+
+def test_the_same_bytes_whole_are_a_file() -> None:
+    assert rules_from_output(_robots(b"User-agent: *\nDisa", truncated=False), AGENT).state == PARSED
+
+
+def test_cut_off_after_a_whole_group_uses_it() -> None:
+    rules = rules_from_output(_robots(TWO_GROUPS[:55], truncated=True), AGENT)
+    assert rules.state == PARSED
+    assert not rules.allowed("http://h/private/x", AGENT) and rules.allowed("http://h/x", AGENT)
+
+
+def test_no_response_is_unreachable_with_its_reason() -> None:
+    out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, ["connection refused"])
+    rules = rules_from_output(out, AGENT)
+    assert (rules.state, rules.reason) == (UNREACHABLE, "connection refused")
+    assert not rules.allowed("http://h/a", AGENT)
+
+
+def test_cut_by_the_job_time_limit_defers() -> None:
+    out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, ["timeout (total fetch time exceeded)"], stopped=True)
+    assert rules_from_output(out, AGENT).state == DEFER
+
+
+def test_unsupported_scheme_still_allows_all() -> None:
+    assert rules_from_output(ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, ["ftp"]), AGENT).state == ALLOW_ALL
