@@ -102,9 +102,9 @@ def test_trickled_headers_end_at_the_total_deadline(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(60)
 def test_fetch_time_limit_cuts_requests_in_flight(tmp_path: Path) -> None:
-    """fetcher.timelimit.mins=0.05 (3 s) with http.timeout=30000: a body trickled for ~24 s is cut at the limit,
+    """fetcher.timelimit.mins=0.1 (6 s) with http.timeout=30000: a body trickled for ~24 s is cut at the limit,
     and neither it nor the URL queued behind it is marked fetched; they stay for a later fetch."""
-    props = {"http.timeout": 30000, "fetcher.timelimit.mins": 0.05, "fetcher.server.delay": 0.1}
+    props = {"http.timeout": 30000, "fetcher.timelimit.mins": 0.1, "fetcher.server.delay": 0.1}
 
     def endless(ex: Exchange) -> None:
         if ex.send(head(200, length=120)):
