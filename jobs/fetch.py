@@ -18,7 +18,7 @@ from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, RobotsCache, robot_agent_name
-from nutch2.runner import Job, TaskContext, release_memory
+from nutch2.runner import Job, TaskContext, release_memory, stable_hash
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
@@ -247,28 +247,35 @@ class FetcherJob(Job):
             accept=conf.get_str("http.accept"),
             accept_language=conf.get_str("http.accept.language"),
         )
-        self.robots = RobotsCache(None, self.robots_agent, self.settings)
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.store_content = conf.get_bool("fetcher.store.content")
         self.parse_inline = conf.get_bool("fetcher.parse")
-        self.parser = PageParser(conf) if self.parse_inline else None
+        self.parser = PageParser(conf) if self.parse_inline else None  # checks the parser's settings now
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
         self.capacity = self.threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.partition_mode = conf.get_str("partition.url.mode")
         self.queue_mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.partition_mode)
         self.redirect_checker = UrlChecker(conf, "fetcher")
-        timelimit = conf.get_float("fetcher.timelimit.mins")
-        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None
+        self.timelimit = conf.get_float("fetcher.timelimit.mins")
         self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
         self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
         self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
         self.progress_interval = conf.get_float("fetcher.progress.interval")
         self.progress = sys.stderr.isatty() if progress is None else progress
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        """This reducer's robots cache, counters and deadline (the time limit counts from here)."""
+        self.robots = RobotsCache(None, self.robots_agent, self.settings)
+        self.deadline = time.monotonic() + self.timelimit * 60 if self.timelimit > 0 else None
         self._written = 0
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self._write_lock = threading.Lock()
         self.stats = _Stats()
+
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        self.robots.close()
+        ctx.store.flush()
 
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
@@ -287,9 +294,7 @@ class FetcherJob(Job):
                                                   metadata=dict(page.metadata), signature=page.signature)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
-        import zlib
-
-        return zlib.crc32(queue_id(value.url, self.partition_mode).encode()) % n
+        return stable_hash(queue_id(value.url, self.partition_mode)) % n
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
@@ -500,9 +505,6 @@ class FetcherJob(Job):
             flush = self._written % self.write_batch == 0
         if flush:
             ctx.store.flush()
-
-    def cleanup(self, ctx: TaskContext) -> None:
-        ctx.store.flush()
 
 
 class _Stats:

@@ -11,7 +11,7 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
-from nutch2.runner import Counters, LocalRunner, log
+from nutch2.runner import Counters, log, make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
 
@@ -28,7 +28,7 @@ def inject_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     lock = crawl_lock(conf, args.crawl_id, "inject")
     try:
         with open_store(conf, args.crawl_id) as store:
-            counters = LocalRunner(conf, 1).run(job, store)
+            counters = make_runner(conf, 1).run(job, store)
     finally:
         lock.release()
     c = counters
@@ -69,7 +69,7 @@ def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
                 return 1
             _print_row(row_to_json(page, text=True))
             return 0
-        runner = LocalRunner(conf, _num_tasks(args))
+        runner = make_runner(conf, _num_tasks(args))
         if args.dump:
             out = Path(args.dump)
             if out.exists() and not out.is_dir():
@@ -157,7 +157,7 @@ def generate(conf: Configuration, crawl_id: str | None, top_n: int | None, batch
     lock = crawl_lock(conf, crawl_id, "generate")
     try:
         with open_store(conf, crawl_id, create=False) as store:
-            counters = run_generate(job, store, LocalRunner(conf, num_tasks))
+            counters = run_generate(job, store, make_runner(conf, num_tasks))
     finally:
         lock.release()
     log(counters.summary())
@@ -189,7 +189,7 @@ def fetch_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     with BatchLock(conf, args.crawl_id, batch, "fetch"), open_store(conf, args.crawl_id, create=False) as store:
         counters = Counters("fetch")
         if has_rows(store, Mark.GENERATE, batch, "fetch", "generate", counters):
-            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+            make_runner(conf, _num_tasks(args)).run(job, store, counters)
             Journal(store).advance(batch, PARSED if conf.get_bool("fetcher.parse") else FETCHED)
     log(counters.summary())
     return 0
@@ -214,7 +214,7 @@ def parse_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     with BatchLock(conf, args.crawl_id, batch, "parse"), open_store(conf, args.crawl_id, create=False) as store:
         counters = Counters("parse")
         if has_rows(store, Mark.FETCH, batch, "parse", "fetch", counters):
-            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+            make_runner(conf, _num_tasks(args)).run(job, store, counters)
         if not args.reparse:
             Journal(store).advance(batch, PARSED)
     log(counters.summary())
@@ -290,7 +290,7 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     with open_store(conf, args.crawl_id, create=False) as store:
         job = StatsJob(conf)
-        LocalRunner(conf, _num_tasks(args)).run(job, store)
+        make_runner(conf, _num_tasks(args)).run(job, store)
     counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
     print(f"crawl: {args.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
     return 0
@@ -362,13 +362,13 @@ def _solr(conf: Configuration, url: str | None):
 def index(conf: Configuration, crawl_id: str | None, batch: str, solr_url: str | None, reindex: bool = False,
           num_tasks: int | None = None) -> int:
     """Index a batch (or -all / -reindex); returns the number of documents sent."""
-    from nutch2.jobs.index import IndexingJob
+    from nutch2.jobs.index import run_index
 
     solr = _solr(conf, solr_url)
     with BatchLock(conf, crawl_id, batch, "index"), open_store(conf, crawl_id, create=False) as store:
         counters = Counters("index")
         if reindex or has_rows(store, Mark.UPDATEDB, batch, "index", "updatedb", counters):
-            LocalRunner(conf, num_tasks).run(IndexingJob(conf, batch, solr, reindex), store, counters)
+            run_index(conf, store, batch, solr.url, reindex, make_runner(conf, num_tasks), counters)
     log(counters.summary())
     return counters.get("indexed")
 
@@ -398,7 +398,7 @@ def clean(conf: Configuration, crawl_id: str | None, solr_url: str | None) -> in
 
     solr = _solr(conf, solr_url)
     with open_store(conf, crawl_id, create=False) as store:
-        counters = LocalRunner(conf).run(CleaningJob(conf, solr), store)
+        counters = make_runner(conf).run(CleaningJob(conf, solr.url), store)
     log(counters.summary())
     return counters.get("deleted")
 

@@ -98,6 +98,13 @@ class URLFilters:
         # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
         self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
 
+    def __getstate__(self) -> dict:
+        """Pickled as its rules (a job ships its filters to worker processes); the cache is made anew."""
+        return {"filters": self.filters, "max_length": self.max_length}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["filters"], state["max_length"])  # type: ignore[misc]
+
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = DEFAULT_MAX_LENGTH) -> URLFilters:
         """A chain with one regex filter read from ``path``."""

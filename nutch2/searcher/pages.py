@@ -18,6 +18,7 @@ from nutch2.marks import Mark
 from nutch2.parse import decode_content
 from nutch2.status import CrawlStatus
 from nutch2.stores import DataStore, open_store
+from nutch2.tablestats import status_name
 from nutch2.webpage import WebPage
 
 T = TypeVar("T")
@@ -67,13 +68,6 @@ def iso_time(ms: int | None) -> str | None:
     if not ms:
         return None
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def status_name(code: int) -> str:
-    try:
-        return CrawlStatus(code).name
-    except ValueError:
-        return f"UNKNOWN_{code}"
 
 
 def page_json(url: str, page: WebPage) -> dict[str, Any]:
