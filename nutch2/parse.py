@@ -367,13 +367,14 @@ def _base_url(root: etree._Element, url: str) -> str:
         href = el.get("href")
         if href is None:
             continue
-        resolved = _resolve(url, href)
+        resolved = resolve_link(url, href)
         return resolved or url
     return url
 
 
-def _resolve(base: str, href: str) -> str | None:
-    """Absolute, fragment-free URL for href, or None for skipped schemes and junk."""
+def resolve_link(base: str, href: str) -> str | None:
+    """Absolute, fragment-free URL for href (RFC 3986 resolution), or None for skipped schemes, links to a
+    fragment of the page itself, and junk."""
     href = re.sub(r"[\t\n\r]", "", href).strip()
     if not href or href.startswith("#"):
         return None
@@ -411,7 +412,7 @@ def _refresh(root: etree._Element, base: str, page_url: str) -> tuple[str | None
         if parsed is None:
             continue
         delay, raw = parsed
-        target = _resolve(base, raw) if raw else None
+        target = resolve_link(base, raw) if raw else None
         if target == urldefrag(page_url).url:
             target = None
         return target, delay
@@ -453,7 +454,7 @@ def _outlinks(
         href = el.get(attr)
         if href is None or _is_nofollow(el):
             continue
-        target = _resolve(base, href)
+        target = resolve_link(base, href)
         if target is None or len(target) > max_length or target in seen:
             continue
         seen[target] = _anchor_text(el)
