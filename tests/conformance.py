@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("test_conformance_urls",)
+MODULES = ("test_conformance_urls", "test_conformance_urlfilter")
 
 
 def main() -> int:
