@@ -17,7 +17,7 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, RobotsCache, robot_agent_name
+from nutch2.robots import DEFER, RobotsCache, robot_agents
 from nutch2.runner import Job, TaskContext, release_memory
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
@@ -238,7 +238,8 @@ class FetcherJob(Job):
         self.resume = resume
         self.threads = max(1, threads or conf.get_int("fetcher.threads.fetch"))
         agent = user_agent(conf)
-        self.robots_agent = robot_agent_name(conf.get_str("http.robots.agents") or conf.get_str("http.agent.name"))
+        # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
+        self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
         self.settings = HttpSettings(
             agent=agent,
             timeout_ms=conf.get_int("http.timeout"),
