@@ -192,6 +192,12 @@ def _full_normalize(url: str) -> str | None:
     scheme = scheme.lower()
     if not colon or scheme not in SUPPORTED_SCHEMES:
         return None
+    if scheme in HOST_REQUIRED_SCHEMES and "\\" in url:
+        # as browsers (WHATWG) do for these schemes: a backslash before the query is a slash, so
+        # "http://evil.com\\@good.com/" is a URL of evil.com, not good.com
+        cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+        url = url[:cut].replace("\\", "/") + url[cut:]
+        rest = url.partition(":")[2]
     has_authority = rest.startswith("//")
     if scheme in HOST_REQUIRED_SCHEMES and not has_authority:
         return None
