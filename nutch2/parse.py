@@ -473,7 +473,8 @@ def _anchor_text(el: etree._Element, cancel: _Canceller) -> str:
         return ""
     if tag in ("area", "img"):
         return _collapse(el.get("alt") or "")
-    text = _element_text(el, cancel, _ANCHOR_SKIP, stop_at_nested=tag)
+    # most links hold just text: no walk needed
+    text = _collapse(el.text or "") if len(el) == 0 else _element_text(el, cancel, _ANCHOR_SKIP, stop_at_nested=tag)
     if text:
         return text
     alts = (_collapse(img.get("alt") or "") for img in el.iter("img"))
@@ -497,9 +498,10 @@ DEFAULT_OUTLINK_TAGS = outlink_tags()
 
 def _only_nested_link(el: etree._Element, tag: str) -> bool:
     """True when the link's only content is one link of the same tag (Nutch throws the outer one away)."""
-    children = list(el)
-    return (len(children) == 1 and _tag(children[0]) == tag and not (el.text or "").strip()
-            and not (children[0].tail or "").strip())
+    if len(el) != 1:
+        return False
+    child = el[0]
+    return _tag(child) == tag and not (el.text or "").strip() and not (child.tail or "").strip()
 
 
 def _outlinks(
