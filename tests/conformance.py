@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("test_conformance_urls", "test_conformance_urlfilter", "test_conformance_robots", "test_conformance_html")
+MODULES = ("test_conformance_urls", "test_conformance_urlfilter", "test_conformance_robots", "test_conformance_html",
+           "test_conformance_scoring")
 
 
 def main() -> int:
