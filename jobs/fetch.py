@@ -494,7 +494,7 @@ class FetcherJob(Job):
                 # issue 15: the representative URL of the redirect pair (Nutch's URLUtil.chooseRepr)
                 page.repr_url = choose_repr(item.url, target, status == CrawlStatus.REDIR_TEMP)
                 reverse_url(target)  # validate
-        elif out.redirects or item.repr_url:
+        elif out.redirects or (item.repr_url and status == CrawlStatus.FETCHED):
             page.repr_url = _repr_url(item.url, out.redirects)
 
     def _write(self, ctx: TaskContext, page: WebPage) -> None:
