@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError
+from nutch2.errors import ConfigError, NutchError
+from nutch2.journal import GENERATED, GENERATING, Journal
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Job, TaskContext
+from nutch2.runner import Counters, Job, LocalRunner, TaskContext, log
 from nutch2.schedule import fetch_schedule
 from nutch2.scoring import OpicScoring
+from nutch2.stores.base import DataStore
 from nutch2.tableutil import unreverse_url
 from nutch2.urls import UrlChecker, domain_of_host, host_of
 from nutch2.webpage import WebPage
@@ -118,6 +120,49 @@ class GeneratorJob(Job):
             ctx.write(page)
             ctx.incr("generated")
         self._selected = []
+
+
+class ReleaseJob(Job):
+    """Take the generate mark of an interrupted batch (generate killed before the batch was complete) off its
+    rows, so that they can be generated again."""
+
+    name = "generate"
+    fields = ("markers",)
+
+    def __init__(self, conf: Configuration, batch_id: str) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+
+    def mark_filter(self) -> tuple[str, str | None]:
+        return (Mark.GENERATE.value, self.batch_id)
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        Mark.GENERATE.remove(page)
+        ctx.write(page)
+        ctx.incr("released")
+        return iter(())
+
+
+def run_generate(job: GeneratorJob, store: DataStore, runner: LocalRunner) -> Counters:
+    """Generate one batch, recorded in the journal: "generating" before the first mark is written, "generated"
+    once every mark is durable. Batches of a generate that was killed in between are released first."""
+    journal = Journal(store)
+    journal.check_no_interrupted_update()
+    if journal.batch(job.batch_id) is not None:
+        raise NutchError(f"generate: batch id {job.batch_id} is already used in this crawl; give a new one")
+    for rec in journal.batches():
+        if rec.state == GENERATING:
+            released = runner.run(ReleaseJob(job.conf, rec.batch_id), store).get("released")
+            journal.forget(rec.batch_id)
+            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its {released} rows "
+                "can be generated again")
+    journal.record(job.batch_id, GENERATING)
+    counters = runner.run(job, store)
+    if counters.get("generated"):
+        journal.record(job.batch_id, GENERATED, counters.get("generated"))
+    else:
+        journal.forget(job.batch_id)
+    return counters
 
 
 def _stable_hash(text: str) -> int:

@@ -21,6 +21,8 @@ from nutch2.tableutil import reverse_url
 from nutch2.urls import UrlChecker
 from nutch2.webpage import WebPage
 
+MAX_INTERVAL = 2**31 - 1  # Nutch's fetchInterval is an int of seconds
+
 
 @dataclass
 class SeedLine:
@@ -137,6 +139,8 @@ class InjectorJob(Job):
                 raise BadSeed("nutch.fetchInterval is not an integer (seconds)") from None
             if interval <= 0:
                 raise BadSeed("nutch.fetchInterval must be a positive number of seconds")
+            if interval > MAX_INTERVAL:
+                raise BadSeed(f"nutch.fetchInterval must be at most {MAX_INTERVAL} seconds (a 32-bit int, as Nutch)")
         return score, interval
 
     def _inject(self, ctx: TaskContext, key: str, url: str, meta: dict[str, str],

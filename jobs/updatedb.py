@@ -3,6 +3,16 @@
 Map: each row of the batch, plus one link datum per outlink (OPIC cash share, anchor, distance).
 Reduce per URL: schedule the fetched row (default/adaptive, retries, GONE), create rows for new links,
 merge inlinks (Nutch 2 replaced them), update score and distance, clear the batch's marks only.
+
+Crash safety: a batch row is the input of the job until the job is done, so it must not change before every
+row it gives links to is durable. The job therefore runs in two steps under one run id (the journal keeps it,
+so a rerun uses the same one):
+1. DbUpdaterJob: link targets outside the batch are written at once, carrying `updrun` = the run id; the new
+   state of each batch row is only staged: kept in its own metadata (STAGE_KEY), the row otherwise untouched.
+   A rerun skips targets and batch rows already written by this run, and recomputes the rest from unchanged
+   inputs: the same values.
+2. UpdateCommitJob, once step 1 has finished: each batch row takes its staged state in one row write, which
+   also drops its generate mark (so the row leaves the batch) and the staged copy. A rerun commits the rest.
 """
 
 from __future__ import annotations
@@ -13,19 +23,31 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nutch2 import failpoints
 from nutch2.config import Configuration
+from nutch2.errors import NutchError
+from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, get_distance, set_distance
-from nutch2.runner import Job, TaskContext
+from nutch2.runner import Counters, Job, LocalRunner, TaskContext
 from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
 from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
-from nutch2.stores.base import MarkFilter
+from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.stores.codec import values_from_json, values_to_json
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.urls import host_of
 from nutch2.webpage import ALL_FIELDS, WebPage
 
 UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))
 TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
+UPDATE_RUN = "updrun"  # marker: the updatedb run that last wrote this row's links (not an indexed mark)
+STAGE_KEY = "_updstg_"  # metadata: "<run id>\n<JSON of the row's new values>" until the commit step
+
+
+def staged_run(metadata: dict[str, bytes]) -> str | None:
+    """The run id of the state staged in a row's metadata, if any."""
+    raw = metadata.get(STAGE_KEY)
+    return raw.split(b"\n", 1)[0].decode("ascii", "replace") if raw else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +60,23 @@ class LinkDatum:
     dist: int
 
 
+@dataclass(slots=True)
+class BatchRow:
+    """A row of the batch as the reducer needs it: after the map took its cash, and its metadata as read."""
+
+    page: WebPage
+    base_metadata: dict[str, bytes]
+
+
 class DbUpdaterJob(Job):
     name = "updatedb"
     fields = UPDATE_FIELDS
     has_reduce = True
 
-    def __init__(self, conf: Configuration, batch_id: str) -> None:
+    def __init__(self, conf: Configuration, batch_id: str, run: str) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
+        self.run = run
         self.schedule = fetch_schedule(conf)
         self.scoring = OpicScoring(conf)
         self.retry_max = conf.get_int("db.fetch.retry.max")
@@ -63,8 +94,9 @@ class DbUpdaterJob(Job):
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         """The row itself, then one LinkDatum per outlink (emitted pairs may be serialised at once: the row is
         emitted only after distribute() has taken its cash)."""
+        base = dict(page.metadata)
         if Mark.FETCH.check(page) is None or not page.outlinks:
-            yield page.key, page
+            yield page.key, BatchRow(page, base)
             return
         url = unreverse_url(page.key)
         host = host_of(url)
@@ -76,26 +108,46 @@ class DbUpdaterJob(Job):
                 ctx.incr("bad_outlinks")
         shares = self.scoring.distribute(page, [host_of(t) == host for _, t, _ in targets])
         dist = (get_distance(page) or 0) + 1
-        yield page.key, page
+        yield page.key, BatchRow(page, base)
         for (key, _target, anchor), cash in zip(targets, shares, strict=True):
             if key != page.key:
                 yield key, LinkDatum(url, anchor, cash, dist)
 
     # ---------------------------------------------------------------- reduce
     def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
-        page = next((v for v in values if isinstance(v, WebPage)), None)
+        row = next((v for v in values if isinstance(v, BatchRow)), None)
         links = [v for v in values if isinstance(v, LinkDatum)]
-        if page is not None:
+        if row is not None:
+            if staged_run(row.base_metadata) == self.run:
+                ctx.incr("already_staged")
+                return
+            page = row.page
             self._update_batch_row(page, ctx)
-        else:
-            page = ctx.store.get(key, TARGET_FIELDS)
-            if page is None:
-                if not self.additions:
-                    return
-                page = self._new_row(key, ctx)
-        if links:
-            self._apply_links(page, links)
+            if links:
+                self._apply_links(page, links)
+            self._stage(page, row.base_metadata, ctx)
+            return
+        page = ctx.store.get(key, TARGET_FIELDS)
+        if page is None:
+            if not self.additions:
+                return
+            page = self._new_row(key, ctx)
+        elif page.markers.get(UPDATE_RUN) == self.run:
+            ctx.incr("already_linked")
+            return
+        self._apply_links(page, links)
+        page.markers[UPDATE_RUN] = self.run
         ctx.write(page)
+
+    def _stage(self, page: WebPage, base_metadata: dict[str, bytes], ctx: TaskContext) -> None:
+        """Keep the row's new values in its metadata until the commit step; change nothing else yet."""
+        page.markers[UPDATE_RUN] = self.run
+        page.metadata.pop(STAGE_KEY, None)
+        page.mark_dirty("metadata")  # the commit rewrites metadata (dropping the staged copy) and markers
+        staged = WebPage(page.key)
+        staged.metadata = {**base_metadata,
+                           STAGE_KEY: f"{self.run}\n{values_to_json(page.dirty_values())}".encode()}
+        ctx.write(staged)
 
     def _new_row(self, key: str, ctx: TaskContext) -> WebPage:
         page = WebPage(key)
@@ -166,3 +218,51 @@ class DbUpdaterJob(Job):
                                              page.modified_time, STATUS_UNKNOWN)
 
 
+
+
+class UpdateCommitJob(Job):
+    """Step 2 of updatedb: every batch row takes the state staged for it (see the module docstring)."""
+
+    name = "updatedb"
+    fields = ("metadata",)
+
+    def __init__(self, conf: Configuration, batch_id: str, run: str) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.run = run
+
+    def mark_filter(self) -> MarkFilter | None:
+        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if staged_run(page.metadata) != self.run:
+            raise NutchError(f"updatedb: row {page.key} of batch {self.batch_id} has no state staged by run "
+                             f"{self.run}; run `nutch2 updatedb {self.batch_id}` again")
+        values = values_from_json(page.metadata[STAGE_KEY].split(b"\n", 1)[1])
+        ctx.write(WebPage(page.key, **values))
+        ctx.incr("committed")
+        failpoints.reach("updatedb.commit")
+        return iter(())
+
+
+def update(conf: Configuration, store: DataStore, batch: str, num_tasks: int | None) -> Counters:
+    """updatedb's two steps under one run id (jobs/updatedb.py says why), recorded in the journal."""
+    counters = Counters("updatedb")
+    journal = Journal(store)
+    journal.check_no_interrupted_update(batch)
+    if not has_rows(store, Mark.GENERATE, batch, "updatedb", "generate", counters):
+        rec = journal.batch(batch)
+        if rec is not None and rec.state == UPDATING:  # killed after its last row was committed
+            journal.record(batch, UPDATED, rec.rows)
+        return counters
+    batches = store.mark_values(Mark.GENERATE.value) if batch == ALL_BATCHES else {batch}
+    run = journal.start_update(batch)
+    runner = LocalRunner(conf, num_tasks)
+    runner.run(DbUpdaterJob(conf, batch, run), store, counters)
+    runner.run(UpdateCommitJob(conf, batch, run), store, counters)
+    for b in batches - {ALL_BATCHES}:
+        rec = journal.batch(b)
+        journal.record(b, UPDATED, rec.rows if rec else 0)
+    if batch == ALL_BATCHES:
+        journal.forget(ALL_BATCHES)
+    return counters

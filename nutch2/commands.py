@@ -9,9 +9,10 @@ from pathlib import Path
 from nutch2.cli import command
 from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
-from nutch2.marks import ALL_BATCHES, Mark
-from nutch2.runner import LocalRunner, log
-from nutch2.stores import crawl_lock, open_store
+from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
+from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
+from nutch2.runner import Counters, LocalRunner, log
+from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
 from nutch2.urls import UrlChecker
 
@@ -76,6 +77,8 @@ def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
         runner = LocalRunner(conf, _num_tasks(args))
         if args.dump:
             out = Path(args.dump)
+            if out.exists() and not out.is_dir():
+                raise NutchError(f"-dump {out}: it is a file; give a new folder")
             if out.exists() and any(out.iterdir()):
                 raise NutchError(f"-dump {out}: the folder exists and is not empty; give a new folder")
             job = DumpJob(conf, out, args.regex, args.status, args.text, args.content)
@@ -129,6 +132,9 @@ def _batch(args: argparse.Namespace, job: str) -> str:
     if len(chosen) != 1:
         what = "<batchId>, -all or -reparse" if hasattr(args, "reparse") else "<batchId> or -all"
         raise UsageError(f"nutch2 {job}: error: give exactly one of {what} (see nutch2 {job} --help)")
+    if args.batch is not None and not valid_batch_id(args.batch):
+        raise UsageError(f"nutch2 {job}: error: {args.batch!r} is not a batch id; give the id printed by "
+                         "`nutch2 generate` (letters, digits, '_', '-', '.')")
     return ALL_BATCHES if args.batch is None else args.batch
 
 
@@ -146,14 +152,17 @@ def generate(conf: Configuration, crawl_id: str | None, top_n: int | None, batch
              filter: bool = True, normalize: bool = True, add_days: int = 0,
              num_tasks: int | None = None) -> str | None:
     """Run the generator; the batch id, or None when nothing was generated."""
-    from nutch2.jobs.generate import GeneratorJob
+    from nutch2.jobs.generate import GeneratorJob, run_generate
 
+    if batch_id is not None and (batch_id == ALL_BATCHES or not valid_batch_id(batch_id)):
+        raise UsageError(f"nutch2 generate: error: -batchId {batch_id!r} is not valid; use letters, digits, '_', "
+                         "'-' or '.' (max 64)")
     job = GeneratorJob(conf, batch_id, top_n, filter if filter is False else None,
                        normalize if normalize is False else None, add_days)
     lock = crawl_lock(conf, crawl_id, "generate")
     try:
         with open_store(conf, crawl_id, create=False) as store:
-            counters = LocalRunner(conf, num_tasks).run(job, store)
+            counters = run_generate(job, store, LocalRunner(conf, num_tasks))
     finally:
         lock.release()
     log(counters.summary())
@@ -182,9 +191,11 @@ def fetch_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     batch = _batch(args, "fetch")
     job = FetcherJob(conf, batch, args.threads, args.resume)
-    with open_store(conf, args.crawl_id, create=False) as store:
-        _check_batch(store, Mark.GENERATE, batch, "fetch", "generate")
-        counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+    with BatchLock(conf, args.crawl_id, batch, "fetch"), open_store(conf, args.crawl_id, create=False) as store:
+        counters = Counters("fetch")
+        if has_rows(store, Mark.GENERATE, batch, "fetch", "generate", counters):
+            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+            Journal(store).advance(batch, PARSED if conf.get_bool("fetcher.parse") else FETCHED)
     log(counters.summary())
     return 0
 
@@ -205,9 +216,12 @@ def parse_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     batch = _batch(args, "parse")
     job = ParserJob(conf, batch, args.resume, args.force, args.reparse)
-    with open_store(conf, args.crawl_id, create=False) as store:
-        _check_batch(store, Mark.FETCH, batch, "parse", "fetch")
-        counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+    with BatchLock(conf, args.crawl_id, batch, "parse"), open_store(conf, args.crawl_id, create=False) as store:
+        counters = Counters("parse")
+        if has_rows(store, Mark.FETCH, batch, "parse", "fetch", counters):
+            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+        if not args.reparse:
+            Journal(store).advance(batch, PARSED)
     log(counters.summary())
     return 0
 
@@ -224,15 +238,14 @@ parse_cmd.arguments = _parse_args
 
 @command("updatedb", "update the table with a batch's fetch and parse results")
 def updatedb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
-    from nutch2.jobs.updatedb import DbUpdaterJob
+    from nutch2.jobs.updatedb import update
 
     batch = _batch(args, "updatedb")
-    job = DbUpdaterJob(conf, batch)
     lock = crawl_lock(conf, args.crawl_id, "updatedb")
     try:
-        with open_store(conf, args.crawl_id, create=False) as store:
-            _check_batch(store, Mark.GENERATE, batch, "updatedb", "generate")
-            counters = LocalRunner(conf, _num_tasks(args)).run(job, store)
+        with BatchLock(conf, args.crawl_id, batch, "updatedb"), \
+                open_store(conf, args.crawl_id, create=False) as store:
+            counters = update(conf, store, batch, _num_tasks(args))
     finally:
         lock.release()
     log(counters.summary())
@@ -247,17 +260,11 @@ def _updatedb_args(p: argparse.ArgumentParser) -> None:
 updatedb_cmd.arguments = _updatedb_args
 
 
-def _check_batch(store, mark: Mark, batch: str, job: str, producer: str) -> None:
-    """An unknown batch id is a user error: say so instead of silently doing nothing."""
-    if batch == ALL_BATCHES:
-        return
-    if store.count(mark=(mark.value, batch)) == 0:
-        raise NutchError(f"{job}: no rows carry batch id {batch!r} from {producer}; check the id printed by "
-                         f"`nutch2 {producer}` (or use -all)")
-
-
 @command("crawl", "inject, then generate → fetch → parse → updatedb for N rounds")
 def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    """The crawl script. Killed and run again, it first finishes what was under way — every batch that still
+    carries generate marks gets fetch -resume, parse -resume and updatedb (and index) — then does the rounds
+    the interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would."""
     if args.rounds < 1:
         raise UsageError("nutch2 crawl: error: -rounds must be at least 1 (see nutch2 crawl --help)")
     seeds = Path(args.seeds)
@@ -267,29 +274,23 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
         return rc
     stop_file = Path(conf.get_str("storage.data.dir")) / "STOP"
     top_n = args.topN or conf.get_int("crawl.topN")
-    for r in range(1, args.rounds + 1):
+    first = _finish_interrupted(conf, args)
+    for r in range(first, args.rounds + 1):
         if stop_file.exists():
             log(f"crawl: {stop_file} exists, stopping before round {r}")
             break
         log(f"crawl: round {r} of {args.rounds}")
+        _record_crawl(conf, args.crawl_id, {"round": r, "rounds": args.rounds})
         batch = generate(conf, args.crawl_id, top_n, num_tasks=_num_tasks(args))
         if batch is None:
             log("crawl: nothing left to fetch, stopping")
             break
-        batch_args = argparse.Namespace(batch=batch, all=False, reparse=False, crawl_id=args.crawl_id,
-                                        threads=args.threads, resume=False, force=False,
-                                        num_tasks=_num_tasks(args))
-        for step in (fetch_cmd, parse_cmd, updatedb_cmd):
-            if conf.get_bool("fetcher.parse") and step is parse_cmd:
-                continue
-            rc = step(batch_args, conf)
-            if rc != 0:
-                return rc
-        if args.solr:
-            index(conf, args.crawl_id, batch, args.solr, num_tasks=_num_tasks(args))
+        _record_crawl(conf, args.crawl_id, {"round": r, "rounds": args.rounds, "batch": batch})
+        _run_batch(conf, args, batch, resume=False)
     if args.solr:
         clean(conf, args.crawl_id, args.solr)
         log(f"dedup: deleted {run_dedup(conf, args.solr)} duplicate documents")
+    _record_crawl(conf, args.crawl_id, None)
     from nutch2.jobs.readdb import StatsJob
 
     with open_store(conf, args.crawl_id, create=False) as store:
@@ -298,6 +299,49 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
     print(f"crawl: {args.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
     return 0
+
+
+def _record_crawl(conf: Configuration, crawl_id: str | None, value: dict | None) -> None:
+    with open_store(conf, crawl_id, create=False) as store:
+        Journal(store).record_crawl(value)
+
+
+def _finish_interrupted(conf: Configuration, args: argparse.Namespace) -> int:
+    """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with."""
+    with open_store(conf, args.crawl_id, create=False) as store:
+        journal = Journal(store)
+        state = journal.crawl()
+        order = {rec.batch_id: i for i, rec in enumerate(journal.batches())}
+        pending = sorted(store.mark_values(Mark.GENERATE.value) | {
+            r.batch_id for r in journal.batches() if r.state == UPDATING and r.batch_id != ALL_BATCHES},
+            key=lambda b: (order.get(b, -1), b))
+        unfinished = [b for b in pending if (rec := journal.batch(b)) is None or rec.state != GENERATING]
+    if state is not None:
+        log(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; finishing it")
+    for batch in unfinished:
+        log(f"crawl: finishing batch {batch}")
+        _run_batch(conf, args, batch, resume=True)
+    if state is None:
+        return 1
+    return state["round"] + 1 if "batch" in state else state["round"]
+
+
+def _run_batch(conf: Configuration, args: argparse.Namespace, batch: str, resume: bool) -> None:
+    """The steps of one batch that did not run to their end yet — fetch, parse, updatedb — then index; a failing
+    step ends the crawl with its error."""
+    batch_args = argparse.Namespace(batch=batch, all=False, reparse=False, crawl_id=args.crawl_id,
+                                    threads=args.threads, resume=resume, force=False, num_tasks=_num_tasks(args))
+    with open_store(conf, args.crawl_id, create=False) as store:
+        rec = Journal(store).batch(batch)
+    done = ORDER.index(rec.state) if rec is not None else ORDER.index(GENERATED)
+    for step, state in ((fetch_cmd, FETCHED), (parse_cmd, PARSED), (updatedb_cmd, UPDATED)):
+        if done >= ORDER.index(state) or (step is parse_cmd and conf.get_bool("fetcher.parse") and not resume):
+            continue
+        rc = step(batch_args, conf)
+        if rc != 0:
+            raise NutchError(f"crawl: {step.__name__.removesuffix('_cmd')} of batch {batch} failed (exit {rc})")
+    if args.solr:
+        index(conf, args.crawl_id, batch, args.solr, num_tasks=_num_tasks(args))
 
 
 def _crawl_args(p: argparse.ArgumentParser) -> None:
@@ -326,11 +370,10 @@ def index(conf: Configuration, crawl_id: str | None, batch: str, solr_url: str |
     from nutch2.jobs.index import IndexingJob
 
     solr = _solr(conf, solr_url)
-    with open_store(conf, crawl_id, create=False) as store:
-        if not reindex:
-            _check_batch(store, Mark.UPDATEDB, batch, "index", "updatedb")
-        job = IndexingJob(conf, batch, solr, reindex)
-        counters = LocalRunner(conf, num_tasks).run(job, store)
+    with BatchLock(conf, crawl_id, batch, "index"), open_store(conf, crawl_id, create=False) as store:
+        counters = Counters("index")
+        if reindex or has_rows(store, Mark.UPDATEDB, batch, "index", "updatedb", counters):
+            LocalRunner(conf, num_tasks).run(IndexingJob(conf, batch, solr, reindex), store, counters)
     log(counters.summary())
     return counters.get("indexed")
 
@@ -421,3 +464,24 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 
 search_cmd.arguments = _search_args
+
+
+@command("server", "serve search, cached pages, page info, a crawl dashboard and a JSON API over HTTP")
+def server_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.searcher.server import serve
+
+    # jobs started over the API run `nutch2 <job>` with the server's own configuration
+    conf_argv = ["--conf", str(conf.conf_dir.resolve())]
+    for define in [*args.global_defines, *args.defines]:
+        conf_argv += ["-D", define]
+    return serve(conf, args.crawl_id, args.solr, args.host, args.port, args.jobs, conf_argv)
+
+
+def _server_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-solr", metavar="URL", help="Solr core URL (solr.server.url)")
+    p.add_argument("-host", default="127.0.0.1", metavar="ADDR", help="address to listen on (127.0.0.1)")
+    p.add_argument("-port", type=int, default=8081, metavar="N", help="port to listen on (8081; 0: any free port)")
+    p.add_argument("-jobs", action="store_true", help="also serve Nutch 2's job API (POST /api/jobs)")
+
+
+server_cmd.arguments = _server_args

@@ -18,6 +18,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.shuffle import Shuffle
@@ -185,6 +186,7 @@ class LocalRunner:
         job.finish(TaskContext(job, self.conf, store, counters, 0))
         store.flush()
         release_memory()
+        failpoints.reach("runner.job")
         return counters
 
     @staticmethod

@@ -10,6 +10,7 @@ sorted stream, the merge of its partition's runs. A job's memory is thus bounded
 from __future__ import annotations
 
 import heapq
+import os
 import pickle
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from nutch2.errors import NutchError
 Pair = tuple[Any, Any]
 SortKey = Callable[[Pair], Any]
 
+_PREFIX = "nutch2-shuffle-"  # spill folders are named <prefix><pid>-<random>
 _CHUNK = 1024  # pairs per pickle in a run file: class references are written once per chunk
 _SAMPLE_FIRST = 16  # records measured exactly before sampling starts
 _SAMPLE_EVERY = 64  # then one record in this many
@@ -75,7 +77,8 @@ class Shuffle:
                     parent = self.local_dir
                     if parent:
                         Path(parent).mkdir(parents=True, exist_ok=True)
-                    self._dir = Path(tempfile.mkdtemp(prefix="nutch2-shuffle-", dir=parent))
+                    _remove_stale_spills(Path(parent or tempfile.gettempdir()))
+                    self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
                 self._seq += 1
                 path = self._dir / f"spill-{partition}-{self._seq}.pkl"
             with open(path, "wb") as f:
@@ -126,6 +129,28 @@ class MapOutput:
                 buf.sort(key=self._shuffle.sort_key)
                 take(p, buf)
         self._buf = [[] for _ in range(self._shuffle.partitions)]
+
+
+def _remove_stale_spills(parent: Path) -> None:
+    """Delete spill folders left by jobs that were killed (their process is gone)."""
+    try:
+        candidates = list(parent.glob(f"{_PREFIX}*-*"))
+    except OSError:
+        return
+    for folder in candidates:
+        pid = folder.name[len(_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _read_run(path: Path) -> Iterator[Pair]:

@@ -14,6 +14,14 @@ class SolrUnavailable(NutchError):
     """Solr is down, unreachable, or rejected a request."""
 
 
+class SolrQueryError(SolrUnavailable):
+    """Solr is up but rejected the request as malformed (HTTP 400), e.g. a query it cannot parse."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # Solr's own words, e.g. "Cannot parse 'title:(': ..."
+
+
 def solr_url(conf: Configuration, cli_url: str | None) -> str:
     url = (cli_url or conf.get_str("solr.server.url")).strip().rstrip("/")
     if not url:
@@ -41,10 +49,20 @@ class SolrClient:
         if "refused" in low or "errno 111" in low or "failed to establish" in low:
             cause = "connection refused"
             hint = "start it (docker/services.sh start solr) or fix -solr / solr.server.url"
+        elif any(w in low for w in ("failed to connect", "connection aborted", "remote end closed",
+                                    "connection reset")):
+            cause = "the connection failed"
+            hint = "check that Solr is up (docker/services.sh start solr) and -solr / solr.server.url"
         elif "timed out" in low or "timeout" in low:
             cause, hint = "timed out", "check that Solr is up and not overloaded (solr.timeout)"
         elif "http 404" in low:
             cause, hint = "HTTP 404, no such core", "check the core name in -solr / solr.server.url"
+        elif "http 400" in low:
+            reason = re.sub(r"^.*?\[Reason:\s*", "", raw).rstrip("]")
+            reason = re.sub(r"^(?:org\.apache\.solr\.[\w.]+|[\w.]+Exception):\s*", "", reason)
+            reason = reason.split(" Was expecting")[0]
+            reason = reason[:300]
+            return SolrQueryError(f"Solr at {self.url} rejected the request to {action}: {reason}", reason)
         else:
             cause = re.sub(r"<[^>]+>", " ", raw)
             cause = " ".join(cause.split())[:240]

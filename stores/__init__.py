@@ -9,6 +9,7 @@ import fasteners
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreLockedError
+from nutch2.marks import ALL_BATCHES
 from nutch2.stores.base import DataStore
 
 BACKENDS = ("memory", "sqlite", "hbase", "cassandra")
@@ -19,7 +20,7 @@ _ALIASES = {
     "org.apache.gora.hbase.store.HBaseStore": "hbase",
     "org.apache.gora.cassandra.store.CassandraStore": "cassandra",
 }
-_CRAWL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_CRAWL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: no path, no newline
 
 
 def backend_name(conf: Configuration) -> str:
@@ -34,7 +35,7 @@ def backend_name(conf: Configuration) -> str:
 
 def crawl_id_of(conf: Configuration, crawl_id: str | None) -> str:
     cid = crawl_id if crawl_id is not None else conf.get_str("storage.crawl.id")
-    if cid and not _CRAWL_ID.match(cid):
+    if cid and not _CRAWL_ID.fullmatch(cid):
         raise ConfigError(f"crawl id {cid!r} is not valid; use letters, digits, '_', '-' or '.' (max 64)")
     return cid
 
@@ -43,6 +44,9 @@ def table_name(conf: Configuration, crawl_id: str | None) -> str:
     """`<crawlId>_webpage`, or `webpage` without a crawl id (Nutch's naming)."""
     cid = crawl_id_of(conf, crawl_id)
     base = conf.get_str("storage.schema.webpage") or "webpage"
+    if not _CRAWL_ID.fullmatch(base):
+        raise ConfigError(f"storage.schema.webpage={base!r} is not a valid table name; use letters, digits, "
+                          "'_', '-' or '.' (max 64)")
     return f"{cid}_{base}" if cid else base
 
 
@@ -58,7 +62,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
     elif name == "sqlite":
         from nutch2.stores.sqlite import SqliteStore
 
-        path = Path(conf.get_str("storage.data.dir")) / f"{table}.sqlite"
+        path = (data_dir(conf) if create else Path(conf.get_str("storage.data.dir"))) / f"{table}.sqlite"
         if not create and not path.exists():
             from nutch2.errors import StoreError
 
@@ -113,12 +117,24 @@ def _hbase(conf: Configuration, table: str) -> DataStore:
     )
 
 
+def data_dir(conf: Configuration) -> Path:
+    """storage.data.dir, created if missing; a one-line error when it cannot be a folder."""
+    backend_name(conf)  # a bad store name is reported before any file is created
+    path = Path(conf.get_str("storage.data.dir"))
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"storage.data.dir={str(path)!r} is a file, not a folder; point it at a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"storage.data.dir={str(path)!r} cannot be created ({e.strerror}); point it at a "
+                          "writable folder") from None
+    return path
+
+
 def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:
     """Take the crawl's inter-process lock for a job that rewrites the table; fail at once if it is held."""
-    backend_name(conf)  # a bad store name is reported before any file is created
-    data_dir = Path(conf.get_str("storage.data.dir"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / f"{table_name(conf, crawl_id)}.lock"
+    table = table_name(conf, crawl_id)  # a bad crawl id is reported before any file is created
+    path = data_dir(conf) / f"{table}.lock"
     lock = fasteners.InterProcessLock(str(path))
     if not lock.acquire(blocking=False):
         raise StoreLockedError(
@@ -128,4 +144,43 @@ def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners
     return lock
 
 
-__all__ = ["DataStore", "open_store", "crawl_lock", "table_name", "backend_name", "BACKENDS"]
+class BatchLock:
+    """One job at a time per batch: `-all` holds the crawl's batches lock for writing (excluding every
+    batch), a batch id holds it for reading plus the batch's own lock. Released by release() or on exit."""
+
+    def __init__(self, conf: Configuration, crawl_id: str | None, batch: str, job: str) -> None:
+        table = table_name(conf, crawl_id)
+        base = data_dir(conf) / table
+        self._all = fasteners.InterProcessReaderWriterLock(f"{base}.batches.lock")
+        self._one: fasteners.InterProcessLock | None = None
+        busy = f"{job}: another fetch, parse, updatedb or index of {{}} is running and holds {{}}; wait for it"
+        if batch == ALL_BATCHES:
+            if not self._all.acquire_write_lock(blocking=False):
+                raise StoreLockedError(busy.format("a batch of this crawl", f"{base}.batches.lock"))
+            self._release = self._all.release_write_lock
+            return
+        if not self._all.acquire_read_lock(blocking=False):
+            raise StoreLockedError(busy.format("every batch (-all)", f"{base}.batches.lock"))
+        path = f"{base}.batch-{batch}.lock"
+        self._one = fasteners.InterProcessLock(path)
+        if not self._one.acquire(blocking=False):
+            self._all.release_read_lock()
+            raise StoreLockedError(busy.format(f"batch {batch}", path))
+        self._release = self._release_one
+
+    def _release_one(self) -> None:
+        assert self._one is not None
+        self._one.release()
+        self._all.release_read_lock()
+
+    def release(self) -> None:
+        self._release()
+
+    def __enter__(self) -> BatchLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+__all__ = ["DataStore", "open_store", "crawl_lock", "BatchLock", "table_name", "backend_name", "BACKENDS"]

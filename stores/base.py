@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from nutch2 import failpoints
 from nutch2.errors import StoreError
 from nutch2.webpage import WebPage
 
@@ -77,6 +78,26 @@ class DataStore(ABC):
         """Rows in the table (or carrying a mark). Backends may override with something cheaper."""
         return sum(1 for _ in self.scan(fields=("status",), mark=mark))
 
+    def mark_values(self, name: str) -> set[str]:
+        """The values mark `name` has in the table now (e.g. the batch ids still carrying a generate mark)."""
+        return {v for p in self.scan(fields=("markers",), mark=(name, None)) if (v := p.markers.get(name))}
+
+    # ---------------------------------------------------------------- crawl state
+    # A few small named values kept beside the table (the batch journal, nutch2/journal.py). Written at once,
+    # not buffered, so that a job can record a step as done only after the rows it wrote are durable.
+
+    @abstractmethod
+    def get_state(self, name: str) -> str | None:
+        """The value stored under `name`, or None."""
+
+    @abstractmethod
+    def put_state(self, name: str, value: str | None) -> None:
+        """Write buffered rows, then store `value` under `name` durably (None deletes it)."""
+
+    @abstractmethod
+    def states(self) -> dict[str, str]:
+        """Every stored name and value."""
+
     def close(self) -> None:
         """Flush and release connections."""
         self.flush()
@@ -134,6 +155,7 @@ class BufferedStore(DataStore):
                 pending, self._pending = self._pending, {}
             try:
                 self.write_batch(pending)
+                failpoints.reach("store.flush")
             except Exception:
                 with self._lock:  # keep the batch for the next flush, under what was put since
                     for key, values in pending.items():

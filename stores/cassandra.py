@@ -105,6 +105,7 @@ class CassandraStore(BufferedStore):
         self._prepared: dict[Any, Any] = {}
         self._prefixes: set[str] = set()  # prefixes and mark values this process already recorded
         self._markvalues: set[tuple[str, str]] = set()
+        self._state_ready = False
 
     # -------------------------------------------------------------- plumbing
     def _run(self, cql: str, params: Iterable[Any] = (), write: bool = False) -> Any:
@@ -155,10 +156,17 @@ class CassandraStore(BufferedStore):
                   "(name text, value text, PRIMARY KEY ((name), value))")
         self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_prefixes" '
                   "(bucket int, prefix text, PRIMARY KEY ((bucket), prefix))")
+        self._create_state()
+
+    def _create_state(self) -> None:
+        self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_state" '
+                  "(name text PRIMARY KEY, value text)")
+        self._state_ready = True
 
     def drop_schema(self) -> None:
         self.discard_pending()
-        for suffix in ("", "_marks", "_markvalues", "_prefixes"):
+        self._state_ready = False
+        for suffix in ("", "_marks", "_markvalues", "_prefixes", "_state"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
         self._markvalues.clear()
@@ -287,6 +295,41 @@ class CassandraStore(BufferedStore):
             self.flush()
             return self._run(f"SELECT count(*) FROM {self.q}").one()[0]
         return sum(1 for _ in self.scan(fields=("status",), mark=mark))
+
+    def mark_values(self, name: str) -> set[str]:
+        """Values recorded for the mark that at least one row still carries (stale entries are dropped)."""
+        self.flush()
+        values = [r[0] for r in self._run(
+            f'SELECT value FROM "{self.keyspace}"."{self.table}_markvalues" WHERE name = ?', (name,))]
+        return {v for v in values if next(self._mark_scan(("markers",), (name, v), None, None, None), None)}
+
+    # -------------------------------------------------------------- crawl state
+    def get_state(self, name: str) -> str | None:
+        try:
+            row = self._run(f'SELECT value FROM "{self.keyspace}"."{self.table}_state" WHERE name = ?', (name,)).one()
+        except StoreError as e:
+            if "unconfigured table" in str(e).lower():  # a table made before the state table existed
+                return None
+            raise
+        return None if row is None else row[0]
+
+    def put_state(self, name: str, value: str | None) -> None:
+        self.flush()
+        if not self._state_ready:
+            self._create_state()
+        q = f'"{self.keyspace}"."{self.table}_state"'
+        if value is None:
+            self._run(f"DELETE FROM {q} WHERE name = ?", (name,), write=True)
+        else:
+            self._run(f"INSERT INTO {q} (name, value) VALUES (?, ?)", (name, value), write=True)
+
+    def states(self) -> dict[str, str]:
+        try:
+            return {r[0]: r[1] for r in self._run(f'SELECT name, value FROM "{self.keyspace}"."{self.table}_state"')}
+        except StoreError as e:
+            if "unconfigured table" in str(e).lower():
+                return {}
+            raise
 
     # -------------------------------------------------------------- writes
     def encode(self, page: WebPage) -> dict[str, Any]:

@@ -76,3 +76,24 @@ def decode_field(name: str, value: Any) -> Any:
     if kind == "bytes" and value is not None:
         return bytes(value)
     return value
+
+
+def values_to_json(values: dict[str, Any]) -> str:
+    """Field values of a row as one JSON object (bytes base64), e.g. a row staged by updatedb."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        encoded = encode_field(name, value)
+        if isinstance(encoded, (bytes, bytearray)):
+            encoded = {"b64": base64.b64encode(encoded).decode("ascii")}
+        out[name] = encoded
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def values_from_json(text: str | bytes) -> dict[str, Any]:
+    """The inverse of values_to_json."""
+    out: dict[str, Any] = {}
+    for name, value in json.loads(text).items():
+        if isinstance(value, dict) and "b64" in value:
+            value = base64.b64decode(value["b64"])
+        out[name] = decode_field(name, value)
+    return out

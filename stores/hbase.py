@@ -113,6 +113,7 @@ class HBaseStore(BufferedStore):
                 "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start hbase"
             ) from None
         self.tname = table.encode()
+        self.sname = f"{table}_state".encode()  # the crawl state: row = name, column s:v = value
         self._last_ts = 0
 
     # -------------------------------------------------------------- plumbing
@@ -139,6 +140,8 @@ class HBaseStore(BufferedStore):
                 if self.tname not in conn.tables():
                     families = {f: {"max_versions": 1} for f in FAMILIES}
                     conn.create_table(self.tname, families)
+                if self.sname not in conn.tables():
+                    conn.create_table(self.sname, {"s": {"max_versions": 1}})
 
         self._with_retry("create table", create)
 
@@ -147,8 +150,10 @@ class HBaseStore(BufferedStore):
 
         def drop(_t: Any) -> None:
             with self.pool.connection() as conn:
-                if self.tname in conn.tables():
-                    conn.delete_table(self.tname, disable=True)
+                tables = conn.tables()
+                for name in (self.tname, self.sname):
+                    if name in tables:
+                        conn.delete_table(name, disable=True)
 
         self._with_retry("drop table", drop)
 
@@ -238,6 +243,44 @@ class HBaseStore(BufferedStore):
         self.flush()
         return self._with_retry("count", lambda t: sum(
             1 for _ in t.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", batch_size=5000)))
+
+    def mark_values(self, name: str) -> set[str]:
+        """A scan of the one column mk:<name>: region servers return only the rows that have it."""
+        self.flush()
+        col = f"mk:{name}".encode()
+
+        def values(t: Any) -> set[str]:
+            return {data[col].decode("utf-8") for _, data in t.scan(columns=[col], batch_size=1000) if col in data}
+
+        return self._with_retry("scan", values)
+
+    # -------------------------------------------------------------- crawl state
+    def _state_table(self, action: str, fn: Callable[[Any], Any], create: bool = False) -> Any:
+        def run(_t: Any) -> Any:
+            with self.pool.connection() as conn:
+                if self.sname not in conn.tables():  # a table made before the state table existed
+                    if not create:
+                        return None
+                    conn.create_table(self.sname, {"s": {"max_versions": 1}})
+                return fn(conn.table(self.sname))
+
+        return self._with_retry(action, run)
+
+    def get_state(self, name: str) -> str | None:
+        data = self._state_table("get state", lambda t: t.row(name.encode(), columns=[b"s:v"]))
+        return data[b"s:v"].decode("utf-8") if data else None
+
+    def put_state(self, name: str, value: str | None) -> None:
+        self.flush()
+        if value is None:
+            self._state_table("delete state", lambda t: t.delete(name.encode()), create=True)
+        else:
+            self._state_table("put state", lambda t: t.put(name.encode(), {b"s:v": value.encode("utf-8")}),
+                              create=True)
+
+    def states(self) -> dict[str, str]:
+        rows = self._state_table("scan state", lambda t: list(t.scan(columns=[b"s:v"])))
+        return {k.decode("utf-8"): v[b"s:v"].decode("utf-8") for k, v in rows or []}
 
     # -------------------------------------------------------------- writes
     def encode(self, page: WebPage) -> dict[str, Any]:

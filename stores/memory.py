@@ -21,6 +21,7 @@ class _Table:
         self.rows: dict[str, dict[str, Any]] = {}
         self.keys: list[str] = []
         self.marks: dict[str, dict[str, set[str]]] = {}  # mark name -> value -> keys
+        self.state: dict[str, str] = {}
         self.lock = threading.RLock()
 
 
@@ -121,6 +122,27 @@ class MemoryStore(DataStore):
 
     def count(self, mark: MarkFilter | None = None) -> int:
         return len(self._keys(None, None, mark))
+
+    def mark_values(self, name: str) -> set[str]:
+        t = self._table()
+        with t.lock:
+            return {v for v, keys in t.marks.get(name, {}).items() if keys}
+
+    def get_state(self, name: str) -> str | None:
+        return self._table().state.get(name)
+
+    def put_state(self, name: str, value: str | None) -> None:
+        t = self._table()
+        with t.lock:
+            if value is None:
+                t.state.pop(name, None)
+            else:
+                t.state[name] = value
+
+    def states(self) -> dict[str, str]:
+        t = self._table()
+        with t.lock:
+            return dict(t.state)
 
     def flush(self) -> None:
         pass

@@ -41,11 +41,13 @@ class SqliteStore(BufferedStore):
         self._writer: sqlite3.Connection | None = None  # used only under _flush_lock
         self._q = f'"{table}"'
         self._qm = f'"{table}_marks"'
+        self._qs = f'"{table}_state"'
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn()
         except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"cannot open sqlite store {self.path}: {e}; check storage.data.dir") from None
+            raise StoreError(f"cannot open sqlite store {self.path}: {e}; check storage.data.dir"
+                             if not isinstance(e, sqlite3.DatabaseError) else _describe(self.path, e)) from None
 
     # -------------------------------------------------------------- connections
     def _conn(self) -> sqlite3.Connection:
@@ -74,8 +76,8 @@ class SqliteStore(BufferedStore):
     def _exec(self, sql: str, params: tuple | list = ()) -> sqlite3.Cursor:
         try:
             return self._conn().execute(sql, params)
-        except sqlite3.OperationalError as e:
-            raise StoreError(f"sqlite store {self.path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            raise StoreError(_describe(self.path, e)) from None
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
@@ -88,11 +90,15 @@ class SqliteStore(BufferedStore):
             " PRIMARY KEY (name, value, key)) WITHOUT ROWID"
         )
         self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
+        self._create_state()
+
+    def _create_state(self) -> None:
+        self._exec(f"CREATE TABLE IF NOT EXISTS {self._qs} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def drop_schema(self) -> None:
         self.discard_pending()
-        self._exec(f"DROP TABLE IF EXISTS {self._q}")
-        self._exec(f"DROP TABLE IF EXISTS {self._qm}")
+        for q in (self._q, self._qm, self._qs):
+            self._exec(f"DROP TABLE IF EXISTS {q}")
 
     def schema_exists(self) -> bool:
         row = self._exec("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (self.table,)).fetchone()
@@ -140,8 +146,8 @@ class SqliteStore(BufferedStore):
                     break
                 for row in rows:
                     yield self._page(row[0], names, row[1:])
-        except sqlite3.OperationalError as e:
-            raise StoreError(f"sqlite store {self.path}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            raise StoreError(_describe(self.path, e)) from None
         finally:
             conn.close()
 
@@ -165,6 +171,42 @@ class SqliteStore(BufferedStore):
             return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ?", (name,)).fetchone()[0]
         return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ? AND value = ?",
                           (name, value)).fetchone()[0]
+
+    def mark_values(self, name: str) -> set[str]:
+        self.flush()
+        return {r[0] for r in self._exec(f"SELECT DISTINCT value FROM {self._qm} WHERE name = ?", (name,))}
+
+    # -------------------------------------------------------------- crawl state
+    def get_state(self, name: str) -> str | None:
+        try:
+            row = self._conn().execute(f"SELECT value FROM {self._qs} WHERE name = ?", (name,)).fetchone()
+        except sqlite3.DatabaseError as e:
+            if "no such table" in str(e):  # a table made before the state table existed
+                return None
+            raise StoreError(_describe(self.path, e)) from None
+        return None if row is None else row[0]
+
+    def put_state(self, name: str, value: str | None) -> None:
+        self.flush()  # what the state records must not be younger than the rows written before it
+        with self._flush_lock:
+            self._create_state()
+            conn = self._writer_conn()
+            try:
+                if value is None:
+                    conn.execute(f"DELETE FROM {self._qs} WHERE name = ?", (name,))
+                else:
+                    conn.execute(f"INSERT INTO {self._qs} (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE "
+                                 "SET value = excluded.value", (name, value))
+            except sqlite3.Error as e:
+                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+
+    def states(self) -> dict[str, str]:
+        try:
+            return dict(self._conn().execute(f"SELECT name, value FROM {self._qs}").fetchall())
+        except sqlite3.DatabaseError as e:
+            if "no such table" in str(e):
+                return {}
+            raise StoreError(_describe(self.path, e)) from None
 
     def splits(self, n: int) -> list[KeyRange]:
         total = self.count()
@@ -194,7 +236,7 @@ class SqliteStore(BufferedStore):
             for key, values in pending.items():
                 self._write_row(conn, key, dict(values))
             conn.execute("COMMIT")
-        except sqlite3.Error as e:
+        except Exception as e:  # any failure (a value sqlite cannot hold, a full disk) leaves no open transaction
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
@@ -230,6 +272,13 @@ class SqliteStore(BufferedStore):
             self._conns.clear()
         self._local = threading.local()
         self._writer = None
+
+
+def _describe(path: Path, e: sqlite3.DatabaseError) -> str:
+    if "not a database" in str(e) or "malformed" in str(e):
+        return (f"sqlite store {path} is damaged ({e}); restore it from a backup or move it away and inject "
+                "again")
+    return f"sqlite store {path}: {e}"
 
 
 __all__ = ["SqliteStore", "ALL_FIELDS"]

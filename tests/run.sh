@@ -6,6 +6,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python3 -m pip install -q -e '.[all]' || { echo "tests/run.sh: pip install failed" >&2; exit 1; }
 
+# the Searcher's browser tests drive Debian's chromium through its chromedriver (never a downloaded browser);
+# a CJK font makes their screenshots of Chinese pages readable
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-zenhei)
+if [ ${#need[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "tests/run.sh: installing ${need[*]}"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >/dev/null ||
+      { echo "tests/run.sh: apt-get install ${need[*]} failed" >&2; exit 1; }
+  else
+    echo "tests/run.sh: warning: ${need[*]} missing and apt-get not usable here; the browser tests cannot run" >&2
+  fi
+fi
+
 services=()
 for s in ${NUTCH2_SERVICES:-solr cassandra hbase}; do
   if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi

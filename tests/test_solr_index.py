@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -16,7 +18,8 @@ from tests.crawlutil import cli, conf_for, defines, rows
 from tests.proxy import Proxy
 from tests.testweb import TestWeb
 
-SOLR = "http://127.0.0.1:8983/solr/nutch"
+# the core the tests wipe; NUTCH2_SOLR_URL points them at another Solr (e.g. one started with SOLR_PORT=8984)
+SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
@@ -25,7 +28,7 @@ def solr_up() -> str:
     try:
         requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
     except requests.RequestException:
-        if __import__("os").environ.get("CI"):
+        if os.environ.get("CI"):
             pytest.fail(f"Solr not answering at {SOLR} in CI")
         pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
     return SOLR
@@ -112,10 +115,11 @@ def test_solr_down_mid_job_then_rerun(web: TestWeb, solr: str, tmp_path: Path,
     conf = conf_for(tmp_path, "sqlite")
     expected = {k for k, p in rows(conf, "sd").items() if indexable(p)}
     assert len(expected) > 6
-    proxy = Proxy(("127.0.0.1", 8983), allow=3)  # ping + two batches, then Solr is "gone"
+    solr_addr = urlsplit(SOLR)
+    proxy = Proxy((solr_addr.hostname, solr_addr.port), allow=3)  # ping + two batches, then Solr is "gone"
     try:
         proc = subprocess.run([sys.executable, "-m", "nutch2.cli", "index", "-all", "-crawlId", "sd",
-                               "-solr", f"http://127.0.0.1:{proxy.port}/solr/nutch", "-numTasks", "1", *d],
+                               "-solr", f"http://127.0.0.1:{proxy.port}{solr_addr.path}", "-numTasks", "1", *d],
                               capture_output=True, text=True, timeout=120)
     finally:
         proxy.close()
@@ -124,7 +128,7 @@ def test_solr_down_mid_job_then_rerun(web: TestWeb, solr: str, tmp_path: Path,
     assert len(err) == 1 and "Solr at" in err[0] and "Traceback" not in proc.stderr
     assert not any(Mark.INDEX.check(p) for p in rows(conf, "sd").values())
     # Solr rejecting documents: a core that does not exist
-    assert cli("index", "-all", "-crawlId", "sd", "-solr", "http://127.0.0.1:8983/solr/nosuchcore", *d) == 1
+    assert cli("index", "-all", "-crawlId", "sd", "-solr", SOLR.rsplit("/", 1)[0] + "/nosuchcore", *d) == 1
     assert not any(Mark.INDEX.check(p) for p in rows(conf, "sd").values())
     # back: a rerun indexes every document exactly once
     assert cli("index", "-all", "-crawlId", "sd", "-solr", solr, *d) == 0

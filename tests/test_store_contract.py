@@ -160,6 +160,48 @@ def test_changing_a_mark_value(store) -> None:
     assert list(store.scan(mark=(Mark.GENERATE.value, "b1"))) == []
 
 
+def test_mark_values(store) -> None:
+    keys = fill(store, 6)
+    for i, k in enumerate(keys):
+        p = WebPage(k)
+        p.markers = {Mark.GENERATE.value: f"b{i % 3}", "dist": "1"} if i < 5 else {"dist": "1"}
+        store.put(k, p)
+    assert store.mark_values(Mark.GENERATE.value) == {"b0", "b1", "b2"}  # buffered puts are seen
+    for k in keys[2:5:3]:  # keys[2]: the only row with b2
+        p = store.get(k, ["markers"])
+        Mark.GENERATE.remove(p)
+        store.put(k, p)
+    store.flush()
+    assert store.mark_values(Mark.GENERATE.value) == {"b0", "b1"}
+    assert store.mark_values(Mark.FETCH.value) == set()
+
+
+def test_crawl_state(store) -> None:
+    assert store.get_state("batch/1") is None
+    assert store.states() == {}
+    store.put_state("batch/1", '{"state": "generating"}')
+    store.put_state("batch/2", "x" * 10_000)
+    store.put_state("batch/1", '{"state": "generated"}')
+    assert store.get_state("batch/1") == '{"state": "generated"}'
+    assert store.states() == {"batch/1": '{"state": "generated"}', "batch/2": "x" * 10_000}
+    store.put_state("batch/2", None)
+    store.put_state("batch/3", None)  # deleting what is not there is fine
+    assert store.states() == {"batch/1": '{"state": "generated"}'}
+
+
+def test_put_state_writes_buffered_rows_first(store, tmp_path) -> None:
+    """A state recorded after rows must never be visible while the rows are not: put_state flushes."""
+    store.put("com.a:http/", page("com.a:http/", status=1))
+    store.put_state("done", "1")
+    other = open_store(make_conf(tmp_path, store.name), store.table.removesuffix("_webpage"), create=False)
+    try:
+        assert other.get_state("done") == "1"
+        assert other.get("com.a:http/") is not None
+    finally:
+        if store.name != "memory":
+            other.close()
+
+
 def test_splits_cover_table_without_overlap(store) -> None:
     keys = fill(store, 101)
     for n in (1, 2, 3, 7, 16, 500):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.jobs.generate import GeneratorJob
-from nutch2.jobs.updatedb import DbUpdaterJob
+from nutch2.jobs.updatedb import update
 from nutch2.marks import ALL_BATCHES, Mark, get_distance
 from nutch2.runner import LocalRunner
 from nutch2.scoring import get_cash, set_cash
@@ -70,7 +70,7 @@ def updatedb(env, batch: str = "B", num_tasks: int = 1, **props):
     tmp, backend, _, store = env
     store.flush()
     conf = make_conf(tmp, backend, **props)
-    return LocalRunner(conf, num_tasks).run(DbUpdaterJob(conf, batch), store).as_dict()
+    return update(conf, store, batch, num_tasks).as_dict()
 
 
 def get(store, url: str) -> WebPage:

@@ -31,6 +31,10 @@ Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyo
 * Hostile pages are always served under ``/hostile/`` on host 0 (`hostile_urls`), but
   are part of `pages` and linked from host 0's home page only with ``hostile=True``
   (their `PageSpec.expected` is a best guess for a crawler with sane limits).
+* Searcher pages (only with ``searcher=True``) live on host 0 under ``/searcher/`` and are
+  linked from host 0's home page: a Chinese page in GBK (`SEARCHER_PAGES`), a page whose
+  script would change its title and reach for the app that shows it, a page whose title
+  and anchor text are HTML/script, and the target of that anchor (a URL with quotes).
 * Unknown paths answer 404.  Every request is logged (`requests`, `count`,
   `in_flight_max`, `reset_log`), robots.txt included.
 
@@ -110,6 +114,19 @@ _CHARSET_PAGES: dict[str, tuple[str, str, str]] = {
     "/traps/charset-utf16-bom.html": ("Ελληνικά κείμενα δοκιμής", "utf-16", "bom"),
     "/traps/charset-sjis-http-equiv.html": ("日本語のテストページ", "shift_jis", "http-equiv"),
 }
+
+# path on host 0 -> title, with searcher=True (the order is the order they are built in)
+SEARCHER_TARGET = "/searcher/x'onmouseover='alert(1)'.html"  # quotes survive URL normalization
+SEARCHER_PAGES: dict[str, str] = {
+    "/searcher/chinese.html": "网络爬虫与搜索引擎",
+    "/searcher/script.html": "A page with a script",
+    "/searcher/xss.html": '<script>alert("xss-title")</script> & <b>bold</b>',
+    SEARCHER_TARGET: "Target of a hostile anchor",
+}
+SEARCHER_ANCHOR = "<img src=x onerror=alert('xss-anchor')>"  # anchor text of the xss page's link
+SEARCHER_CHINESE_TEXT = "网络爬虫是一种按照规则自动抓取网页的程序，搜索引擎用它建立索引。中文分词很难。"
+SCRIPT_STATUS = "Scripts did not run."  # what the script page says unless its script runs
+SCRIPT_RAN = "SCRIPT RAN"  # the title and status text the script page's script sets
 
 HOSTILE_PATHS: dict[str, str] = {
     "big": "/hostile/big.html",  # 10 MB of HTML, with Content-Length
@@ -331,6 +348,7 @@ class TestWeb:
         seed: int = 0,
         traps: bool = True,
         hostile: bool = False,
+        searcher: bool = False,
         slow_seconds: float = 3.0,
         page_bytes: int = 2048,
         endless_interval: float = 0.5,
@@ -344,6 +362,7 @@ class TestWeb:
         self.seed = seed
         self.traps = traps
         self.hostile = hostile
+        self.searcher = searcher
         self.slow_seconds = slow_seconds
         self.page_bytes = page_bytes
         self.endless_interval = endless_interval
@@ -635,6 +654,8 @@ class TestWeb:
         if self.traps:
             self._build_traps()
         self._build_hostile()
+        if self.searcher:
+            self._build_searcher()
 
     def _html_resource(self, spec: PageSpec) -> _Resource:
         return _Resource(200, spec.content_type, partial(self._page_body, spec), conditional=True)
@@ -749,6 +770,28 @@ class TestWeb:
         linked = [t(p) for p, (k, _, _) in TRAP_LAYOUT.items() if k not in ("html",)]
         linked += [self.page_url(1, 0), self.page_url(2, 0), spec.url]
         home.links = _dedup(home.links + linked, home.url)
+
+    def _build_searcher(self) -> None:
+        """The pages the search app's tests look for (see SEARCHER_PAGES); built last, so the unique words
+        of every other page stay what they are without them."""
+        u = self.trap_url
+        mtime = 1_704_067_200 + 8 * 86400
+        zh, script, xss, target = (u(p) for p in SEARCHER_PAGES)
+        for url, title, links, charset, ctype, body in (
+            (zh, SEARCHER_PAGES["/searcher/chinese.html"], [], "gbk", "text/html", _chinese_body),
+            (script, SEARCHER_PAGES["/searcher/script.html"], [zh], "utf-8", "text/html; charset=utf-8",
+             _script_body),
+            (xss, SEARCHER_PAGES["/searcher/xss.html"], [target], "utf-8", "text/html; charset=utf-8",
+             partial(_xss_body, target)),
+            (target, SEARCHER_PAGES[SEARCHER_TARGET], [], "utf-8", "text/html; charset=utf-8", None),
+        ):
+            spec = PageSpec(url, 200, "searcher", title, links, charset, "FETCHED", self._next_word(),
+                            content_type=ctype)
+            self._mtimes[url] = mtime
+            fn = partial(body, spec) if body else partial(self._page_body, spec)
+            self._add(spec, _Resource(200, ctype, fn, conditional=True))
+        home = self.pages[self.seed_url]
+        home.links = _dedup(home.links + [zh, script, xss], home.url)
 
     def _build_hostile(self) -> None:
         hu = self.hostile_urls()
@@ -1002,6 +1045,35 @@ def _charset_body(spec: PageSpec, charset: str, how: str) -> bytes:
             return codecs.BOM_UTF16_LE + doc.encode("utf-16-le")
         return codecs.BOM_UTF8 + doc.encode("utf-8")
     return doc.encode(charset)
+
+
+def _chinese_body(spec: PageSpec) -> bytes:
+    """GBK bytes, declared only by <meta charset> (the HTTP header names no charset)."""
+    paras = [f"<p>{SEARCHER_CHINESE_TEXT}</p>", f"<p>{spec.unique_word}</p>"]
+    return _html_doc(spec.title, '<meta charset="gbk">', paras, "").encode("gbk")
+
+
+def _script_body(spec: PageSpec) -> bytes:
+    """A page whose script, if it ran, would change the title and text and reach for whatever shows it."""
+    script = (
+        "<script>document.title = 'SCRIPT RAN';"
+        "document.getElementById('status').textContent = 'SCRIPT RAN';"
+        "try { parent.document.title = 'SCRIPT RAN'; } catch (e) {}"
+        "try { localStorage.setItem('x', 'SCRIPT RAN'); } catch (e) {}"
+        "fetch('/api/jobs', {method: 'POST', body: '{}'}).catch(function () {});</script>"
+    )
+    paras = [f'<p id="status">{SCRIPT_STATUS}</p>', f"<p>{spec.unique_word}</p>",
+             '<p><a id="rel" href="chinese.html">a relative link</a></p>',
+             '<form id="form" action="/api/jobs" method="post"><button>Send</button></form>',
+             script]
+    head = '<meta charset="utf-8">\n<style>body { background: #fdf6e3; }</style>'
+    return _html_doc(spec.title, head, paras, "").encode()
+
+
+def _xss_body(target: str, spec: PageSpec) -> bytes:
+    """Title and anchor text that are markup (escaped here, so a parser reads them as text)."""
+    anchor = f'<li><a href="{html.escape(target)}">{html.escape(SEARCHER_ANCHOR)}</a></li>'
+    return _html_doc(spec.title, '<meta charset="utf-8">', [f"<p>{spec.unique_word}</p>"], anchor).encode()
 
 
 def _tiny_body(i: int) -> bytes:

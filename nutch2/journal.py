@@ -1,0 +1,122 @@
+"""The batch journal: what each batch went through, kept in the store beside the table (DataStore state).
+
+Marks say where each row is; the journal says whether a job that writes many rows finished writing them:
+
+    batch/<id>  {"state": "generating"}              generate is writing the batch's marks
+                {"state": "generated", "rows": n}    every mark is durable; the id was printed
+                {"state": "fetched" | "parsed", ...} the fetch (parse) job of the batch ran to its end
+                {"state": "updating", "run": r, ...} updatedb started (r: its run id, reused by a rerun)
+                {"state": "updated", "rows": n}      updatedb finished
+    crawl       {"round": k, "rounds": n}            a `crawl` command in progress (deleted when it ends)
+
+A step is recorded as done only after the rows it wrote are durable (put_state flushes the store first).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nutch2.errors import NutchError
+from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.runner import Counters, log
+from nutch2.stores.base import DataStore
+
+_PAST = {"generate": "generated", "fetch": "fetched", "updatedb": "updated"}
+GENERATING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED = (
+    "generating", "generated", "fetched", "parsed", "updating", "updated")
+ORDER = (GENERATING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED)
+
+
+@dataclass
+class BatchRecord:
+    """The journal entry of one batch."""
+
+    batch_id: str
+    state: str
+    rows: int = 0
+    run: str | None = None  # updatedb's run id: marks the rows one updatedb run wrote, so a rerun skips them
+    time: float = field(default_factory=time.time)
+
+
+class Journal:
+    """Read and write the journal of one crawl's table."""
+
+    def __init__(self, store: DataStore) -> None:
+        self.store = store
+
+    def batch(self, batch_id: str) -> BatchRecord | None:
+        raw = self.store.get_state(f"batch/{batch_id}")
+        return None if raw is None else _record(batch_id, raw)
+
+    def batches(self) -> list[BatchRecord]:
+        """Every batch recorded, oldest first."""
+        records = [_record(name[6:], raw) for name, raw in self.store.states().items() if name.startswith("batch/")]
+        return sorted(records, key=lambda r: (r.time, r.batch_id))
+
+    def record(self, batch_id: str, state: str, rows: int = 0, run: str | None = None) -> BatchRecord:
+        old = self.batch(batch_id)
+        rec = BatchRecord(batch_id, state, rows, run)
+        if old is not None:
+            rec.time = old.time  # batches keep the time they were generated: the journal's order
+        value = {k: v for k, v in asdict(rec).items() if k != "batch_id" and v is not None}
+        self.store.put_state(f"batch/{batch_id}", json.dumps(value))
+        return rec
+
+    def advance(self, batch_id: str, state: str) -> None:
+        """Record that a job of the batch ran to its end, unless the batch is already further on."""
+        rec = self.batch(batch_id)
+        if rec is not None and ORDER.index(rec.state) < ORDER.index(state):
+            self.record(batch_id, state, rec.rows, rec.run)
+
+    def forget(self, batch_id: str) -> None:
+        self.store.put_state(f"batch/{batch_id}", None)
+
+    def start_update(self, batch_id: str) -> str:
+        """Record that updatedb of the batch starts; its run id (the interrupted run's, when there was one)."""
+        rec = self.batch(batch_id)
+        run = rec.run if rec is not None and rec.state == UPDATING and rec.run else uuid.uuid4().hex[:12]
+        self.record(batch_id, UPDATING, rec.rows if rec else 0, run)
+        return run
+
+    def check_no_interrupted_update(self, batch_id: str | None = None) -> None:
+        """An interrupted updatedb must be finished before anything else changes the rows it was writing."""
+        for rec in self.batches():
+            if rec.state == UPDATING and rec.batch_id != batch_id:
+                raise NutchError(f"updatedb of batch {rec.batch_id} was interrupted; finish it first: "
+                                 f"nutch2 updatedb {rec.batch_id} (or run the same `nutch2 crawl` again)")
+
+    # ---------------------------------------------------------------- the crawl command
+    def crawl(self) -> dict[str, Any] | None:
+        raw = self.store.get_state("crawl")
+        return None if raw is None else json.loads(raw)
+
+    def record_crawl(self, value: dict[str, Any] | None) -> None:
+        self.store.put_state("crawl", None if value is None else json.dumps(value))
+
+
+def has_rows(store: DataStore, mark: Mark, batch: str, job: str, producer: str, counters: Counters) -> bool:
+    """Does the batch have rows for this job? A known batch with none (nothing was fetched in it, or it was
+    updated already) is a normal no-op, said in a counter; an unknown batch id is a user error."""
+    if batch == ALL_BATCHES or store.count(mark=(mark.value, batch)) > 0:
+        return True
+    rec = Journal(store).batch(batch)
+    if rec is None and not any(store.count(mark=(m.value, batch)) for m in (Mark.GENERATE, Mark.UPDATEDB)):
+        raise NutchError(f"{job}: no rows carry batch id {batch!r} from {producer}; check the id printed by "
+                         f"`nutch2 generate` (or use -all)")
+    counters.incr(f"{_PAST[producer]}_rows", 0)
+    state = f" (the batch is {rec.state})" if rec is not None else ""
+    log(f"{job}: no row of batch {batch} carries a {producer} mark{state}: nothing to do")
+    return False
+
+
+def _record(batch_id: str, raw: str) -> BatchRecord:
+    try:
+        d = json.loads(raw)
+        return BatchRecord(batch_id, d["state"], d.get("rows", 0), d.get("run"), d.get("time", 0.0))
+    except (ValueError, KeyError, TypeError):
+        raise NutchError(f"the journal entry of batch {batch_id} is unreadable ({raw[:80]!r}); was the table "
+                         "written by another program?") from None

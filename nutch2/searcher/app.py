@@ -1,0 +1,403 @@
+"""The Searcher's ASGI app (Starlette + Jinja2 templates): HTML pages, the JSON API and the job API.
+
+Every crawled string reaches HTML through Jinja's autoescape; snippets are rebuilt by search.snippet_markup.
+App pages load no script at all and say so in their Content-Security-Policy. Cached copies are served from
+their own route with `Content-Security-Policy: sandbox` (an opaque origin, no scripts, no forms) and shown
+in a sandboxed iframe, so nothing in a stored page can act on the app's origin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from nutch2.config import Configuration
+from nutch2.errors import StoreError
+from nutch2.parse import detect_encoding
+from nutch2.searcher.crawlstats import STEPS, StatsCache, bar_chart, compute_stats
+from nutch2.searcher.jobapi import JobManager
+from nutch2.searcher.pages import (
+    DATE_FIELDS,
+    StoreAccess,
+    cached_copy,
+    fetched_at,
+    iso_time,
+    mime_type,
+    page_json,
+)
+from nutch2.searcher.params import ParamError, int_param, url_param
+from nutch2.searcher.search import MAX_START, SearchRequest, SearchResult, search
+from nutch2.solr import SolrClient, SolrQueryError, SolrUnavailable
+
+log = logging.getLogger("nutch2.searcher")
+
+APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; form-action 'self'; "
+           "base-uri 'none'; frame-ancestors 'self'")
+# a cached copy: its own opaque origin (sandbox without allow-same-origin), no scripts, no forms, no plugins;
+# its images and styles may load from the original site, as the page had them
+CACHED_CSP = ("sandbox; default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; font-src * data:; "
+              "media-src *; script-src 'none'; form-action 'none'; frame-ancestors 'self'")
+MAX_JSON_BODY = 64 * 1024
+PAGE_FIELDS = None  # every field: the info page shows them all
+
+
+@dataclass
+class Searcher:
+    """What the routes share: configuration, the crawl's store, Solr, the stats cache and the job manager."""
+
+    conf: Configuration
+    crawl_id: str | None
+    solr: SolrClient
+    store: StoreAccess
+    stats: StatsCache
+    jobs: JobManager | None
+    templates: Jinja2Templates
+
+
+def _safe_href(url: str | None) -> str | None:
+    """Only http(s) URLs become links; anything else (javascript:, data:) is shown as text."""
+    if url and urlsplit(url).scheme.lower() in ("http", "https"):
+        return url
+    return None
+
+
+def _when(iso: str | None) -> str:
+    """'2024-05-01T12:34:56Z' -> '2024-05-01 12:34 UTC'."""
+    if not iso:
+        return "—"
+    return iso[:16].replace("T", " ") + " UTC"
+
+
+def _qs(**params: Any) -> str:
+    return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def _templates() -> Jinja2Templates:
+    folder = resources.files("nutch2.searcher") / "templates"
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(safe_href=_safe_href, qs=_qs)
+    env.filters["when"] = _when
+    return Jinja2Templates(env=env)
+
+
+class SecurityHeaders:
+    """Adds the app's CSP and friends to every response that does not set its own."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                defaults = {"Content-Security-Policy": APP_CSP, "X-Content-Type-Options": "nosniff",
+                            "Referrer-Policy": "no-referrer", "X-Frame-Options": "SAMEORIGIN"}
+                for k, v in defaults.items():
+                    if k not in headers:
+                        headers[k] = v
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/api"
+
+
+def _error(request: Request, status: int, title: str, message: str) -> Response:
+    if _is_api(request):
+        return JSONResponse({"error": message}, status_code=status)
+    s: Searcher = request.app.state.searcher
+    return s.templates.TemplateResponse(request, "error.html", _ctx(request, title=title, message=message),
+                                        status_code=status)
+
+
+def _ctx(request: Request, **values: Any) -> dict[str, Any]:
+    s: Searcher = request.app.state.searcher
+    base = {"crawl_id": s.crawl_id or "webpage", "q": request.query_params.get("q", ""),
+            "jobs_enabled": s.jobs is not None}
+    base.update(values)
+    return base
+
+
+async def _on_param_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ParamError)
+    return _error(request, exc.status, "Cannot do that" if exc.status != 404 else "Not found", str(exc))
+
+
+async def _on_solr_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, SolrQueryError):
+        return _error(request, 400, "Solr could not run this query",
+                      f"Solr could not run this query: {exc.reason}. Check brackets, quotes and field names, or "
+                      "put the words in quotes to search for them as they are.")
+    log.warning("%s", exc)
+    return _error(request, 503, "Search is unavailable", str(exc))
+
+
+async def _on_store_error(request: Request, exc: Exception) -> Response:
+    log.warning("%s", exc)
+    return _error(request, 503, "The crawl db is unavailable", str(exc))
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return _error(request, 404, "Not found", f"There is no page at {request.url.path}.")
+    if exc.status_code == 405:
+        return _error(request, 405, "Method not allowed", f"{request.method} is not allowed on {request.url.path}.")
+    return _error(request, exc.status_code, "Error", str(exc.detail))
+
+
+# ---------------------------------------------------------------------------- HTML pages
+
+
+def _paging(total: int, req: SearchRequest) -> list[dict[str, Any]]:
+    """Up to 10 page links around the current page (never past MAX_START)."""
+    last = min(math.ceil(total / req.rows), MAX_START // req.rows + 1)
+    current = req.start // req.rows + 1
+    first = max(1, min(current - 4, last - 9))
+    return [{"n": n, "start": (n - 1) * req.rows, "current": n == current}
+            for n in range(first, min(last, first + 9) + 1)]
+
+
+def _with_fetch_dates(s: Searcher, result: SearchResult) -> SearchResult:
+    """Each hit's fetch time from its row (Solr's tstamp is the next fetch); without the store, none."""
+    def read(store: Any) -> None:
+        for hit in result.hits:
+            page = store.get(hit.id, DATE_FIELDS)
+            hit.fetched = iso_time(fetched_at(page)) if page is not None else None
+
+    try:
+        s.store.run(read)
+    except StoreError as e:
+        log.warning("search without fetch dates: %s", e)
+    return result
+
+
+def search_page(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    req = SearchRequest.from_params(request.query_params)
+    if not req.q:
+        return s.templates.TemplateResponse(request, "search.html", _ctx(request, result=None, req=req))
+    result = _with_fetch_dates(s, search(s.solr, req))
+    prev_start = max(0, req.start - req.rows) if req.start > 0 else None
+    next_start = req.start + req.rows if req.start + req.rows < result.total and \
+        req.start + req.rows <= MAX_START else None
+    return s.templates.TemplateResponse(request, "search.html", _ctx(
+        request, result=result, req=req, pages=_paging(result.total, req), prev_start=prev_start,
+        next_start=next_start, rows_param=req.rows if req.rows != 10 else None))
+
+
+def _get_page(s: Searcher, key: str, url: str, fields: tuple[str, ...] | None = None):
+    page = s.store.run(lambda store: store.get(key, fields))
+    if page is None:
+        raise ParamError(f"{url} is not in crawl {s.crawl_id or 'webpage'} (row key {key})", 404)
+    return page
+
+
+def cached_page(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    url, key = url_param(request.query_params)
+    page = _get_page(s, key, url)
+    copy = cached_copy(url, page)
+    return s.templates.TemplateResponse(request, "cached.html", _ctx(
+        request, url=url, page=page, copy=copy, fetched=iso_time(fetched_at(page)),
+        raw=f"/cached/raw?{_qs(url=url)}", mime=mime_type(page.content_type) or "unknown type",
+        size=len(page.content or b"")), status_code=200 if copy else 404)
+
+
+def cached_raw(request: Request) -> Response:
+    """The stored page itself, in a sandbox of its own (see CACHED_CSP)."""
+    s: Searcher = request.app.state.searcher
+    url, key = url_param(request.query_params)
+    page = _get_page(s, key, url, ("content", "content_type", "headers", "base_url"))
+    copy = cached_copy(url, page)
+    headers = {"Content-Security-Policy": CACHED_CSP, "X-Robots-Tag": "noindex, nofollow",
+               "Cache-Control": "private, max-age=60"}
+    if copy is None:
+        return PlainTextResponse("no cached copy of this page (not fetched, or not text)", 404, headers=headers)
+    return Response(copy.body, media_type=copy.media_type, headers=headers)
+
+
+def info_page(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    url, key = url_param(request.query_params)
+    page = _get_page(s, key, url, PAGE_FIELDS)
+    row = page_json(url, page)
+    charset = detect_encoding(page.content, page.content_type, dict(page.headers))[0] if page.content else None
+    steps = [(step, mark.value, page.markers.get(mark.value)) for step, mark in STEPS]
+    return s.templates.TemplateResponse(request, "info.html", _ctx(
+        request, url=url, row=row, charset=charset, steps=steps,
+        other_markers={k: v for k, v in row["markers"].items() if k not in {m.value for _, m in STEPS}}))
+
+
+def crawl_page(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    top = int_param(request.query_params, "top", 20, 1, 1000, clamp=True)
+    stats = s.stats.get()
+    summary = stats.to_json(top)
+    return s.templates.TemplateResponse(request, "crawl.html", _ctx(
+        request, stats=summary, chart=bar_chart(stats.statuses()), batches=stats.batch_rows(), top=top,
+        steps=[step for step, _ in STEPS], jobs=s.jobs.all()[:10] if s.jobs else []))
+
+
+def home(request: Request) -> Response:
+    if request.url.path == "/" and request.query_params.get("q"):
+        return RedirectResponse(f"/search?{request.url.query}", 303)
+    return search_page(request)
+
+
+# ---------------------------------------------------------------------------- JSON API
+
+
+def api_search(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    req = SearchRequest.from_params(request.query_params)
+    if not req.q:
+        raise ParamError("q is missing; give a query, e.g. /api/search?q=crawler")
+    return JSONResponse(_with_fetch_dates(s, search(s.solr, req)).to_json())
+
+
+def api_page(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    url, key = url_param(request.query_params)
+    return JSONResponse(page_json(url, _get_page(s, key, url, PAGE_FIELDS)))
+
+
+def api_stats(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    top = int_param(request.query_params, "top", 20, 1, 1000, clamp=True)
+    return JSONResponse(s.stats.get().to_json(top))
+
+
+def api_batches(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    stats = s.stats.get()
+    return JSONResponse({"batches": stats.batch_rows(), "steps": [step for step, _ in STEPS]})
+
+
+def _jobs(request: Request) -> JobManager:
+    s: Searcher = request.app.state.searcher
+    if s.jobs is None:
+        raise ParamError("the job API is off; start the server with -jobs to run jobs over HTTP", 404)
+    return s.jobs
+
+
+async def _json_body(request: Request) -> Any:
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        # also what keeps other sites' forms out: a cross-site JSON POST needs a CORS preflight we never answer
+        raise ParamError("send the job as JSON with Content-Type: application/json", 415)
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+        raise ParamError(f"requests from {origin} may not start jobs", 403)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_JSON_BODY:
+            raise ParamError(f"the request body is larger than {MAX_JSON_BODY} bytes", 413)
+    try:
+        return json.loads(body or b"null")
+    except ValueError as e:
+        raise ParamError(f"the body is not valid JSON: {e}") from None
+
+
+async def api_jobs_create(request: Request) -> Response:
+    jobs = _jobs(request)
+    body = await _json_body(request)
+    if not isinstance(body, dict) or "type" not in body:
+        raise ParamError('give {"type": "inject|generate|fetch|parse|updatedb|index", "args": {...}}')
+    extra = sorted(set(body) - {"type", "args", "crawlId", "confId"})
+    if extra:
+        raise ParamError(f"unknown field(s) {', '.join(extra)}; a job has type and args")
+    s: Searcher = request.app.state.searcher
+    if body.get("crawlId") not in (None, s.crawl_id):
+        raise ParamError(f"this server runs jobs for crawl {s.crawl_id!r}, not {body['crawlId']!r}")
+    info = jobs.submit(body["type"], body.get("args") or {})
+    return JSONResponse(info.to_json(), status_code=201, headers={"Location": f"/api/jobs/{info.id}"})
+
+
+def api_jobs_list(request: Request) -> Response:
+    return JSONResponse({"jobs": [j.to_json() for j in _jobs(request).all()]})
+
+
+def api_job(request: Request) -> Response:
+    jobs = _jobs(request)
+    info = jobs.get(request.path_params["job_id"])
+    if info is None:
+        raise ParamError(f"no job {request.path_params['job_id']!r}; GET /api/jobs lists them", 404)
+    return JSONResponse(info.to_json())
+
+
+def api_job_stop(request: Request) -> Response:
+    jobs = _jobs(request)
+    info = jobs.stop(request.path_params["job_id"])
+    if info is None:
+        raise ParamError(f"no job {request.path_params['job_id']!r}; GET /api/jobs lists them", 404)
+    return JSONResponse(info.to_json(), status_code=202)
+
+
+# ---------------------------------------------------------------------------- the app
+
+
+def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs: JobManager | None = None,
+               stats_ttl: float = 10.0) -> Starlette:
+    store = StoreAccess(conf, crawl_id)
+    stats = StatsCache(lambda: compute_stats(conf, store), stats_ttl)
+    if jobs is not None:
+        jobs.on_finish = lambda _info: stats.invalidate()
+    searcher = Searcher(conf, crawl_id, solr, store, stats, jobs, _templates())
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        if jobs is not None:
+            jobs.shutdown()
+        store.close()
+
+    static = str(resources.files("nutch2.searcher") / "static")
+    routes = [
+        Route("/", home),
+        Route("/search", search_page),
+        Route("/cached", cached_page),
+        Route("/cached/raw", cached_raw),
+        Route("/info", info_page),
+        Route("/crawl", crawl_page),
+        Route("/api/search", api_search),
+        Route("/api/page", api_page),
+        Route("/api/stats", api_stats),
+        Route("/api/batches", api_batches),
+        Route("/api/jobs", api_jobs_create, methods=["POST"]),
+        Route("/api/jobs", api_jobs_list, methods=["GET"]),
+        Route("/api/jobs/{job_id}", api_job, methods=["GET"]),
+        Route("/api/jobs/{job_id}/stop", api_job_stop, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=static), name="static"),
+    ]
+    handlers = {ParamError: _on_param_error, SolrUnavailable: _on_solr_error, StoreError: _on_store_error,
+                HTTPException: _on_http_error}
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)  # type: ignore[arg-type]
+    app.state.searcher = searcher
+    app.add_middleware(SecurityHeaders)
+    return app

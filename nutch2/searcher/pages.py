@@ -1,0 +1,177 @@
+"""Rows for the Searcher: one store handle, a row as JSON (the info page), and the cached copy of a page."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import urljoin
+
+from markupsafe import escape
+
+from nutch2.config import Configuration
+from nutch2.errors import StoreError
+from nutch2.marks import Mark
+from nutch2.parse import decode_content
+from nutch2.status import CrawlStatus
+from nutch2.stores import DataStore, open_store
+from nutch2.webpage import WebPage
+
+T = TypeVar("T")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+_HEAD = re.compile(r"<head(?:\s[^>]*)?>", re.I)
+_HTML = re.compile(r"<html(?:\s[^>]*)?>", re.I)
+_DOCTYPE = re.compile(r"^\s*<!doctype[^>]*>", re.I)
+_BASE = re.compile(r"""<base\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+
+
+class StoreAccess:
+    """The app's one handle on the crawl's table: opened on first use, dropped after a store error so the
+    next request opens it again (the store may have been down, or the crawl not injected yet)."""
+
+    def __init__(self, conf: Configuration, crawl_id: str | None) -> None:
+        self.conf = conf
+        self.crawl_id = crawl_id
+        self._store: DataStore | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> DataStore:
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.conf, self.crawl_id, create=False)
+            return self._store
+
+    def run(self, fn: Callable[[DataStore], T]) -> T:
+        """fn(store); a StoreError closes the handle and propagates."""
+        store = self._get()
+        try:
+            return fn(store)
+        except StoreError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except StoreError:
+                pass
+
+
+def iso_time(ms: int | None) -> str | None:
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def status_name(code: int) -> str:
+    try:
+        return CrawlStatus(code).name
+    except ValueError:
+        return f"UNKNOWN_{code}"
+
+
+def page_json(url: str, page: WebPage) -> dict[str, Any]:
+    """The row with Nutch's field names (times ISO 8601 UTC, bytes hex); content and text as sizes only."""
+    ps, parse = page.protocol_status, page.parse_status
+    return {
+        "url": url,
+        "key": page.key,
+        "status": status_name(page.status),
+        "statusCode": int(page.status),
+        "fetchTime": iso_time(page.fetch_time),
+        "fetchedAt": iso_time(fetched_at(page)),
+        "prevFetchTime": iso_time(page.prev_fetch_time),
+        "modifiedTime": iso_time(page.modified_time),
+        "prevModifiedTime": iso_time(page.prev_modified_time),
+        "fetchInterval": page.fetch_interval,
+        "retriesSinceFetch": page.retries_since_fetch,
+        "protocolStatus": {"code": int(ps.code), "name": ps.name, "args": list(ps.args),
+                           "lastModified": iso_time(ps.last_modified)},
+        "parseStatus": {"majorCode": int(parse.major_code), "minorCode": int(parse.minor_code),
+                        "name": parse.name, "args": list(parse.args)},
+        "contentType": page.content_type,
+        "contentLength": len(page.content) if page.content else 0,
+        "textLength": len(page.text) if page.text else 0,
+        "baseUrl": page.base_url,
+        "reprUrl": page.repr_url,
+        "title": page.title,
+        "score": page.score,
+        "signature": page.signature.hex() if page.signature else None,
+        "prevSignature": page.prev_signature.hex() if page.prev_signature else None,
+        "batchId": page.batch_id,
+        "markers": dict(sorted(page.markers.items())),
+        "headers": dict(page.headers),
+        "metadata": sorted(page.metadata),
+        "inlinks": [{"url": u, "anchor": a} for u, a in sorted(page.inlinks.items())],
+        "outlinks": [{"url": u, "anchor": a} for u, a in page.outlinks.items()],
+    }
+
+
+FETCHED_STATES = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
+DATE_FIELDS = ("status", "fetch_time", "fetch_interval", "markers")
+
+
+def fetched_at(page: WebPage) -> int | None:
+    """When the page was last fetched (epoch ms), or None if it never was.
+
+    The fetcher sets fetchTime to the time of the fetch; updatedb then moves it one fetch interval ahead to
+    when the page is due again (Nutch 2 keeps no other copy). So a fetched row that went through updatedb
+    (updatedb mark, no fetch mark) was fetched one interval before its fetchTime; with the adaptive
+    schedule's sync_delta the next fetch is pulled in a little and this is that much early.
+    """
+    if page.status not in FETCHED_STATES or not page.fetch_time:
+        return None
+    if Mark.FETCH.check(page) is None and Mark.UPDATEDB.check(page) is not None:
+        return page.fetch_time - page.fetch_interval * 1000
+    return page.fetch_time
+
+
+def mime_type(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+@dataclass
+class CachedCopy:
+    """The stored content, decoded as the parser decodes it, ready to serve as UTF-8."""
+
+    body: str
+    media_type: str  # text/html or text/plain
+    charset: str  # the codec the content was decoded with
+
+
+def cached_copy(url: str, page: WebPage) -> CachedCopy | None:
+    """The page as fetched, or None when there is no content or it is not text.
+
+    HTML gets a <base href> first in its head: the page's own base resolved against the URL it was fetched
+    from (or that URL), so its relative links, images and styles point at the original site, not at us.
+    """
+    if not page.content:
+        return None
+    mime = mime_type(page.content_type)
+    headers = dict(page.headers)
+    if mime in HTML_TYPES or (not mime and page.content.lstrip()[:1] == b"<"):
+        text, charset = decode_content(page.content, page.content_type, headers, html=True)
+        return CachedCopy(with_base(text, page.base_url or url), "text/html", charset)
+    if mime.startswith("text/"):
+        text, charset = decode_content(page.content, page.content_type, headers, html=False)
+        return CachedCopy(text, "text/plain", charset)
+    return None
+
+
+def with_base(markup: str, fetched_from: str) -> str:
+    """Insert <base href> (the page's own base resolved against `fetched_from`) where the head starts."""
+    own = _BASE.search(markup[:65536])
+    href = next((g for g in own.groups() if g is not None), "") if own else ""
+    base = urljoin(fetched_from, href.strip()) if href.strip() else fetched_from
+    tag = f'<base href="{escape(base)}">'
+    for pattern in (_HEAD, _HTML, _DOCTYPE):
+        m = pattern.search(markup)
+        if m:
+            return markup[: m.end()] + tag + markup[m.end():]
+    return tag + markup

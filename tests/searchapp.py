@@ -1,0 +1,111 @@
+"""Helpers for the Searcher's tests: the Solr they use, `nutch2 server` in a child process, headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+# the core the tests wipe and fill; NUTCH2_SOLR_URL points them at another Solr (e.g. SOLR_PORT=8984)
+SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
+CHROMIUM = os.environ.get("NUTCH2_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("NUTCH2_CHROMEDRIVER", "/usr/bin/chromedriver")
+_LISTENING = re.compile(r"^server: crawl \S+ at (http://\S+/) ", re.M)
+
+
+def require_solr() -> str:
+    """The test Solr's URL; fails in CI and skips elsewhere when it does not answer."""
+    try:
+        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
+    except requests.RequestException:
+        if os.environ.get("CI"):
+            pytest.fail(f"Solr not answering at {SOLR} in CI (tests/run.sh starts it)")
+        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
+    return SOLR
+
+
+def wipe_solr() -> None:
+    requests.post(f"{SOLR}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
+
+
+class SearchServer:
+    """`nutch2 server -port 0 ...` in a child process; `url` is where it listens once it answers."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log = log
+        self._out = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "server", "-port", "0", *args],
+                                     stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT)
+        self.url = self._wait_listening()
+
+    def _wait_listening(self, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log.read_text(errors="replace")
+            m = _LISTENING.search(text)
+            if m:
+                url = m.group(1).rstrip("/")
+                try:
+                    requests.get(f"{url}/static/style.css", timeout=5).raise_for_status()
+                    return url
+                except requests.RequestException:
+                    pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"nutch2 server exited with {self.proc.returncode}:\n{text}")
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"nutch2 server did not start in {timeout:.0f} s:\n{self.log.read_text()}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int:
+        """Ctrl-C, as a user stops it; the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._out.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> SearchServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def chrome(download_dir: Path):
+    """Headless Debian Chromium driven by its chromedriver (never a downloaded browser, no network)."""
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (Path(p).exists() or shutil.which(p))]
+    if missing:
+        msg = (f"{' and '.join(missing)} not found: the browser tests need Debian's chromium and "
+               "chromium-driver (apt-get install -y chromium chromium-driver; tests/run.sh does it)")
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium never looks for drivers or browsers online
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("selenium is not installed: pip install -e '.[test]'")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1280,900", f"--user-data-dir={download_dir}",
+                "--lang=en-US"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)

@@ -1,0 +1,224 @@
+"""kill -9 at several points of updatedb, generate and crawl, then the same command again: the rows equal those of
+an uninterrupted run. Driven through the real CLI in subprocesses; kill points are exact (nutch2/failpoints.py:
+SIGKILL after the N-th durable store batch, after the N-th job, in the middle of updatedb's commit) or timed.
+Runs on sqlite and on every service store in NUTCH2_TEST_STORES."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nutch2.journal import GENERATING, UPDATING, Journal
+from nutch2.marks import Mark
+from nutch2.scoring import set_cash
+from nutch2.status import CrawlStatus
+from nutch2.stores import open_store
+from nutch2.tableutil import reverse_url
+from nutch2.webpage import WebPage
+from tests.conftest import STORE_BACKENDS
+from tests.crawlutil import conf_for, defines
+from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+DURABLE = [b for b in STORE_BACKENDS if b != "memory"]
+KILLED = -signal.SIGKILL
+
+
+def nutch2(*args: object, failpoints: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
+    if failpoints:
+        env["NUTCH2_FAILPOINTS"] = failpoints
+    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def table(conf, crawl_id: str) -> dict[str, WebPage]:
+    with open_store(conf, crawl_id, create=False) as store:
+        return {p.key: p for p in store.scan()}
+
+
+def comparable(page: WebPage, batch_names: dict[str, str]) -> dict:
+    """A row as an uninterrupted run must reproduce it: batch ids and run ids renamed, new rows' creation time
+    and float rounding left out."""
+    values = {}
+    for name in sorted(page.loaded()):
+        value = getattr(page, name)
+        if name == "markers":
+            value = {k: batch_names.get(v, v) for k, v in value.items() if k != "updrun"}
+        elif name == "batch_id":
+            value = batch_names.get(value, value)
+        elif name == "score":
+            value = round(value, 9)
+        elif name == "metadata":
+            value = {k: (round(float(v), 9) if k == "_csh_" else v) for k, v in value.items()}
+        elif name in ("fetch_time", "prev_fetch_time") and page.status == CrawlStatus.UNFETCHED:
+            continue
+        elif name in ("fetch_time", "prev_fetch_time", "modified_time", "prev_modified_time", "headers",
+                      "protocol_status", "content"):
+            continue  # a fetch at another moment (crawl tests)
+        values[name] = value
+    return values
+
+
+def same_rows(a: dict[str, WebPage], b: dict[str, WebPage], names_a: dict[str, str] | None = None,
+              names_b: dict[str, str] | None = None) -> None:
+    assert set(a) == set(b), (len(a), len(b), sorted(set(a) ^ set(b))[:5])
+    for key in a:
+        assert comparable(a[key], names_a or {}) == comparable(b[key], names_b or {}), key
+
+
+# ---------------------------------------------------------------------------------------------------- updatedb
+SOURCES, OUTLINKS = 240, 20
+
+
+def build_batch(conf, crawl_id: str) -> None:
+    """A fetched and parsed batch of SOURCES pages with OUTLINKS outlinks each: to other batch rows, to rows of
+    the table outside the batch, and (mostly) to URLs not yet in the table."""
+    now = int(time.time() * 1000)
+    with open_store(conf, crawl_id) as store:
+        for i in range(60):
+            url = f"http://old{i % 6}.test/o{i}"
+            page = WebPage(reverse_url(url), status=int(CrawlStatus.UNFETCHED), score=0.5, fetch_time=now,
+                           fetch_interval=2592000, markers={"dist": "2"}, inlinks={"http://x.test/": "x"})
+            set_cash(page, 0.25)
+            store.put(page.key, page)
+        for i in range(SOURCES):
+            # batch rows and new link targets share hosts, and sort before and after each other ("/a" < "/n" < "/z")
+            url = f"http://site{i % 12}.test/{'a' if i % 2 else 'z'}{i}"
+            links = {f"http://site{(i + j) % 12}.test/{'a' if (i * 7 + j) % 2 else 'z'}{(i * 7 + j) % SOURCES}":
+                     f"to {j}" for j in range(4)}
+            links |= {f"http://old{j % 6}.test/o{(i + j) % 60}": "" for j in range(4)}
+            links |= {f"http://site{(i + j) % 12}.test/n{(i * 3 + j) % 900}": f"n{j}" for j in range(OUTLINKS - 8)}
+            marks = {Mark.GENERATE.value: "B", Mark.FETCH.value: "B", Mark.PARSE.value: "B", "dist": "1"}
+            status = CrawlStatus.RETRY if i % 17 == 0 else CrawlStatus.FETCHED
+            page = WebPage(reverse_url(url), status=int(status), score=1.0 + i / 100, fetch_time=now - 1000,
+                           prev_fetch_time=now - 86400000, fetch_interval=2592000, markers=marks, outlinks=links,
+                           signature=bytes([i % 256]) * 16, batch_id="B", retries_since_fetch=i % 3)
+            if i % 29 == 0:  # generated but never fetched (deferred)
+                page.markers = {Mark.GENERATE.value: "B", "dist": "1"}
+            set_cash(page, 1.0)
+            store.put(page.key, page)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("backend", DURABLE)
+def test_updatedb_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str) -> None:
+    props = {"storage.write.batch.size": 40, "storage.hbase.batch.size": 40}
+    d = defines(tmp_path, backend, **props)
+    conf = conf_for(tmp_path, backend, **props)
+    ref = f"ur{uuid.uuid4().hex[:8]}"
+    build_batch(conf, ref)
+    assert nutch2("updatedb", "B", "-crawlId", ref, *d).returncode == 0
+    expected = table(conf, ref)
+    assert not [k for k, p in expected.items() if Mark.GENERATE.check(p)]
+    assert len(expected) > 60 + SOURCES + 500
+
+    for point in ("store.flush=2", "store.flush=30", "runner.job=1", "updatedb.commit=100", "time"):
+        crawl_id = f"uk{uuid.uuid4().hex[:8]}"
+        build_batch(conf, crawl_id)
+        if point == "time":
+            killed = _kill_when_rows(conf, crawl_id, 60 + SOURCES + 200, "updatedb", "B", "-crawlId", crawl_id, *d)
+        else:
+            killed = nutch2("updatedb", "B", "-crawlId", crawl_id, *d, failpoints=point).returncode
+        assert killed == KILLED, point
+        with open_store(conf, crawl_id, create=False) as store:
+            assert Journal(store).batch("B").state == UPDATING, point
+        # an interrupted updatedb is finished before anything else may change its rows
+        gen = nutch2("generate", "-crawlId", crawl_id, *d)
+        assert gen.returncode == 1 and "updatedb of batch B was interrupted" in gen.stderr, (point, gen.stderr)
+        rerun = nutch2("updatedb", "B", "-crawlId", crawl_id, *d)
+        assert rerun.returncode == 0, (point, rerun.stderr)
+        same_rows(table(conf, crawl_id), expected)
+        assert nutch2("updatedb", "B", "-crawlId", crawl_id, *d).returncode == 0  # done: a no-op now
+
+
+def _kill_when_rows(conf, crawl_id: str, rows: int, *args: str) -> int:
+    """Start the command and kill -9 it once the table holds `rows` rows (a timed, not an exact, point)."""
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    with open_store(conf, crawl_id, create=False) as store:
+        while proc.poll() is None and store.count() < rows:
+            time.sleep(0.05)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+# ---------------------------------------------------------------------------------------------------- generate
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", DURABLE)
+def test_generate_kill_9_then_rerun_picks_the_rows_up_again(tmp_path: Path, backend: str) -> None:
+    props = {"storage.write.batch.size": 50, "storage.hbase.batch.size": 50}
+    d = defines(tmp_path, backend, **props)
+    conf = conf_for(tmp_path, backend, **props)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(f"http://h{i % 7}.test/p{i}\n" for i in range(900)))
+    ref, crawl_id = f"gr{uuid.uuid4().hex[:8]}", f"gk{uuid.uuid4().hex[:8]}"
+    for cid in (ref, crawl_id):
+        assert nutch2("inject", seeds, "-crawlId", cid, *d).returncode == 0
+    done = nutch2("generate", "-topN", 600, "-crawlId", ref, *d)
+    assert done.returncode == 0
+    expected = {k for k, p in table(conf, ref).items() if Mark.GENERATE.check(p) == done.stdout.strip()}
+    assert len(expected) == 600
+
+    killed = nutch2("generate", "-topN", 600, "-crawlId", crawl_id, *d, failpoints="store.flush=4")
+    assert killed.returncode == KILLED and killed.stdout == ""  # its batch id was never printed
+    partial = {p.markers[Mark.GENERATE.value] for p in table(conf, crawl_id).values() if Mark.GENERATE.check(p)}
+    assert len(partial) == 1
+    with open_store(conf, crawl_id, create=False) as store:
+        assert Journal(store).batch(partial.pop()).state == GENERATING
+
+    rerun = nutch2("generate", "-topN", 600, "-crawlId", crawl_id, *d)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "was interrupted before it was complete" in rerun.stderr
+    batch = rerun.stdout.strip()
+    rows = table(conf, crawl_id)
+    assert {k for k, p in rows.items() if Mark.GENERATE.check(p) == batch} == expected
+    assert {Mark.GENERATE.check(p) for p in rows.values()} == {batch, None}  # nothing left in the dead batch
+
+
+# ---------------------------------------------------------------------------------------------------- crawl
+CRAWL_POINTS = ("runner.job=3", "store.flush=6", "runner.job=6", "runner.job=9", "updatedb.commit=20")
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("backend", DURABLE)
+def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str) -> None:
+    props = {"storage.write.batch.size": 10, "storage.hbase.batch.size": 10, "fetcher.write.batch.size": 10,
+             "fetcher.server.delay": 0.02}
+    d = defines(tmp_path, backend, **props)
+    conf = conf_for(tmp_path, backend, **props)
+    with TestWeb(hosts=3, pages_per_host=25, traps=False) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_url + "\n")
+        ref = f"cr{uuid.uuid4().hex[:8]}"
+        args = ("crawl", seeds, "-rounds", 3, "-topN", 30)
+        done = nutch2(*args, "-crawlId", ref, *d)
+        assert done.returncode == 0, done.stderr
+        expected = table(conf, ref)
+        assert len({Mark.UPDATEDB.check(p) for p in expected.values()} - {None}) == 3  # three rounds did work
+        ref_names = _round_names(conf, ref)
+        for point in CRAWL_POINTS:
+            crawl_id = f"ck{uuid.uuid4().hex[:8]}"
+            killed = nutch2(*args, "-crawlId", crawl_id, *d, failpoints=point)
+            assert killed.returncode == KILLED, (point, killed.stderr)
+            rerun = nutch2(*args, "-crawlId", crawl_id, *d)
+            assert rerun.returncode == 0, (point, rerun.stderr)
+            assert "interrupted" in rerun.stderr, point
+            same_rows(table(conf, crawl_id), expected, _round_names(conf, crawl_id), ref_names)
+            with open_store(conf, crawl_id, create=False) as store:
+                assert Journal(store).crawl() is None
+
+
+def _round_names(conf, crawl_id: str) -> dict[str, str]:
+    """Batch ids in generate order → round1, round2, ... (ids are random; rounds are what must match)."""
+    with open_store(conf, crawl_id, create=False) as store:
+        return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

@@ -1,0 +1,152 @@
+"""Nutch 2's job API (`nutch2 server -jobs`): a full round over HTTP and the ways a job is refused or fails."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from nutch2.marks import Mark
+from nutch2.stores import crawl_lock
+from nutch2.tableutil import reverse_url
+from tests.crawlutil import conf_for, defines, passes_filters, rows
+from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
+from tests.testweb import TestWeb
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+CRAWL = "jobs"
+
+
+@pytest.fixture(scope="module")
+def web():
+    with TestWeb(hosts=3, pages_per_host=4, slow_seconds=5.0) as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jobs")
+
+
+@pytest.fixture(scope="module")
+def server(tmp: Path):
+    require_solr()
+    wipe_solr()
+    d = defines(tmp, "sqlite")
+    with SearchServer(["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *d], tmp / "server.log") as s:
+        yield s
+
+
+def post(server: SearchServer, body: Any, **kw: Any) -> requests.Response:
+    return requests.post(f"{server.url}/api/jobs", json=body, timeout=30, **kw)
+
+
+def wait(server: SearchServer, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = requests.get(f"{server.url}/api/jobs/{job_id}", timeout=30).json()
+        if info["state"] != "RUNNING":
+            return info
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} still running after {timeout:.0f} s")
+
+
+def run(server: SearchServer, type_: str, **args: Any) -> dict[str, Any]:
+    r = post(server, {"type": type_, "args": args})
+    assert r.status_code == 201, r.text
+    assert r.headers["location"] == f"/api/jobs/{r.json()['id']}"
+    assert r.json()["state"] == "RUNNING" and r.json()["type"] == type_
+    info = wait(server, r.json()["id"])
+    assert info["state"] == "FINISHED", info
+    return info
+
+
+def test_a_full_round_over_the_job_api(server: SearchServer, web: TestWeb, tmp: Path) -> None:
+    info = run(server, "inject", seedUrls=[web.seed_url])
+    assert info["counters"]["inject"]["injected"] == 1 and info["msg"].startswith("inject: 1 injected")
+    info = run(server, "generate", topN=100)
+    batch = info["result"]["batchId"]
+    assert batch and info["counters"]["generate"]["generated"] == 1
+    fetched = run(server, "fetch", batch=batch, threads=2)
+    assert fetched["counters"]["fetch"]["fetched"] == 1 and fetched["progress"]["elapsedSeconds"] >= 0
+    assert run(server, "parse", batch=batch)["counters"]["parse"]["parsed"] == 1
+    updated = run(server, "updatedb", batch=batch)["counters"]["updatedb"]
+    conf = conf_for(tmp, "sqlite")
+    assert updated["updated"] == 1
+    assert updated["new_rows"] == sum(passes_filters(conf, u) for u in web.pages[web.seed_url].links)
+    indexed = run(server, "index", batch=batch)
+    assert indexed["counters"]["index"]["indexed"] == 1 and indexed["msg"] == "index: 1 documents sent to Solr"
+    # the table and the index say the same as the API
+    home = rows(conf, CRAWL)[reverse_url(web.seed_url)]
+    assert Mark.INDEX.check(home) == batch == home.batch_id
+    hits = requests.get(f"{server.url}/api/search", params={"q": web.pages[web.seed_url].unique_word},
+                        timeout=30).json()
+    assert [h["url"] for h in hits["hits"]] == [web.seed_url]
+    batches = requests.get(f"{server.url}/api/batches", timeout=30).json()["batches"]
+    assert [(b["batchId"], b["updated"], b["indexed"], b["stage"]) for b in batches] == [(batch, 1, 1, "indexed")]
+    listed = requests.get(f"{server.url}/api/jobs", timeout=30).json()["jobs"]
+    assert [j["type"] for j in listed] == ["index", "updatedb", "parse", "fetch", "generate", "inject"]
+
+
+def test_bad_jobs_are_refused_with_a_reason(server: SearchServer) -> None:
+    for body, status, words in (
+        ({"type": "crawl"}, 400, "unknown job type 'crawl'; use one of inject, generate"),
+        ({"type": "fetch", "args": {}}, 400, "fetch needs exactly one of args.batch"),
+        ({"type": "fetch", "args": {"batch": "b", "all": True}}, 400, "exactly one of"),
+        ({"type": "fetch", "args": {"batch": "--conf"}}, 400, "args.batch must be a batch id"),
+        ({"type": "generate", "args": {"topN": "ten"}}, 400, "args.topN must be a whole number"),
+        ({"type": "generate", "args": {"depth": 3}}, 400, "generate does not take depth"),
+        ({"type": "inject", "args": {}}, 400, "inject needs exactly one of args.seedDir"),
+        ({"type": "inject", "args": {"seedDir": "/no/such/seeds"}}, 400, "does not exist on the server"),
+        ({"type": "index", "args": {"batch": "x"}, "crawlId": "other"}, 400, "runs jobs for crawl 'jobs'"),
+        ({"args": {}}, 400, '{"type": "inject|generate'),
+        ([1, 2], 400, '{"type": "inject|generate'),
+    ):
+        r = post(server, body)
+        assert r.status_code == status and words in r.json()["error"], (body, r.json())
+    r = requests.post(f"{server.url}/api/jobs", data="{nope", headers={"Content-Type": "application/json"},
+                      timeout=30)
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
+    # what a form on another site could send: refused before it is read
+    r = requests.post(f"{server.url}/api/jobs", data='{"type": "inject"}', headers={"Content-Type": "text/plain"},
+                      timeout=30)
+    assert r.status_code == 415
+    r = post(server, {"type": "generate"}, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403
+    assert requests.get(f"{server.url}/api/jobs/nope", timeout=30).status_code == 404
+
+
+def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer) -> None:
+    r = post(server, {"type": "fetch", "args": {"batch": "123-456"}})
+    assert r.status_code == 201
+    info = wait(server, r.json()["id"])
+    assert info["state"] == "FAILED" and info["exitCode"] == 1
+    assert info["error"] == ("nutch2 fetch: error: fetch: no rows carry batch id '123-456' from generate; check the "
+                             "id printed by `nutch2 generate` (or use -all)")
+
+
+def test_one_job_at_a_time_per_crawl(server: SearchServer, web: TestWeb, tmp: Path) -> None:
+    # a batch with the slow page (5 s): the fetch job is still running when the next one is posted
+    run(server, "inject", seedUrls=[web.trap_url("/traps/slow.html")])
+    batch = run(server, "generate", topN=100)["result"]["batchId"]
+    assert batch
+    first = post(server, {"type": "fetch", "args": {"batch": batch}})
+    assert first.status_code == 201
+    second = post(server, {"type": "parse", "args": {"batch": batch}})
+    assert second.status_code == 409
+    assert second.json()["error"].startswith(f"job {first.json()['id']} (fetch) is still running on this crawl")
+    stopped = requests.post(f"{server.url}/api/jobs/{first.json()['id']}/stop", timeout=30)
+    assert stopped.status_code == 202
+    assert wait(server, first.json()["id"])["state"] == "KILLED"
+    # a CLI job holding the crawl's lock (inject, generate, updatedb) keeps API jobs out too
+    lock = crawl_lock(conf_for(tmp, "sqlite"), CRAWL, "updatedb")
+    try:
+        r = post(server, {"type": "generate", "args": {}})
+        assert r.status_code == 409 and "holds" in r.json()["error"] and "jobs_webpage.lock" in r.json()["error"]
+    finally:
+        lock.release()
+    # and after it, the crawl goes on where it stopped: fetch -resume finishes the batch
+    assert run(server, "fetch", batch=batch, resume=True)["counters"]["fetch"]["fetched"] >= 1
