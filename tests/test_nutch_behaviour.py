@@ -279,3 +279,32 @@ def test_normalize_is_idempotent_and_keeps_the_registered_domain(scheme, user, h
 
 def test_conf_dir_is_the_shipped_one() -> None:
     assert (CONF_DIR / "regex-urlfilter.txt").is_file()
+
+
+# ---------------------------------------------------------------------------- the Searcher honours them
+
+
+def test_cached_view_honours_noarchive() -> None:
+    from nutch2.searcher.pages import cached_copy
+
+    url = "http://site.test/a.html"
+    page = WebPage(reverse_url(url), content=b"<html><head></head><body>x</body></html>", content_type="text/html")
+    assert cached_copy(url, page) is not None
+    page.metadata = {CACHING_FORBIDDEN_KEY: b"content"}
+    assert cached_copy(url, page) is None
+
+
+def test_search_hits_link_the_row_and_drop_what_the_policy_forbids() -> None:
+    from types import SimpleNamespace
+
+    from nutch2.searcher.search import SearchRequest, search
+
+    docs = [{"id": "com.a:http/old.html", "url": "http://a.com/", "cache": "all"},
+            {"id": "com.a:http/b.html", "url": "http://a.com/b.html"}]
+    hl = {d["id"]: {"content": ["a <em>word</em>"]} for d in docs}
+    solr = SimpleNamespace(search=lambda q, **kw: SimpleNamespace(docs=docs, highlighting=hl, facets={}, hits=2,
+                                                                   qtime=1))
+    first, second = search(solr, SearchRequest("word")).hits
+    assert first.url == "http://a.com/" and first.row_url == "http://a.com/old.html"  # url = the repr URL
+    assert first.cache == "all" and str(first.snippet) == ""
+    assert second.cache == "none" and "word" in str(second.snippet)
