@@ -17,18 +17,18 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, RobotsCache, robot_agent_name
+from nutch2.robots import DEFER, RobotsCache, robot_agents
 from nutch2.runner import Job, TaskContext, release_memory, stable_hash
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.urls import UrlChecker, queue_id
+from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
-                             *PARSE_FIELDS} - {"content"}))
+                             "repr_url", *PARSE_FIELDS} - {"content"}))
 
 
 @dataclass(slots=True)
@@ -45,6 +45,7 @@ class FetchItem:
     done: bool = False  # its queue slot was released
     metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
     signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
+    repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
 
 
 @dataclass
@@ -238,7 +239,8 @@ class FetcherJob(Job):
         self.resume = resume
         self.threads = max(1, threads or conf.get_int("fetcher.threads.fetch"))
         agent = user_agent(conf)
-        self.robots_agent = robot_agent_name(conf.get_str("http.robots.agents") or conf.get_str("http.agent.name"))
+        # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
+        self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
         self.settings = HttpSettings(
             agent=agent,
             timeout_ms=conf.get_int("http.timeout"),
@@ -291,7 +293,8 @@ class FetcherJob(Job):
         etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None)
         yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
                                                   modified if page.status != CrawlStatus.INJECTED else None, etag,
-                                                  metadata=dict(page.metadata), signature=page.signature)
+                                                  metadata=dict(page.metadata), signature=page.signature,
+                                                  repr_url=page.repr_url)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
         return stable_hash(queue_id(value.url, self.partition_mode)) % n
@@ -493,10 +496,11 @@ class FetcherJob(Job):
             target = self.redirect_checker.check(out.args[0])
             page.outlinks = {target: ""} if target else {}
             if target:
-                page.repr_url = target if status == CrawlStatus.REDIR_PERM else item.url
+                # issue 15: the representative URL of the redirect pair (Nutch's URLUtil.chooseRepr)
+                page.repr_url = choose_repr(item.url, target, status == CrawlStatus.REDIR_TEMP)
                 reverse_url(target)  # validate
-        elif out.final_url and out.final_url != item.url:
-            page.repr_url = out.final_url  # followed inline (http.redirect.max > 0)
+        elif out.redirects or (item.repr_url and status == CrawlStatus.FETCHED):
+            page.repr_url = _repr_url(item.url, out.redirects)
 
     def _write(self, ctx: TaskContext, page: WebPage) -> None:
         ctx.write(page)
@@ -505,6 +509,15 @@ class FetcherJob(Job):
             flush = self._written % self.write_batch == 0
         if flush:
             ctx.store.flush()
+
+
+def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
+    """issue 15: the repr URL of a page reached through redirects followed inline (chooseRepr hop by hop, as Nutch's
+    fetcher does), None for a page fetched at its own URL (no stale repr URL is left to index it under)."""
+    repr_url = url
+    for target, temporary in redirects:
+        repr_url = choose_repr(repr_url, target, temporary)
+    return repr_url if redirects else None
 
 
 class _Stats:

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.jobs.parse import NOINDEX_KEY
+from nutch2.jobs.parse import META_PREFIX, NOINDEX_KEY
 from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.parse import caching_forbidden
 from nutch2.runner import Counters, Job, Runner, TaskContext
 from nutch2.scoring import OpicScoring
 from nutch2.solr import SolrClient
@@ -19,7 +20,7 @@ from nutch2.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
 
 INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time",
-                "content_type", "modified_time", "parse_status", "markers", "metadata", "content")
+                "content_type", "modified_time", "parse_status", "markers", "metadata", "content", "repr_url")
 GONE_STATUSES = (CrawlStatus.GONE, CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP)
 
 
@@ -61,6 +62,7 @@ class IndexingJob(Job):
         self.max_title = conf.get_int("indexer.max.title.length")
         self.max_content = conf.get_int("indexer.max.content.length")
         self.scoring = OpicScoring(conf)
+        self.index_metadata = [n.strip() for n in conf.get_str("index.metadata").split(",") if n.strip()]
 
     def mark_filter(self) -> MarkFilter | None:
         all_batches = self.reindex or self.batch_id == ALL_BATCHES
@@ -128,7 +130,24 @@ class IndexingJob(Job):
         }
         if anchors:
             doc["anchor"] = anchors
+        doc.update(self._nutch_fields(page))
         return {k: v for k, v in doc.items() if v is not None and v != []}
+
+    # ---- issue 15: Nutch's index-basic url (the repr URL of a redirect), index-metadata and cache fields
+    def _nutch_fields(self, page: WebPage) -> dict[str, Any]:
+        """url = the row's repr URL when it has one (URLUtil.chooseRepr's pick for a redirect), meta_<name> fields
+        of index.metadata (values split at tabs), cache = the caching policy of a noarchive/nocache page."""
+        fields: dict[str, Any] = {}
+        if page.repr_url:
+            fields["url"] = page.repr_url
+        for name in self.index_metadata:
+            value = page.metadata.get(META_PREFIX + name.lower())
+            if value:
+                fields[META_PREFIX + name] = [v for v in value.decode("utf-8", "replace").split("\t") if v]
+        policy = caching_forbidden(page.metadata)
+        if policy != "none":
+            fields["cache"] = policy
+        return fields
 
 
 class MarkIndexedJob(IndexingJob):

@@ -14,6 +14,7 @@ from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
 from nutch2.runner import Counters, log, make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
+from nutch2.urls import UrlChecker
 
 
 def _num_tasks(args: argparse.Namespace) -> int | None:
@@ -59,13 +60,17 @@ def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     with open_store(conf, args.crawl_id, create=False) as store:
         if args.url:
+            url = UrlChecker(conf, "inject", filter=False).normalize(args.url)  # the form inject stored it in
             try:
-                key = reverse_url(args.url)
-            except ValueError as e:
-                raise NutchError(f"-url {args.url!r}: {e}") from None
+                key = reverse_url(url or "")
+            except ValueError:
+                key = None
+            if url is None or key is None:
+                raise NutchError(f"-url {args.url!r} is not a valid http(s), ftp or file URL; give one like "
+                                 "https://example.com/page")
             page = store.get(key)
             if page is None:
-                print(f"nutch2 readdb: {args.url} is not in the table (key {key})", file=sys.stderr)
+                print(f"nutch2 readdb: {url} is not in the table (key {key})", file=sys.stderr)
                 return 1
             _print_row(row_to_json(page, text=True))
             return 0

@@ -78,6 +78,7 @@ class ProtocolOutput:
     truncated: bool = False
     last_modified: int | None = None
     fetch_ms: int = 0
+    redirects: list[tuple[str, bool]] = field(default_factory=list)  # hops followed inline: (target, temporary)
 
 
 class _FetchError(Exception):
@@ -266,6 +267,7 @@ class HttpProtocol:
         seen = {url}
         current = url
         hops = 0
+        followed: list[tuple[str, bool]] = []
         while True:
             scheme = urlsplit(current).scheme.lower()
             if scheme not in _SCHEMES:
@@ -273,6 +275,7 @@ class HttpProtocol:
             if time.monotonic() >= deadline:
                 raise _FetchError("timeout (total fetch time exceeded)")
             out = self._fetch_once(current, cond, deadline)
+            out.redirects = followed
             if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
                 return out
             if self.settings.redirect_max <= 0:
@@ -285,6 +288,7 @@ class HttpProtocol:
             if may_follow is not None and not may_follow(target):
                 return out  # recorded as a redirect: the target is fetched (or refused) in a later round
             seen.add(target)
+            followed.append((target, out.code == ProtocolStatusCode.TEMP_MOVED))
             current = target
 
     def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:

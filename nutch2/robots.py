@@ -1,4 +1,4 @@
-"""robots.txt rules (parsed by protego) and a per-job, thread-safe robots cache.
+"""robots.txt rules (RFC 9309, Google's parser) and a per-job, thread-safe robots cache.
 
 Outcome of fetching ``/robots.txt`` (modelled on Google's documented behaviour,
 which is what site owners expect today):
@@ -13,20 +13,24 @@ which is what site owners expect today):
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import logging
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from protego import Protego
+from robotstxt import RobotsMatcher
 
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
-__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "robot_agent_name"]
+__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "decode_robots", "robot_agent_name",
+           "robot_agents"]
 
 LOG = logging.getLogger(__name__)
 
@@ -39,41 +43,109 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclass
 class RobotRules:
-    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all" or "defer"."""
+    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all" or "defer".
+
+    Matching is Google's robots.txt parser (the reference implementation of RFC 9309, through fast-robotstxt):
+    groups as the RFC defines them (consecutive user-agent lines form one group even with other records such as
+    Crawl-delay or Sitemap between them; groups for the same agent are merged), agents matched by product token,
+    case-insensitive and whole (``User-agent: foo/1.2`` applies to ``foo``, ``User-agent: bot`` not to ``MyBot``),
+    longest match wins, ``*`` and ``$`` patterns. Several agents (http.robots.agents) are tried in order: the
+    first that has a group of its own decides, else the ``*`` group applies.
+    """
 
     state: str
     sitemaps: list[str] = field(default_factory=list)
-    parser: Protego | None = field(default=None, repr=False, compare=False)
+    text: str = field(default="", repr=False, compare=False)
+    _delays: dict[tuple[str, ...], float | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, content: bytes) -> RobotRules:
-        """Parse robots.txt bytes (UTF-8, BOM stripped, bad bytes replaced); empty -> allow_all."""
-        text = content.decode("utf-8-sig", errors="replace")
+        """Parse robots.txt bytes (UTF-8, UTF-16 with a BOM; bad bytes replaced); empty -> allow_all."""
+        text = decode_robots(content)
         if not text.strip():
             return cls(ALLOW_ALL)
-        parser = Protego.parse(text)
-        return cls(PARSED, list(parser.sitemaps), parser)
+        return cls(PARSED, _sitemaps(text), text)
 
-    def allowed(self, url: str, agent: str) -> bool:
-        """May ``agent`` fetch ``url``? Always False when the host is deferred."""
+    def allowed(self, url: str, agents: str | Sequence[str]) -> bool:
+        """May a crawler with these product tokens (in order of precedence) fetch ``url``? False when deferred."""
         if self.state == DEFER:
             return False
-        if self.parser is None:
+        if not self.text or _is_robots_txt(url):
             return True
-        return bool(self.parser.can_fetch(url, agent))
+        allowed, _ = self._match(url, _agent_tuple(agents))
+        return allowed
 
-    def crawl_delay(self, agent: str) -> float | None:
-        """Crawl-delay in seconds for ``agent`` (None when not set)."""
-        if self.parser is None:
+    def crawl_delay(self, agents: str | Sequence[str]) -> float | None:
+        """Crawl-delay in seconds of the group that applies to these agents (None when not set)."""
+        if not self.text:
             return None
-        delay = self.parser.crawl_delay(agent)
-        return float(delay) if delay is not None else None
+        key = _agent_tuple(agents)
+        if key not in self._delays:
+            self._delays[key] = self._match("http://robots.invalid/", key)[1]
+        return self._delays[key]
+
+    def _match(self, url: str, agents: tuple[str, ...]) -> tuple[bool, float | None]:
+        """(allowed, crawl delay) for the first agent with a group of its own, else for the ``*`` group."""
+        fallback: tuple[bool, float | None] | None = None
+        for agent in agents or ("*",):
+            matcher = RobotsMatcher()
+            allowed = bool(matcher.is_allowed(self.text, agent, url))
+            result = (allowed, matcher.crawl_delay)
+            if matcher.ever_seen_specific_agent:
+                return result
+            fallback = fallback or result
+        assert fallback is not None
+        return fallback
+
+
+def decode_robots(content: bytes) -> str:
+    """robots.txt bytes as text: a UTF-16 BOM decodes UTF-16, anything else UTF-8 (a full or partial UTF-8 BOM is
+    skipped as Google does; undecodable bytes become U+FFFD and spoil only their own line)."""
+    if content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return content.decode("utf-16", errors="replace")
+    for bom in (codecs.BOM_UTF8, codecs.BOM_UTF8[:2], codecs.BOM_UTF8[:1]):
+        if content.startswith(bom):
+            content = content[len(bom):]
+            break
+    return content.decode("utf-8", errors="replace")
+
+
+def _sitemaps(text: str) -> list[str]:
+    """Sitemap URLs of a robots.txt (protego reads them), in order, without duplicates."""
+    return list(dict.fromkeys(Protego.parse(text).sitemaps))
+
+
+def _is_robots_txt(url: str) -> bool:
+    """robots.txt itself is always allowed (as crawler-commons and Nutch do)."""
+    try:
+        return urlsplit(url).path == "/robots.txt"
+    except ValueError:
+        return False
+
+
+def _agent_tuple(agents: str | Sequence[str]) -> tuple[str, ...]:
+    return (agents,) if isinstance(agents, str) else tuple(agents)
+
+
+_PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]+")
+
+
+def robot_agents(agent_name: str, robots_agents: str = "") -> tuple[str, ...]:
+    """The product tokens matched in robots.txt, in order of precedence: ``http.agent.name`` first, then the names
+    of ``http.robots.agents`` (comma-separated; ``*`` and repeats skipped), each cut to its product token
+    ("MyBot/1.0 (+http://x)" -> "MyBot"), as Nutch's RobotRulesParser builds its agent list."""
+    names: list[str] = []
+    for raw in [agent_name, *robots_agents.split(",")]:
+        match = _PRODUCT_TOKEN.match(raw.strip())
+        if match and match.group().lower() not in (n.lower() for n in names):
+            names.append(match.group())
+    return tuple(names)
 
 
 def robot_agent_name(agents: str) -> str:
-    """First token of ``http.robots.agents`` / ``http.agent.name`` (e.g. "MyBot/1.0 (...)" -> "MyBot")."""
-    first = agents.split(",")[0].strip()
-    return first.split()[0].split("/")[0] if first else ""
+    """First product token of a comma-separated agent list (e.g. "MyBot/1.0 (...)" -> "MyBot")."""
+    names = robot_agents("", agents)
+    return names[0] if names else ""
 
 
 def _host_key(url: str) -> tuple[str, str, int] | None:
@@ -117,7 +189,7 @@ class RobotsCache:
     """Fetches robots.txt once per (scheme, host, port) per job and caches it; thread-safe;
     concurrent callers for the same host wait for the single fetch."""
 
-    def __init__(self, protocol_factory: Callable[[], HttpProtocol] | None, agent: str,
+    def __init__(self, protocol_factory: Callable[[], HttpProtocol] | None, agent: str | Sequence[str],
                  settings: HttpSettings) -> None:
         self.agent = agent
         self._settings = dataclasses.replace(settings, redirect_max=0, content_limit=ROBOTS_MAX_BYTES)
