@@ -3,6 +3,7 @@ fetcher threads over FetchItemQueues (one queue per host, domain or IP), as Nutc
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sys
 import threading
@@ -17,19 +18,19 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agent_name
-from nutch2.runner import Job, TaskContext, release_memory
+from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
+from nutch2.runner import Job, TaskContext, release_memory, stable_hash
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.urls import UrlChecker, queue_id
+from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
-                             *PARSE_FIELDS} - {"content"}))
+                             "repr_url", *PARSE_FIELDS} - {"content"}))
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ class FetchItem:
     done: bool = False  # its queue slot was released
     metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
     signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
+    repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
 
 
 @dataclass
@@ -264,30 +266,39 @@ class FetcherJob(Job):
         self.batch_id = batch_id
         self.resume = resume
         self.threads = fetcher_threads(conf, threads)
-        timelimit = conf.get_float("fetcher.timelimit.mins")
-        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None
-        self.robots_agent = robot_agent_name(conf.get_str("http.robots.agents") or conf.get_str("http.agent.name"))
-        self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight are cut at the limit
-        self.robots = RobotsCache(None, self.robots_agent, self.settings)
+        # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
+        self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
+        self.settings = http_settings(conf)  # a bad value fails here, before any task starts
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.store_content = conf.get_bool("fetcher.store.content")
         self.parse_inline = conf.get_bool("fetcher.parse")
-        self.parser = PageParser(conf) if self.parse_inline else None
+        self.parser = PageParser(conf) if self.parse_inline else None  # checks the parser's settings now
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
         self.capacity = self.threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.partition_mode = conf.get_str("partition.url.mode")
         self.queue_mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.partition_mode)
         self.redirect_checker = UrlChecker(conf, "fetcher")
+        self.timelimit = conf.get_float("fetcher.timelimit.mins")
         self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
         self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
         self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
         self.progress_interval = conf.get_float("fetcher.progress.interval")
         self.progress = sys.stderr.isatty() if progress is None else progress
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        """This reducer's robots cache, counters and deadline (the time limit counts from here)."""
+        self.deadline = time.monotonic() + self.timelimit * 60 if self.timelimit > 0 else None
+        self.settings = dataclasses.replace(self.settings, stop_at=self.deadline)  # requests in flight end there too
+        self.robots = RobotsCache(None, self.robots_agent, self.settings)
         self._written = 0
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self._write_lock = threading.Lock()
         self.stats = _Stats()
+
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        self.robots.close()
+        ctx.store.flush()
 
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
@@ -303,12 +314,11 @@ class FetcherJob(Job):
         etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None)
         yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
                                                   modified if page.status != CrawlStatus.INJECTED else None, etag,
-                                                  metadata=dict(page.metadata), signature=page.signature)
+                                                  metadata=dict(page.metadata), signature=page.signature,
+                                                  repr_url=page.repr_url)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
-        import zlib
-
-        return zlib.crc32(queue_id(value.url, self.partition_mode).encode()) % n
+        return stable_hash(queue_id(value.url, self.partition_mode)) % n
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
@@ -529,10 +539,11 @@ class FetcherJob(Job):
             target = self.redirect_checker.check(out.args[0])
             page.outlinks = {target: ""} if target else {}
             if target:
-                page.repr_url = target if status == CrawlStatus.REDIR_PERM else item.url
+                # issue 15: the representative URL of the redirect pair (Nutch's URLUtil.chooseRepr)
+                page.repr_url = choose_repr(item.url, target, status == CrawlStatus.REDIR_TEMP)
                 reverse_url(target)  # validate
-        elif out.final_url and out.final_url != item.url:
-            page.repr_url = out.final_url  # followed inline (http.redirect.max > 0)
+        elif out.redirects or (item.repr_url and status == CrawlStatus.FETCHED):
+            page.repr_url = _repr_url(item.url, out.redirects)
 
     def _write(self, ctx: TaskContext, page: WebPage) -> None:
         ctx.write(page)
@@ -542,8 +553,14 @@ class FetcherJob(Job):
         if flush:
             ctx.store.flush()
 
-    def cleanup(self, ctx: TaskContext) -> None:
-        ctx.store.flush()
+
+def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
+    """issue 15: the repr URL of a page reached through redirects followed inline (chooseRepr hop by hop, as Nutch's
+    fetcher does), None for a page fetched at its own URL (no stale repr URL is left to index it under)."""
+    repr_url = url
+    for target, temporary in redirects:
+        repr_url = choose_repr(repr_url, target, temporary)
+    return repr_url if redirects else None
 
 
 class _Stats:

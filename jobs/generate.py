@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.journal import GENERATED, GENERATING, Journal
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters, Job, LocalRunner, TaskContext, log
+from nutch2.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.schedule import fetch_schedule
 from nutch2.scoring import OpicScoring
 from nutch2.stores.base import DataStore
@@ -40,7 +40,6 @@ class GeneratorJob(Job):
 
     name = "generate"
     fields = ("fetch_time", "fetch_interval", "score", "markers", "status")
-    has_reduce = True
 
     def __init__(self, conf: Configuration, batch_id: str | None = None, top_n: int | None = None,
                  filter: bool | None = None, normalize: bool | None = None, add_days: int = 0) -> None:
@@ -59,8 +58,6 @@ class GeneratorJob(Job):
         self.max_distance = conf.get_int("generate.max.distance")
         self.min_score = conf.get_float("generate.min.score")
         self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
-        self._selected: list[tuple[float, str, Candidate]] = []
-        self._lock = threading.Lock()
 
     def count_key(self, url: str) -> str:
         host = host_of(url)
@@ -87,39 +84,53 @@ class GeneratorJob(Job):
         sort_value = self.scoring.sort_value(page)
         yield self.count_key(url), (-sort_value, url, Candidate(page.key, url, dict(page.markers)))
 
-    def partition(self, key: Any, value: Any, n: int) -> int:
-        return _stable_hash(key) % n
+    def steps(self) -> list[Step]:
+        """Per host (domain) caps in as many reducers as tasks; with topN, a second step with one reducer keeps
+        the topN best of their picks (Nutch gave each reducer topN/reducers: not the best topN overall)."""
+        return [Step(), Step(reducers=1)] if self.top_n is not None else [Step()]
 
-    def sort_key(self):  # type: ignore[override]
-        return lambda item: item[1][:2]  # score descending, then URL
+    def sort_key(self, step: int = 0):  # type: ignore[override]
+        if step == 0:
+            return lambda item: item[1][:2]  # score descending, then URL
+        return itemgetter(0)
 
-    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        """Best candidates of this reducer's hosts: per-host cap, then at most topN (merged in finish)."""
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if ctx.step == 0:
+            return self._select(items, ctx)
+        return self._top(items, ctx)
+
+    def _select(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        """Best candidates of this reducer's hosts: the per-host cap, then at most topN of them."""
         per_host: Counter[str] = Counter()
-        selected: list[tuple[float, str, Candidate]] = []
+        selected = 0
         for host, value in items:
-            if self.top_n is not None and len(selected) >= self.top_n:
+            if self.top_n is not None and selected >= self.top_n:
                 ctx.incr("over_topN")
                 continue
             if self.max_count > 0 and per_host[host] >= self.max_count:
                 ctx.incr("over_max_count")
                 continue
             per_host[host] += 1
-            selected.append(value)
-        with self._lock:
-            self._selected.extend(selected)
+            selected += 1
+            if self.top_n is None:
+                self._mark(value[2], ctx)
+            else:
+                yield value[:2], value[2]
 
-    def finish(self, ctx: TaskContext) -> None:
-        """Merge the reducers' picks: the topN best overall (Nutch gave each reducer topN/reducers)."""
-        self._selected.sort(key=lambda v: v[:2])
-        keep = self._selected if self.top_n is None else self._selected[: self.top_n]
-        ctx.incr("over_topN", len(self._selected) - len(keep))
-        for _, _, cand in keep:
-            page = WebPage(cand.key, markers=cand.markers, batch_id=self.batch_id)
-            Mark.GENERATE.put(page, self.batch_id)
-            ctx.write(page)
-            ctx.incr("generated")
-        self._selected = []
+    def _top(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        """The one reducer of step 2: the topN best of every reducer's picks."""
+        for n, (_, cand) in enumerate(items):
+            if n < (self.top_n or 0):
+                self._mark(cand, ctx)
+            else:
+                ctx.incr("over_topN")
+        return iter(())
+
+    def _mark(self, cand: Candidate, ctx: TaskContext) -> None:
+        page = WebPage(cand.key, markers=cand.markers, batch_id=self.batch_id)
+        Mark.GENERATE.put(page, self.batch_id)
+        ctx.write(page)
+        ctx.incr("generated")
 
 
 class ReleaseJob(Job):
@@ -143,7 +154,7 @@ class ReleaseJob(Job):
         return iter(())
 
 
-def run_generate(job: GeneratorJob, store: DataStore, runner: LocalRunner) -> Counters:
+def run_generate(job: GeneratorJob, store: DataStore, runner: Runner) -> Counters:
     """Generate one batch, recorded in the journal: "generating" before the first mark is written, "generated"
     once every mark is durable. Batches of a generate that was killed in between are released first."""
     journal = Journal(store)
@@ -165,9 +176,4 @@ def run_generate(job: GeneratorJob, store: DataStore, runner: LocalRunner) -> Co
     return counters
 
 
-def _stable_hash(text: str) -> int:
-    """A hash that is the same in every process (str hash is salted per process)."""
-    import zlib
-
-    return zlib.crc32(text.encode("utf-8"))
 

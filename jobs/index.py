@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import threading
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.jobs.parse import NOINDEX_KEY
+from nutch2.jobs.parse import META_PREFIX, NOINDEX_KEY
 from nutch2.marks import ALL_BATCHES, Mark
-from nutch2.runner import Job, TaskContext
+from nutch2.parse import caching_forbidden
+from nutch2.runner import Counters, Job, Runner, TaskContext
 from nutch2.scoring import OpicScoring
 from nutch2.solr import SolrClient
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
-from nutch2.stores.base import MarkFilter
+from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
 
 INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time",
-                "content_type", "modified_time", "parse_status", "markers", "metadata", "content")
+                "content_type", "modified_time", "parse_status", "markers", "metadata", "content", "repr_url")
 GONE_STATUSES = (CrawlStatus.GONE, CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP)
 
 
@@ -38,71 +39,71 @@ def indexable(page: WebPage) -> bool:
 
 
 class IndexingJob(Job):
-    """Map over rows carrying the UPDATEDB mark; documents go to Solr in batches of solr.commit.size.
+    """Map over rows carrying the UPDATEDB mark; each task sends documents to Solr in batches of
+    solr.commit.size through its own client; the final step commits.
 
-    Rows get the INDEX mark (= their UPDATEDB mark) only after Solr committed them, so a failed run marks
-    nothing and a rerun sends what is missing. `-all` sends rows whose INDEX mark differs from their
-    UPDATEDB mark (updated since last indexed); `-reindex` sends every indexable row.
+    Rows get the INDEX mark (= their UPDATEDB mark) only after Solr committed them, by MarkIndexedJob, which
+    selects the same rows again — so a failed run marks nothing and a rerun sends what is missing. `-all`
+    sends rows whose INDEX mark differs from their UPDATEDB mark (updated since last indexed); `-reindex`
+    sends every indexable row.
     """
 
     name = "index"
     fields = INDEX_FIELDS
 
-    def __init__(self, conf: Configuration, batch_id: str, solr: SolrClient, reindex: bool = False) -> None:
+    def __init__(self, conf: Configuration, batch_id: str, solr_url: str, reindex: bool = False) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
-        self.solr = solr
+        self.solr_url = solr_url
+        self.timeout = conf.get_float("solr.timeout")
         self.reindex = reindex
         self.commit_size = max(1, conf.get_int("solr.commit.size"))
         self.commit = conf.get_bool("solr.commit.index")
         self.max_title = conf.get_int("indexer.max.title.length")
         self.max_content = conf.get_int("indexer.max.content.length")
         self.scoring = OpicScoring(conf)
-        self._buffers: dict[int, list[dict[str, Any]]] = {}
-        self._sent: list[tuple[str, dict[str, str]]] = []
-        self._lock = threading.Lock()
+        self.index_metadata = [n.strip() for n in conf.get_str("index.metadata").split(",") if n.strip()]
 
     def mark_filter(self) -> MarkFilter | None:
         all_batches = self.reindex or self.batch_id == ALL_BATCHES
         return (Mark.UPDATEDB.value, None if all_batches else self.batch_id)
 
-    def setup(self, ctx: TaskContext) -> None:
-        self._buffers[ctx.task] = []
+    def skip(self, page: WebPage) -> str | None:
+        """Why the row is not sent (and then not marked), or None: the same answer in both passes."""
+        if not indexable(page):
+            return "skipped_not_indexable"
+        if self.batch_id == ALL_BATCHES and not self.reindex and Mark.INDEX.check(page) == Mark.UPDATEDB.check(page):
+            return "skipped_already_indexed"
+        return None
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.solr = SolrClient(self.solr_url, self.timeout)
+        self.buffer: list[dict[str, Any]] = []
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if not indexable(page):
-            ctx.incr("skipped_not_indexable")
-            return iter(())
-        updated = Mark.UPDATEDB.check(page)
-        if self.batch_id == ALL_BATCHES and not self.reindex and Mark.INDEX.check(page) == updated:
-            ctx.incr("skipped_already_indexed")
-            return iter(())
-        buf = self._buffers[ctx.task]
-        buf.append(self.document(page))
-        with self._lock:
-            self._sent.append((page.key, dict(page.markers)))
-        if len(buf) >= self.commit_size:
-            self._send(buf, ctx)
+        reason = self.skip(page)
+        if reason:
+            ctx.incr(reason)
+        else:
+            self.buffer.append(self.document(page))
+            if len(self.buffer) >= self.commit_size:
+                self._send(ctx)
         return iter(())
 
-    def cleanup(self, ctx: TaskContext) -> None:
-        self._send(self._buffers.pop(ctx.task), ctx)
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        if sys.exc_info()[0] is None:  # a failed task sends no more
+            self._send(ctx)
 
-    def _send(self, buf: list[dict[str, Any]], ctx: TaskContext) -> None:
-        if buf:
-            self.solr.add(buf)
-            ctx.incr("indexed", len(buf))
-            buf.clear()
+    def _send(self, ctx: TaskContext) -> None:
+        if self.buffer:
+            self.solr.add(self.buffer)
+            ctx.incr("indexed", len(self.buffer))
+            self.buffer.clear()
 
-    def finish(self, ctx: TaskContext) -> None:
-        """Commit, then mark what Solr holds now."""
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
         if self.commit:
-            self.solr.commit()
-        for key, markers in self._sent:
-            page = WebPage(key, markers=markers)
-            Mark.INDEX.put(page, markers.get(Mark.UPDATEDB.value, self.batch_id))
-            ctx.write(page)
-        self._sent = []
+            SolrClient(self.solr_url, self.timeout).commit()
+
 
     def document(self, page: WebPage) -> dict[str, Any]:
         """Nutch's fields: id (reversed key), url, host, title, content, anchor, digest, batchId, boost, tstamp..."""
@@ -129,8 +130,53 @@ class IndexingJob(Job):
         }
         if anchors:
             doc["anchor"] = anchors
+        doc.update(self._nutch_fields(page))
         return {k: v for k, v in doc.items() if v is not None and v != []}
 
+    # ---- issue 15: Nutch's index-basic url (the repr URL of a redirect), index-metadata and cache fields
+    def _nutch_fields(self, page: WebPage) -> dict[str, Any]:
+        """url = the row's repr URL when it has one (URLUtil.chooseRepr's pick for a redirect), meta_<name> fields
+        of index.metadata (values split at tabs), cache = the caching policy of a noarchive/nocache page."""
+        fields: dict[str, Any] = {}
+        if page.repr_url:
+            fields["url"] = page.repr_url
+        for name in self.index_metadata:
+            value = page.metadata.get(META_PREFIX + name.lower())
+            if value:
+                fields[META_PREFIX + name] = [v for v in value.decode("utf-8", "replace").split("\t") if v]
+        policy = caching_forbidden(page.metadata)
+        if policy != "none":
+            fields["cache"] = policy
+        return fields
+
+
+class MarkIndexedJob(IndexingJob):
+    """Second pass of index, after Solr committed: the INDEX mark on every row the first pass sent."""
+
+    fields = ("status", "parse_status", "metadata", "markers")
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        pass
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if self.skip(page) is None:
+            marked = WebPage(page.key, markers=dict(page.markers))
+            Mark.INDEX.put(marked, page.markers.get(Mark.UPDATEDB.value, self.batch_id))
+            ctx.write(marked)
+        return iter(())
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        pass
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        pass
+
+
+def run_index(conf: Configuration, store: DataStore, batch_id: str, solr_url: str, reindex: bool,
+              runner: Runner, counters: Counters) -> None:
+    """Send the documents (and commit), then mark what Solr holds now."""
+    runner.run(IndexingJob(conf, batch_id, solr_url, reindex), store, counters)
+    runner.run(MarkIndexedJob(conf, batch_id, solr_url, reindex), store)
 
 def _types(content_type: str | None) -> list[str]:
     """Nutch's index-more type field: the MIME type and its two parts."""
@@ -144,38 +190,44 @@ def _types(content_type: str | None) -> list[str]:
 
 
 class CleaningJob(Job):
-    """Delete from Solr the rows that were indexed and are now GONE, redirects, or noindex."""
+    """Delete from Solr the rows that were indexed and are now GONE, redirects, or noindex: the tasks find them,
+    the final step deletes them from Solr, commits, and only then takes their INDEX mark off."""
 
     name = "clean"
     fields = ("status", "markers", "metadata", "parse_status")
 
-    def __init__(self, conf: Configuration, solr: SolrClient) -> None:
+    def __init__(self, conf: Configuration, solr_url: str) -> None:
         super().__init__(conf)
-        self.solr = solr
-        self._deleted: list[tuple[str, dict[str, str]]] = []
-        self._lock = threading.Lock()
+        self.solr_url = solr_url
+        self.timeout = conf.get_float("solr.timeout")
 
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.INDEX.value, None)
 
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.deleted: list[tuple[str, dict[str, str]]] = []
+
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if page.status in GONE_STATUSES or NOINDEX_KEY in page.metadata or (
                 page.parse_status.minor_code == ParseMinor.REDIRECT):
-            with self._lock:
-                self._deleted.append((page.key, dict(page.markers)))
+            self.deleted.append((page.key, dict(page.markers)))
         return iter(())
 
-    def finish(self, ctx: TaskContext) -> None:
-        for i in range(0, len(self._deleted), 500):
-            self.solr.delete_ids(k for k, _ in self._deleted[i:i + 500])
-        if self._deleted:
-            self.solr.commit()
-        for key, markers in self._deleted:
+    def result(self, ctx: TaskContext) -> Any:
+        return self.deleted if ctx.step == -1 else None
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        deleted = [row for part in results for row in part]
+        solr = SolrClient(self.solr_url, self.timeout)
+        for i in range(0, len(deleted), 500):
+            solr.delete_ids(k for k, _ in deleted[i:i + 500])
+        if deleted:
+            solr.commit()
+        for key, markers in deleted:
             page = WebPage(key, markers=markers)
             Mark.INDEX.remove(page)
             ctx.write(page)
-        ctx.incr("deleted", len(self._deleted))
-        self._deleted = []
+        ctx.incr("deleted", len(deleted))
 
 
 def dedup(solr: SolrClient, page_size: int = 1000) -> int:

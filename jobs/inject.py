@@ -13,7 +13,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.errors import NutchError
 from nutch2.marks import Mark, set_distance
-from nutch2.runner import Job, TaskContext, log
+from nutch2.runner import Job, TaskContext
 from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
@@ -95,8 +95,15 @@ class InjectorJob(Job):
         self.default_interval = conf.get_int("db.fetch.interval.default")
         seed_files(seeds)  # fail before the job starts when the path is wrong
 
-    def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
-        return [read_seeds(self.seeds)]
+    def inputs(self, store: DataStore, n: int) -> list[Any]:
+        """The seed lines, read here on the driver and shipped to the tasks in chunks (a task in another
+        process or on another machine does not see the driver's files)."""
+        lines = list(read_seeds(self.seeds))
+        size = max(1, -(-len(lines) // n))
+        return [lines[i:i + size] for i in range(0, len(lines), size)] or [[]]
+
+    def read(self, split: list[SeedLine], store: DataStore) -> Iterable[SeedLine]:
+        return split
 
     def map(self, record: SeedLine, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
         where = f"{record.source}:{record.lineno}"
@@ -117,7 +124,7 @@ class InjectorJob(Job):
                 return ()
             key = reverse_url(norm)
         except (BadSeed, ValueError) as e:
-            log(f"{where}: {e}; line skipped")
+            ctx.log(f"{where}: {e}; line skipped")
             ctx.incr("rejected")
             return ()
         self._inject(ctx, key, norm, meta, score, interval)

@@ -8,7 +8,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.marks import ALL_BATCHES, Mark
-from nutch2.parse import ParseResult, parse_content
+from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags, parse_content
 from nutch2.runner import Job, TaskContext
 from nutch2.signature import md5_signature, text_profile_signature
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
@@ -19,6 +19,7 @@ from nutch2.webpage import ParseStatus, WebPage
 
 TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
 NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
+META_PREFIX = "meta_"  # metadata keys of <meta name=...> tags kept by the parse (Nutch 2's parse-metatags prefix)
 
 PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
 
@@ -34,6 +35,13 @@ class PageParser:
         self.skip_truncated = conf.get_bool("parser.skip.truncated")
         self.timeout = conf.get_float("parser.timeout")
         self.checker = UrlChecker(conf, "outlink")
+        self.outlink_tags = outlink_tags(conf.get_str("parser.html.outlinks.ignore_tags").split(","),
+                                         conf.get_bool("parser.html.form.use_action"))
+        self.metatags = {n.strip().lower() for n in conf.get_str("metatags.names").split(",") if n.strip()}
+        self.caching_policy = conf.get_str("parser.caching.forbidden.policy").strip().lower()
+        if self.caching_policy not in CACHING_POLICIES:
+            raise ConfigError(f"parser.caching.forbidden.policy={self.caching_policy!r} is not known; use "
+                              + ", ".join(CACHING_POLICIES))
         sig = conf.get_str("db.signature.class").rsplit(".", 1)[-1].lower()
         if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
             raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
@@ -54,7 +62,7 @@ class PageParser:
         content = page.content or b""
         result = parse_content(content, page.base_url or url, page.content_type, dict(page.headers),
                                max_outlinks=self.max_outlinks, max_outlink_length=self.max_outlink_length,
-                               timeout=self.timeout if self.timeout > 0 else None)
+                               timeout=self.timeout if self.timeout > 0 else None, outlink_tags=self.outlink_tags)
         page.parse_status = ParseStatus(result.status_major, result.status_minor, list(result.status_args))
         if result.status_major != ParseMajor.SUCCESS:
             ctx.incr("failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
@@ -80,6 +88,7 @@ class PageParser:
             page.metadata[NOINDEX_KEY] = b"y"
         elif NOINDEX_KEY in page.metadata:
             del page.metadata[NOINDEX_KEY]
+        self._meta(page, result)
         fetch_mark = Mark.FETCH.check(page)
         if fetch_mark is None or Mark.PARSE.check(page) != fetch_mark:
             # prevSignature <- the signature of the previous fetch; a second parse of the same fetch
@@ -88,6 +97,19 @@ class PageParser:
         page.signature = (text_profile_signature(result.text, fallback_content=content)
                           if self.text_profile else md5_signature(content))
         page.outlinks = self._outlinks(url, result)
+
+    def _meta(self, page: WebPage, result: ParseResult) -> None:
+        """Keep the configured meta tags (metatags.names) and the caching policy of a noarchive/nocache page;
+        values of an earlier parse that this one lacks are dropped."""
+        for key in [k for k in page.metadata if k.startswith(META_PREFIX)]:
+            del page.metadata[key]
+        for name, value in result.meta.items():
+            if "*" in self.metatags or name in self.metatags:
+                page.metadata[META_PREFIX + name] = value.encode("utf-8")
+        if result.nocache and self.caching_policy != "none":
+            page.metadata[CACHING_FORBIDDEN_KEY] = self.caching_policy.encode("ascii")
+        elif CACHING_FORBIDDEN_KEY in page.metadata:
+            del page.metadata[CACHING_FORBIDDEN_KEY]
 
     def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
         host = host_of(url)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,15 +14,9 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError
 from nutch2.runner import Job, TaskContext
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import host_of_key, unreverse_url
+from nutch2.tablestats import TableStatsJob, status_name
+from nutch2.tableutil import unreverse_url
 from nutch2.webpage import ALL_FIELDS, WebPage
-
-
-def status_name(code: int) -> str:
-    try:
-        return CrawlStatus(code).name
-    except ValueError:
-        return f"UNKNOWN_{code}"
 
 
 def status_code(name: str) -> int:
@@ -78,50 +71,31 @@ def row_to_json(page: WebPage, text: bool = False, content: bool = False) -> dic
     return doc
 
 
-class StatsJob(Job):
+class StatsJob(TableStatsJob):
     """readdb -stats: totals, per status, per retry count, score min/max/avg (and per host with -sort)."""
 
-    name = "readdb"
-    fields = ("status", "retries_since_fetch", "score")
+    @property
+    def total(self) -> int:
+        return self.stats.total
 
-    def __init__(self, conf: Configuration, per_host: bool = False) -> None:
-        super().__init__(conf)
-        self.per_host = per_host
-        self.lock = threading.Lock()
-        self.status: Counter[str] = Counter()
-        self.retries: Counter[int] = Counter()
-        self.hosts: Counter[str] = Counter()
-        self.total = 0
-        self.score_sum = 0.0
-        self.score_min: float | None = None
-        self.score_max: float | None = None
-
-    def map(self, page: WebPage, ctx: TaskContext) -> tuple:
-        with self.lock:
-            self.total += 1
-            self.status[status_name(page.status)] += 1
-            self.retries[page.retries_since_fetch] += 1
-            s = page.score
-            self.score_sum += s
-            self.score_min = s if self.score_min is None else min(self.score_min, s)
-            self.score_max = s if self.score_max is None else max(self.score_max, s)
-            if self.per_host:
-                self.hosts[host_of_key(page.key)] += 1
-        return ()
+    @property
+    def status(self) -> Counter[str]:
+        return self.stats.status
 
     def report(self, out: TextIO) -> None:
-        out.write(f"TOTAL urls:\t{self.total}\n")
-        for rc, n in sorted(self.retries.items()):
+        st = self.stats
+        out.write(f"TOTAL urls:\t{st.total}\n")
+        for rc, n in sorted(st.retries.items()):
             out.write(f"retry {rc}:\t{n}\n")
-        if self.total:
-            out.write(f"min score:\t{self.score_min:.3f}\n")
-            out.write(f"avg score:\t{self.score_sum / self.total:.3f}\n")
-            out.write(f"max score:\t{self.score_max:.3f}\n")
-        for name in sorted(self.status, key=lambda n: CrawlStatus[n] if n in CrawlStatus.__members__ else 999):
+        if st.total:
+            out.write(f"min score:\t{st.score_min:.3f}\n")
+            out.write(f"avg score:\t{st.score_sum / st.total:.3f}\n")
+            out.write(f"max score:\t{st.score_max:.3f}\n")
+        for name in sorted(st.status, key=lambda n: CrawlStatus[n] if n in CrawlStatus.__members__ else 999):
             code = CrawlStatus[name].value if name in CrawlStatus.__members__ else "?"
-            out.write(f"status {code} ({name}):\t{self.status[name]}\n")
+            out.write(f"status {code} ({name}):\t{st.status[name]}\n")
         if self.per_host:
-            for host, n in sorted(self.hosts.items(), key=lambda kv: (-kv[1], kv[0])):
+            for host, n in sorted(st.hosts.items(), key=lambda kv: (-kv[1], kv[0])):
                 out.write(f"   {host}:\t{n}\n")
 
 
@@ -141,24 +115,23 @@ class DumpJob(Job):
         self.status = status_code(status) if status else None
         self.text = text
         self.content = content
-        self.files: dict[int, TextIO] = {}
         excluded = set() if content else {"content"}
         if not text:
             excluded.add("text")
         self.fields = tuple(f for f in ALL_FIELDS if f not in excluded)
 
-    def setup(self, ctx: TaskContext) -> None:
-        self.files[ctx.task] = open(self.out_dir / f"part-{ctx.task:05d}.jsonl", "w", encoding="utf-8")
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.file = open(self.out_dir / f"part-{ctx.task:05d}.jsonl", "w", encoding="utf-8")
 
     def map(self, page: WebPage, ctx: TaskContext) -> tuple:
         if self.status is not None and page.status != self.status:
             return ()
         if self.regex and not self.regex.search(unreverse_url(page.key)):
             return ()
-        self.files[ctx.task].write(json.dumps(row_to_json(page, self.text, self.content), ensure_ascii=False))
-        self.files[ctx.task].write("\n")
+        self.file.write(json.dumps(row_to_json(page, self.text, self.content), ensure_ascii=False))
+        self.file.write("\n")
         ctx.incr("dumped")
         return ()
 
-    def cleanup(self, ctx: TaskContext) -> None:
-        self.files.pop(ctx.task).close()
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        self.file.close()

@@ -28,7 +28,7 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError
 from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, get_distance, set_distance
-from nutch2.runner import Counters, Job, LocalRunner, TaskContext
+from nutch2.runner import Counters, Job, TaskContext, make_runner
 from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
 from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
@@ -257,7 +257,7 @@ def update(conf: Configuration, store: DataStore, batch: str, num_tasks: int | N
         return counters
     batches = store.mark_values(Mark.GENERATE.value) if batch == ALL_BATCHES else {batch}
     run = journal.start_update(batch)
-    runner = LocalRunner(conf, num_tasks)
+    runner = make_runner(conf, num_tasks)
     runner.run(DbUpdaterJob(conf, batch, run), store, counters)
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
     for b in batches - {ALL_BATCHES}:

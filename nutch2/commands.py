@@ -11,9 +11,10 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
-from nutch2.runner import Counters, LocalRunner, log
+from nutch2.runner import Counters, log, make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
+from nutch2.urls import UrlChecker
 
 
 def _num_tasks(args: argparse.Namespace) -> int | None:
@@ -28,7 +29,7 @@ def inject_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     lock = crawl_lock(conf, args.crawl_id, "inject")
     try:
         with open_store(conf, args.crawl_id) as store:
-            counters = LocalRunner(conf, 1).run(job, store)
+            counters = make_runner(conf, 1).run(job, store)
     finally:
         lock.release()
     c = counters
@@ -59,17 +60,21 @@ def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     with open_store(conf, args.crawl_id, create=False) as store:
         if args.url:
+            url = UrlChecker(conf, "inject", filter=False).normalize(args.url)  # the form inject stored it in
             try:
-                key = reverse_url(args.url)
-            except ValueError as e:
-                raise NutchError(f"-url {args.url!r}: {e}") from None
+                key = reverse_url(url or "")
+            except ValueError:
+                key = None
+            if url is None or key is None:
+                raise NutchError(f"-url {args.url!r} is not a valid http(s), ftp or file URL; give one like "
+                                 "https://example.com/page")
             page = store.get(key)
             if page is None:
-                print(f"nutch2 readdb: {args.url} is not in the table (key {key})", file=sys.stderr)
+                print(f"nutch2 readdb: {url} is not in the table (key {key})", file=sys.stderr)
                 return 1
             _print_row(row_to_json(page, text=True))
             return 0
-        runner = LocalRunner(conf, _num_tasks(args))
+        runner = make_runner(conf, _num_tasks(args))
         if args.dump:
             out = Path(args.dump)
             if out.exists() and not out.is_dir():
@@ -157,7 +162,7 @@ def generate(conf: Configuration, crawl_id: str | None, top_n: int | None, batch
     lock = crawl_lock(conf, crawl_id, "generate")
     try:
         with open_store(conf, crawl_id, create=False) as store:
-            counters = run_generate(job, store, LocalRunner(conf, num_tasks))
+            counters = run_generate(job, store, make_runner(conf, num_tasks))
     finally:
         lock.release()
     log(counters.summary())
@@ -189,7 +194,7 @@ def fetch_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     with BatchLock(conf, args.crawl_id, batch, "fetch"), open_store(conf, args.crawl_id, create=False) as store:
         counters = Counters("fetch")
         if has_rows(store, Mark.GENERATE, batch, "fetch", "generate", counters):
-            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+            make_runner(conf, _num_tasks(args)).run(job, store, counters)
             Journal(store).advance(batch, PARSED if conf.get_bool("fetcher.parse") else FETCHED)
     log(counters.summary())
     return 0
@@ -214,7 +219,7 @@ def parse_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     with BatchLock(conf, args.crawl_id, batch, "parse"), open_store(conf, args.crawl_id, create=False) as store:
         counters = Counters("parse")
         if has_rows(store, Mark.FETCH, batch, "parse", "fetch", counters):
-            LocalRunner(conf, _num_tasks(args)).run(job, store, counters)
+            make_runner(conf, _num_tasks(args)).run(job, store, counters)
         if not args.reparse:
             Journal(store).advance(batch, PARSED)
     log(counters.summary())
@@ -294,7 +299,7 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
 
     with open_store(conf, args.crawl_id, create=False) as store:
         job = StatsJob(conf)
-        LocalRunner(conf, _num_tasks(args)).run(job, store)
+        make_runner(conf, _num_tasks(args)).run(job, store)
     counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
     print(f"crawl: {args.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
     return 0
@@ -366,13 +371,13 @@ def _solr(conf: Configuration, url: str | None):
 def index(conf: Configuration, crawl_id: str | None, batch: str, solr_url: str | None, reindex: bool = False,
           num_tasks: int | None = None) -> int:
     """Index a batch (or -all / -reindex); returns the number of documents sent."""
-    from nutch2.jobs.index import IndexingJob
+    from nutch2.jobs.index import run_index
 
     solr = _solr(conf, solr_url)
     with BatchLock(conf, crawl_id, batch, "index"), open_store(conf, crawl_id, create=False) as store:
         counters = Counters("index")
         if reindex or has_rows(store, Mark.UPDATEDB, batch, "index", "updatedb", counters):
-            LocalRunner(conf, num_tasks).run(IndexingJob(conf, batch, solr, reindex), store, counters)
+            run_index(conf, store, batch, solr.url, reindex, make_runner(conf, num_tasks), counters)
     log(counters.summary())
     return counters.get("indexed")
 
@@ -402,7 +407,7 @@ def clean(conf: Configuration, crawl_id: str | None, solr_url: str | None) -> in
 
     solr = _solr(conf, solr_url)
     with open_store(conf, crawl_id, create=False) as store:
-        counters = LocalRunner(conf).run(CleaningJob(conf, solr), store)
+        counters = make_runner(conf).run(CleaningJob(conf, solr.url), store)
     log(counters.summary())
     return counters.get("deleted")
 

@@ -1,4 +1,10 @@
-"""HTML and plain-text parsing: title, visible text, outlinks, meta robots and meta refresh.
+"""HTML and plain-text parsing: title, visible text, outlinks, meta robots and meta refresh, meta tags.
+
+Text and outlinks follow Nutch's DOMContentUtils: element boundaries separate words (``<a>one</a><a>two</a>`` is
+"one two"), except around inline formatting elements whose text a browser renders as part of the surrounding words
+(``One<b>two</b>`` is "Onetwo"); outlinks come from the tags Nutch uses (``a``, ``area``,
+``form`` GET actions, ``frame``, ``iframe``, ``link``, ``script``, ``img``, ``source``) less
+``parser.html.outlinks.ignore_tags``; a link's anchor is its text, else the ``alt`` of the images in it.
 
 Pure functions: no store and no network access. The entry points are :func:`parse_content`
 (dispatch on content type) and :func:`parse_html`.
@@ -21,7 +27,7 @@ import codecs
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin
 
@@ -51,7 +57,11 @@ _BLOCK_TAGS = frozenset(
     "form h1 h2 h3 h4 h5 h6 header hr li main nav ol option p pre section summary table tbody td tfoot "
     "th thead tr ul body html frame iframe".split()
 )
-_LINK_TAGS = ("a", "area", "frame", "iframe")
+# Outlink tags and the attribute holding the URL (Nutch's DOMContentUtils link params).
+LINK_ATTRIBUTES = {"a": "href", "area": "href", "form": "action", "frame": "src", "iframe": "src",
+                   "script": "src", "link": "href", "img": "src", "source": "src"}
+DEFAULT_OUTLINK_IGNORE_TAGS = ("img", "script", "source")
+_NOFOLLOW = re.compile(r"\bnofollow\b", re.I)
 _SKIP_SCHEMES = frozenset({"javascript", "mailto", "data", "tel", "vbscript", "about", "sms", "callto"})
 # Labels browsers know and Python does not.
 _LABEL_ALIASES = {
@@ -88,7 +98,8 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>")
 # Tags kept when a document is too deeply nested for libxml2 and is re-parsed flattened.
 # A tag stops at '<' too: "[^>]*>" from every '<' of a long run without '>' was quadratic.
 _FLATTEN_STRIP = re.compile(
-    r"</?(?!(?:a|area|frame|iframe|script|style|noscript|template|title|head|body|html|meta|base)\b)"
+    r"</?(?!(?:a|area|frame|iframe|form|img|link|source|script|style|noscript|template|title|head|body|html|meta|"
+    r"base)\b)"
     r"[A-Za-z][^<>]*+>"
 )
 # Most attributes libxml2 is given per start tag: it adds each attribute by walking the element's list, so n
@@ -118,6 +129,8 @@ class ParseResult:
     refresh_url: str | None = None
     refresh_delay: int | None = None
     base_url: str = ""
+    nocache: bool = False  # robots noarchive/nocache or Pragma: no-cache: do not show a cached copy
+    meta: dict[str, str] = field(default_factory=dict)  # <meta name=... content=...>, name lower-cased
 
     @property
     def is_success(self) -> bool:
@@ -319,27 +332,46 @@ def _tag(el: etree._Element) -> str:
     return el.tag.lower() if isinstance(el.tag, str) else ""
 
 
-def _visible_text(root: etree._Element, cancel: _Canceller) -> str:
-    """Visible text of the document: no head, script, style, noscript, template; blocks separated."""
+# Inline formatting elements: a browser renders their text as part of the surrounding words ("One<b>two</b>" is
+# one word). Every other element boundary separates words ("<a>one</a><a>two</a>" is two), as Nutch does.
+_JOINING_TAGS = frozenset(
+    "b i em strong u s strike small big mark sub sup span font abbr acronym cite code kbd samp var tt q dfn bdi bdo "
+    "del ins time data nobr wbr".split()
+)
+_SEPARATOR = "\x00"
+
+
+def _element_text(root: etree._Element, cancel: _Canceller, skip: frozenset[str], stop_at_nested: str = "") -> str:
+    """Whitespace-collapsed text under ``root`` (its tail excluded): words are separated at element boundaries except
+    around inline formatting elements. Elements in ``skip`` are left out; with ``stop_at_nested`` the text ends at
+    the first descendant of that tag (Nutch's anchor text stops at a nested link)."""
     parts: list[str] = []
     walker = etree.iterwalk(root, events=("start", "end"))
     for event, el in walker:
         cancel.check()
         tag = _tag(el)
         if event == "start":
-            if tag in _SKIP_TEXT_TAGS or not tag:
+            if el is not root and tag == stop_at_nested:
+                break
+            if tag in skip or not tag:
                 walker.skip_subtree()
                 continue
-            if tag in _BLOCK_TAGS:
-                parts.append("\n")
+            if tag not in _JOINING_TAGS:
+                parts.append(_SEPARATOR)
             if el.text:
                 parts.append(el.text)
         else:
-            if tag in _BLOCK_TAGS:
-                parts.append("\n")
+            if tag not in _JOINING_TAGS:
+                parts.append(_SEPARATOR)
             if el.tail and el is not root:
                 parts.append(el.tail)
-    return _collapse("".join(parts))
+    return _collapse("".join(parts).replace(_SEPARATOR, " "))
+
+
+def _visible_text(root: etree._Element, cancel: _Canceller) -> str:
+    """Visible text of the document (no head, script, style, noscript, template), words separated at element
+    boundaries except around inline formatting elements."""
+    return _element_text(root, cancel, _SKIP_TEXT_TAGS)
 
 
 def _title(root: etree._Element) -> str:
@@ -357,8 +389,8 @@ def _metas(root: etree._Element) -> Iterator[tuple[str, str, str]]:
         yield name, equiv, el.get("content") or ""
 
 
-def _robots_directives(root: etree._Element, headers: dict[str, str] | None) -> tuple[bool, bool]:
-    """(noindex, nofollow) from <meta name=robots> and the X-Robots-Tag header."""
+def _robots_directives(root: etree._Element, headers: dict[str, str] | None) -> tuple[bool, bool, bool]:
+    """(noindex, nofollow, nocache) from <meta name=robots>, the X-Robots-Tag header and <meta http-equiv=Pragma>."""
     values = [content for name, _, content in _metas(root) if name == "robots"]
     header = _header_value(headers, "X-Robots-Tag")
     if header:
@@ -366,7 +398,18 @@ def _robots_directives(root: etree._Element, headers: dict[str, str] | None) -> 
     tokens = {t.strip().lower() for v in values for t in v.split(",")}
     tokens = {t for t in tokens if ":" not in t}  # "googlebot: noindex" targets another agent
     none = "none" in tokens
-    return none or "noindex" in tokens, none or "nofollow" in tokens
+    pragma = any(equiv == "pragma" and "no-cache" in content.lower() for _, equiv, content in _metas(root))
+    nocache = pragma or "noarchive" in tokens or "nocache" in tokens
+    return none or "noindex" in tokens, none or "nofollow" in tokens, nocache
+
+
+def _meta_tags(root: etree._Element) -> dict[str, str]:
+    """<meta name=... content=...> by lower-case name; repeated names joined by a tab (Nutch's parse-metatags)."""
+    found: dict[str, list[str]] = {}
+    for name, _, content in _metas(root):
+        if name and name != "robots" and content.strip():
+            found.setdefault(name, []).append(" ".join(content.split()))
+    return {name: "\t".join(values) for name, values in found.items()}
 
 
 def _base_url(root: etree._Element, url: str) -> str:
@@ -375,13 +418,14 @@ def _base_url(root: etree._Element, url: str) -> str:
         href = el.get("href")
         if href is None:
             continue
-        resolved = _resolve(url, href)
+        resolved = resolve_link(url, href)
         return resolved or url
     return url
 
 
-def _resolve(base: str, href: str) -> str | None:
-    """Absolute, fragment-free URL for href, or None for skipped schemes and junk."""
+def resolve_link(base: str, href: str) -> str | None:
+    """Absolute, fragment-free URL for href (RFC 3986 resolution), or None for skipped schemes, links to a
+    fragment of the page itself, and junk."""
     href = re.sub(r"[\t\n\r]", "", href).strip()
     if not href or href.startswith("#"):
         return None
@@ -419,26 +463,53 @@ def _refresh(root: etree._Element, base: str, page_url: str) -> tuple[str | None
         if parsed is None:
             continue
         delay, raw = parsed
-        target = _resolve(base, raw) if raw else None
+        target = resolve_link(base, raw) if raw else None
         if target == urldefrag(page_url).url:
             target = None
         return target, delay
     return None, None
 
 
-def _anchor_text(el: etree._Element) -> str:
-    """Anchor text of a link element (alt for <area>, '' for frames)."""
+_ANCHOR_SKIP = frozenset({"script", "style", "noscript", "template"})
+
+
+def _anchor_text(el: etree._Element, cancel: _Canceller) -> str:
+    """Anchor text of a link element: its text up to a nested link; when that is empty, the alt text of the images
+    in it (or of the image itself); alt for <area>; '' for frames, scripts, styles and sources."""
     tag = _tag(el)
-    if tag in ("frame", "iframe"):
+    if tag in ("frame", "iframe", "link", "script", "source"):
         return ""
-    if tag == "area":
+    if tag in ("area", "img"):
         return _collapse(el.get("alt") or "")
-    return _collapse("".join(el.itertext()))
+    # most links hold just text: no walk needed
+    text = _collapse(el.text or "") if len(el) == 0 else _element_text(el, cancel, _ANCHOR_SKIP, stop_at_nested=tag)
+    if text:
+        return text
+    alts = (_collapse(img.get("alt") or "") for img in el.iter("img"))
+    return " ".join(alt for alt in alts if alt)
 
 
 def _is_nofollow(el: etree._Element) -> bool:
-    """True for rel="nofollow" links."""
-    return "nofollow" in (el.get("rel") or "").lower().split()
+    """True for rel="nofollow" links (also in a list of rel values)."""
+    return _NOFOLLOW.search(el.get("rel") or "") is not None
+
+
+def outlink_tags(ignore_tags: Iterable[str] = DEFAULT_OUTLINK_IGNORE_TAGS, form_action: bool = True) -> dict[str, str]:
+    """Outlink tags and their URL attribute (parser.html.outlinks.ignore_tags, parser.html.form.use_action)."""
+    ignored = {t.strip().lower() for t in ignore_tags if t.strip()}
+    return {tag: attr for tag, attr in LINK_ATTRIBUTES.items()
+            if tag not in ignored and (tag != "form" or form_action)}
+
+
+DEFAULT_OUTLINK_TAGS = outlink_tags()
+
+
+def _only_nested_link(el: etree._Element, tag: str) -> bool:
+    """True when the link's only content is one link of the same tag (Nutch throws the outer one away)."""
+    if len(el) != 1:
+        return False
+    child = el[0]
+    return _tag(child) == tag and not (el.text or "").strip() and not (child.tail or "").strip()
 
 
 def _outlinks(
@@ -448,23 +519,26 @@ def _outlinks(
     max_outlinks: int,
     max_length: int,
     cancel: _Canceller,
+    tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
 ) -> list[tuple[str, str]]:
     """Outlinks in document order, first occurrence per URL wins; capped (negative cap = none)."""
     seen: dict[str, str] = {}
     if first and len(first) <= max_length:
         seen[first] = ""
-    for el in root.iter(*_LINK_TAGS):
+    for el in root.iter(*tags):
         if 0 <= max_outlinks <= len(seen):
             break
         cancel.check()
-        attr = "src" if _tag(el) in ("frame", "iframe") else "href"
-        href = el.get(attr)
-        if href is None or _is_nofollow(el):
+        tag = _tag(el)
+        href = el.get(tags[tag])
+        if href is None or _is_nofollow(el) or _only_nested_link(el, tag):
             continue
-        target = _resolve(base, href)
+        if tag == "form" and (el.get("method") or "get").strip().lower() == "post":
+            continue
+        target = resolve_link(base, href)
         if target is None or len(target) > max_length or target in seen:
             continue
-        seen[target] = _anchor_text(el)
+        seen[target] = _anchor_text(el, cancel)
     links = list(seen.items())
     return links if max_outlinks < 0 else links[:max_outlinks]
 
@@ -480,6 +554,7 @@ def _parse_html_now(
     max_outlinks: int,
     max_outlink_length: int,
     cancel: _Canceller,
+    tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
 ) -> ParseResult:
     """parse_html without the timeout wrapper."""
     if not content:
@@ -494,7 +569,7 @@ def _parse_html_now(
         return _failure(
             url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, "no parseable HTML", encoding=encoding
         )
-    return _extract(root, url, headers, encoding, max_outlinks, max_outlink_length, cancel)
+    return _extract(root, url, headers, encoding, max_outlinks, max_outlink_length, cancel, tags)
 
 
 def _extract(
@@ -505,10 +580,11 @@ def _extract(
     max_outlinks: int,
     max_outlink_length: int,
     cancel: _Canceller,
+    tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
 ) -> ParseResult:
     """Build the ParseResult from a parsed tree."""
     base = _base_url(root, url)
-    noindex, nofollow = _robots_directives(root, headers)
+    noindex, nofollow, nocache = _robots_directives(root, headers)
     refresh_url, refresh_delay = _refresh(root, base, url)
     if refresh_url is not None and len(refresh_url) > max_outlink_length:
         refresh_url = None
@@ -519,16 +595,18 @@ def _extract(
         refresh_url=refresh_url,
         refresh_delay=refresh_delay,
         base_url=base,
+        nocache=nocache,
     )
     if not noindex:
         result.title = _title(root)
         result.text = _visible_text(root, cancel)
+        result.meta = _meta_tags(root)
     cap = 0 if nofollow else max_outlinks
     if refresh_url is not None:
         result.status_minor = int(ParseMinor.REDIRECT)
         result.status_args = [refresh_url, str(refresh_delay)]
         cap = max(cap, 1) if cap >= 0 else cap  # the redirect target is an outlink even under nofollow
-    result.outlinks = _outlinks(root, base, refresh_url, cap, max_outlink_length, cancel)
+    result.outlinks = _outlinks(root, base, refresh_url, cap, max_outlink_length, cancel, tags)
     return result
 
 
@@ -628,14 +706,16 @@ def parse_html(
     max_outlinks: int = 100,
     max_outlink_length: int = 4096,
     timeout: float | None = 30.0,
+    outlink_tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
 ) -> ParseResult:
-    """Parse an HTML page: title, visible text, outlinks, robots directives, meta refresh.
+    """Parse an HTML page: title, visible text, outlinks, robots directives, meta refresh, meta tags.
 
-    max_outlinks < 0 keeps all outlinks. timeout None parses in the calling thread.
+    max_outlinks < 0 keeps all outlinks. timeout None parses in the calling thread. outlink_tags: see outlink_tags().
     """
 
     def work(cancel: _Canceller) -> ParseResult:
-        return _parse_html_now(content, url, content_type, headers, max_outlinks, max_outlink_length, cancel)
+        return _parse_html_now(content, url, content_type, headers, max_outlinks, max_outlink_length, cancel,
+                               outlink_tags)
 
     return _run_with_timeout(work, url, timeout)
 
@@ -681,6 +761,7 @@ def parse_content(
     max_outlinks: int = 100,
     max_outlink_length: int = 4096,
     timeout: float | None = 30.0,
+    outlink_tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
 ) -> ParseResult:
     """Dispatch on MIME type: HTML/XHTML -> parse_html, text/plain -> parse_text, else NOTPARSED.
 
@@ -698,7 +779,21 @@ def parse_content(
             max_outlinks=max_outlinks,
             max_outlink_length=max_outlink_length,
             timeout=timeout,
+            outlink_tags=outlink_tags,
         )
     if mime in TEXT_TYPES:
         return _run_with_timeout(lambda _c: parse_text(content, url, content_type, headers), url, timeout)
     return _failure(url, ParseMajor.NOTPARSED, ParseMinor.OK, f"unsupported content type: {mime or 'unknown'}")
+
+
+# --------------------------------------------------------------------------- cached copies
+CACHING_FORBIDDEN_KEY = "caching.forbidden"  # row metadata set by the parse job (Nutch's Nutch.CACHING_FORBIDDEN_KEY)
+CACHING_POLICIES = ("none", "content", "all")
+
+
+def caching_forbidden(metadata: Mapping[str, bytes]) -> str:
+    """What a cached-page view may show of a row: "none" forbidden (show all), "content" (no cached copy, snippets
+    only) or "all" (neither), from the page's robots noarchive/nocache as the parse job recorded it."""
+    value = metadata.get(CACHING_FORBIDDEN_KEY)
+    policy = value.decode("ascii", "replace") if value else "none"
+    return policy if policy in CACHING_POLICIES else "content"

@@ -104,6 +104,7 @@ class ProtocolOutput:
     last_modified: int | None = None
     fetch_ms: int = 0
     stopped: bool = False  # cut by HttpSettings.stop_at (the job's time limit): not an outcome of the URL
+    redirects: list[tuple[str, bool]] = field(default_factory=list)  # hops followed inline: (target, temporary)
 
 
 class _FetchError(Exception):
@@ -306,6 +307,7 @@ class HttpProtocol:
         seen = {url}
         current = url
         hops = 0
+        followed: list[tuple[str, bool]] = []
         while True:
             scheme = urlsplit(current).scheme.lower()
             if scheme not in _SCHEMES:
@@ -313,6 +315,7 @@ class HttpProtocol:
             if time.monotonic() >= deadline:
                 raise _FetchError(_TOTAL_TIMEOUT)
             out = self._fetch_once(current, cond, deadline)
+            out.redirects = followed
             if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
                 return out
             if self.settings.redirect_max <= 0:
@@ -325,6 +328,7 @@ class HttpProtocol:
             if may_follow is not None and not may_follow(target):
                 return out  # recorded as a redirect: the target is fetched (or refused) in a later round
             seen.add(target)
+            followed.append((target, out.code == ProtocolStatusCode.TEMP_MOVED))
             current = target
 
     def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:

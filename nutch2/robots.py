@@ -1,4 +1,4 @@
-"""robots.txt rules (parsed by protego) and a per-job, thread-safe robots cache.
+"""robots.txt rules (RFC 9309, Google's parser) and a per-job, thread-safe robots cache.
 
 Outcome of fetching ``/robots.txt`` (modelled on Google's documented behaviour,
 which is what site owners expect today):
@@ -21,22 +21,24 @@ which is what site owners expect today):
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from protego import Protego
+from robotstxt import RobotsMatcher
 
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
-__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups",
-           "robot_agent_name", "rules_from_output"]
+__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",
+           "robot_agent_name", "robot_agents", "rules_from_output"]
 
 LOG = logging.getLogger(__name__)
 
@@ -49,43 +51,112 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclass
 class RobotRules:
-    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all", "defer" or "unreachable"
-    (``reason`` then says why, e.g. "connection refused")."""
+    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all", "defer" or "unreachable" (``reason``
+    then says why, e.g. "connection refused").
+
+    Matching is Google's robots.txt parser (the reference implementation of RFC 9309, through fast-robotstxt):
+    groups as the RFC defines them (consecutive user-agent lines form one group even with other records such as
+    Crawl-delay or Sitemap between them; groups for the same agent are merged), agents matched by product token,
+    case-insensitive and whole (``User-agent: foo/1.2`` applies to ``foo``, ``User-agent: bot`` not to ``MyBot``),
+    longest match wins, ``*`` and ``$`` patterns. Several agents (http.robots.agents) are tried in order: the
+    first that has a group of its own decides, else the ``*`` group applies.
+    """
 
     state: str
     sitemaps: list[str] = field(default_factory=list)
-    parser: Protego | None = field(default=None, repr=False, compare=False)
+    text: str = field(default="", repr=False, compare=False)
+    _delays: dict[tuple[str, ...], float | None] = field(default_factory=dict, repr=False, compare=False)
     reason: str = ""
 
     @classmethod
     def parse(cls, content: bytes) -> RobotRules:
-        """Parse robots.txt bytes (UTF-8, BOM stripped, bad bytes replaced); empty -> allow_all."""
-        text = content.decode("utf-8-sig", errors="replace")
+        """Parse robots.txt bytes (UTF-8, UTF-16 with a BOM; bad bytes replaced); empty -> allow_all."""
+        text = decode_robots(content)
         if not text.strip():
             return cls(ALLOW_ALL)
-        parser = Protego.parse(text)
-        return cls(PARSED, list(parser.sitemaps), parser)
+        return cls(PARSED, _sitemaps(text), text)
 
-    def allowed(self, url: str, agent: str) -> bool:
-        """May ``agent`` fetch ``url``? Always False when the host is deferred or unreachable."""
+    def allowed(self, url: str, agents: str | Sequence[str]) -> bool:
+        """May a crawler with these product tokens (in order of precedence) fetch ``url``? False when deferred or
+        unreachable."""
         if self.state in (DEFER, UNREACHABLE):
             return False
-        if self.parser is None:
+        if not self.text or _is_robots_txt(url):
             return True
-        return bool(self.parser.can_fetch(url, agent))
+        allowed, _ = self._match(url, _agent_tuple(agents))
+        return allowed
 
-    def crawl_delay(self, agent: str) -> float | None:
-        """Crawl-delay in seconds for ``agent`` (None when not set)."""
-        if self.parser is None:
+    def crawl_delay(self, agents: str | Sequence[str]) -> float | None:
+        """Crawl-delay in seconds of the group that applies to these agents (None when not set)."""
+        if not self.text:
             return None
-        delay = self.parser.crawl_delay(agent)
-        return float(delay) if delay is not None else None
+        key = _agent_tuple(agents)
+        if key not in self._delays:
+            self._delays[key] = self._match("http://robots.invalid/", key)[1]
+        return self._delays[key]
+
+    def _match(self, url: str, agents: tuple[str, ...]) -> tuple[bool, float | None]:
+        """(allowed, crawl delay) for the first agent with a group of its own, else for the ``*`` group."""
+        fallback: tuple[bool, float | None] | None = None
+        for agent in agents or ("*",):
+            matcher = RobotsMatcher()
+            allowed = bool(matcher.is_allowed(self.text, agent, url))
+            result = (allowed, matcher.crawl_delay)
+            if matcher.ever_seen_specific_agent:
+                return result
+            fallback = fallback or result
+        assert fallback is not None
+        return fallback
+
+
+def decode_robots(content: bytes) -> str:
+    """robots.txt bytes as text: a UTF-16 BOM decodes UTF-16, anything else UTF-8 (a full or partial UTF-8 BOM is
+    skipped as Google does; undecodable bytes become U+FFFD and spoil only their own line)."""
+    if content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return content.decode("utf-16", errors="replace")
+    for bom in (codecs.BOM_UTF8, codecs.BOM_UTF8[:2], codecs.BOM_UTF8[:1]):
+        if content.startswith(bom):
+            content = content[len(bom):]
+            break
+    return content.decode("utf-8", errors="replace")
+
+
+def _sitemaps(text: str) -> list[str]:
+    """Sitemap URLs of a robots.txt (protego reads them), in order, without duplicates."""
+    return list(dict.fromkeys(Protego.parse(text).sitemaps))
+
+
+def _is_robots_txt(url: str) -> bool:
+    """robots.txt itself is always allowed (as crawler-commons and Nutch do)."""
+    try:
+        return urlsplit(url).path == "/robots.txt"
+    except ValueError:
+        return False
+
+
+def _agent_tuple(agents: str | Sequence[str]) -> tuple[str, ...]:
+    return (agents,) if isinstance(agents, str) else tuple(agents)
+
+
+_PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]+")
+
+
+def robot_agents(agent_name: str, robots_agents: str = "") -> tuple[str, ...]:
+    """The product tokens matched in robots.txt, in order of precedence: ``http.agent.name`` first, then the names
+    of ``http.robots.agents`` (comma-separated; ``*`` and repeats skipped), each cut to its product token
+    ("MyBot/1.0 (+http://x)" -> "MyBot"), as Nutch's RobotRulesParser builds its agent list."""
+    names: list[str] = []
+    for raw in [agent_name, *robots_agents.split(",")]:
+        match = _PRODUCT_TOKEN.match(raw.strip())
+        if match and match.group().lower() not in (n.lower() for n in names):
+            names.append(match.group())
+    return tuple(names)
 
 
 def robot_agent_name(agents: str) -> str:
-    """First token of ``http.robots.agents`` / ``http.agent.name`` (e.g. "MyBot/1.0 (...)" -> "MyBot")."""
-    first = agents.split(",")[0].strip()
-    return first.split()[0].split("/")[0] if first else ""
+    """First product token of a comma-separated agent list (e.g. "MyBot/1.0 (...)" -> "MyBot")."""
+    names = robot_agents("", agents)
+    return names[0] if names else ""
 
 
 def _host_key(url: str) -> tuple[str, str, int] | None:
@@ -111,60 +182,57 @@ def _robots_url(key: tuple[str, str, int]) -> str:
     return f"{scheme}://{netloc}/robots.txt"
 
 
-_FIELD = re.compile(r"^\s*([A-Za-z][A-Za-z -]*?)\s*:\s*([^#]*)")
-_USER_AGENT_FIELDS = frozenset({"user-agent", "useragent", "user agent"})
-_SITE_WIDE_FIELDS = frozenset({"sitemap", "host"})
+_FIELD = re.compile(rb"^[ \t]*([A-Za-z][A-Za-z_ -]*?)[ \t]*:[ \t]*([^#\r\n]*)")
+_USER_AGENT_FIELDS = frozenset({b"user-agent", b"useragent", b"user agent"})
+_RULE_FIELDS = frozenset({b"allow", b"disallow"})
 
 
-def _applies(token: str, agent: str) -> bool:
-    """Does a ``User-agent`` value name ``agent`` (or everyone)? Protego's rule: a product token at a word start."""
-    token = token.strip().lower().replace("*", "") if token.strip() != "*" else "*"
-    if token == "*":
+def _applies(value: bytes, agents: tuple[str, ...]) -> bool:
+    """Does a ``User-agent`` value name one of ``agents`` (or everyone)? Google's rule: ``*``, or the value's product
+    token equal to an agent's, ignoring case."""
+    value = value.strip()
+    if value[:1] == b"*" and (len(value) == 1 or value[1:2].isspace()):
         return True
-    if not token:
-        return False
-    name = agent.strip().lower()
-    index = name.find(token)
-    while index != -1:
-        if index == 0 or not (name[index - 1].isalnum() or name[index - 1] in "-_"):
-            return True
-        index = name.find(token, index + 1)
-    return False
+    token = _PRODUCT_TOKEN.match(value.decode("ascii", errors="replace"))
+    return token is not None and token.group().lower() in {agent.lower() for agent in agents}
 
 
-def complete_groups(content: bytes, agent: str) -> bytes | None:
+def complete_groups(content: bytes, agents: str | Sequence[str]) -> bytes | None:
     """The groups of a cut-off robots.txt that are known to be whole, or None when none of them applies to us.
 
-    A group is whole when another group starts after it; the line the cut fell in is dropped. If no whole group
-    names ``agent`` or ``*``, the rules meant for us may be in the part never read: nothing is known.
+    A group ends where a ``User-agent`` line follows an Allow or Disallow line (RFC 9309: other records between
+    user-agent lines do not end it); the group the cut fell in, and the line it fell in, are dropped. If no whole
+    group names one of ``agents`` or ``*``, the rules meant for us may be in the part never read: nothing is known.
     """
     lines = content.splitlines(keepends=True)
     if lines and not lines[-1].endswith((b"\n", b"\r")):
         lines.pop()
     starts: list[int] = []
-    agents: list[tuple[int, str]] = []
-    previous: str | None = None
-    for i, raw in enumerate(lines):
-        m = _FIELD.match(raw.decode("utf-8", errors="replace"))
+    agent_lines: list[tuple[int, bytes]] = []
+    after_rule = True
+    for i, line in enumerate(lines):
+        m = _FIELD.match(line)
         if m is None:
             continue
-        name, value = m.group(1).lower(), m.group(2)
+        name = m.group(1).lower()
         if name in _USER_AGENT_FIELDS:
-            if previous is None or previous not in _USER_AGENT_FIELDS:
+            if after_rule:
                 starts.append(i)
-            agents.append((i, value))
-        if name not in _SITE_WIDE_FIELDS:
-            previous = name
+            after_rule = False
+            agent_lines.append((i, m.group(2)))
+        elif name in _RULE_FIELDS:
+            after_rule = True
     if len(starts) < 2:
         return None
     end = starts[-1]
-    if not any(i < end and _applies(value, agent) for i, value in agents):
+    wanted = _agent_tuple(agents)
+    if not any(i < end and _applies(value, wanted) for i, value in agent_lines):
         return None
     return b"".join(lines[:end])
 
 
-def rules_from_output(out: ProtocolOutput, agent: str = "") -> RobotRules:
-    """Turn the (final, non-redirect) fetch of a robots.txt into rules for ``agent``."""
+def rules_from_output(out: ProtocolOutput, agents: str | Sequence[str] = ()) -> RobotRules:
+    """Turn the (final, non-redirect) fetch of a robots.txt into rules for ``agents``."""
     if out.stopped:
         return RobotRules(DEFER)  # the job's time limit cut it: nothing is known about the host
     http_code = out.http_code
@@ -174,7 +242,7 @@ def rules_from_output(out: ProtocolOutput, agent: str = "") -> RobotRules:
         return RobotRules(UNREACHABLE, reason=out.args[0] if out.args else "no response")  # refused, DNS, timeout
     if 200 <= http_code < 300:
         if out.truncated:
-            whole = complete_groups(out.content[:ROBOTS_MAX_BYTES], agent)
+            whole = complete_groups(out.content[:ROBOTS_MAX_BYTES], agents)
             return RobotRules(DEFER) if whole is None else RobotRules.parse(whole)
         return RobotRules.parse(out.content[:ROBOTS_MAX_BYTES])
     if http_code == 429 or http_code >= 500:
@@ -186,7 +254,7 @@ class RobotsCache:
     """Fetches robots.txt once per (scheme, host, port) per job and caches it; thread-safe;
     concurrent callers for the same host wait for the single fetch."""
 
-    def __init__(self, protocol_factory: Callable[[], HttpProtocol] | None, agent: str,
+    def __init__(self, protocol_factory: Callable[[], HttpProtocol] | None, agent: str | Sequence[str],
                  settings: HttpSettings) -> None:
         self.agent = agent
         self._settings = dataclasses.replace(settings, redirect_max=0, content_limit=ROBOTS_MAX_BYTES)

@@ -1,19 +1,28 @@
-"""Jobs and the local runner. A job says what to read, maps records, optionally shuffles and reduces, and writes.
+"""Jobs and runners. A job is a picklable description: what to read, a map, optional reduce steps, a final step.
 
-A job never loops over the table itself: it names fields and a mark filter; the runner asks the store for
-splits, runs one map task per split, partitions what the maps emit over reducers, sorts each partition by
-key and runs the reducers. A distributed runner can execute the same Job unchanged.
+A job never loops over the table itself: it names fields and a mark filter (or its own input splits); a runner
+asks for splits, runs one map task per split, partitions what the maps emit over the first step's reducers,
+sorts each partition by key and runs the reducers; what a reducer emits goes to the next step; at the end the
+job's final step runs on the driver with the per-task results. Tasks share nothing but what the runner passes:
+every task works on its own copy of the job (setup hooks open clients, cleanup hooks close them), counters are
+per task and merged by the runner, and partitioning uses a stable hash.
+
+Runners, chosen by `mapreduce.framework.name`: `local` (tasks in threads of this process) and `processes`
+(tasks in worker processes; nutch2/processes.py). Both run the same task code (run_map_task, run_reduce_task).
 """
 
 from __future__ import annotations
 
 import ctypes
+import pickle
 import sys
 import threading
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -21,9 +30,11 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.shuffle import Shuffle
+from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
+
+FRAMEWORKS = ("local", "processes")
 
 
 class Counters:
@@ -38,6 +49,11 @@ class Counters:
     def incr(self, name: str, n: int = 1) -> None:
         with self._lock:
             self._c[name] += n
+
+    def merge(self, counts: dict[str, int]) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                self._c[name] += n
 
     def get(self, name: str) -> int:
         return self._c.get(name, 0)
@@ -54,15 +70,31 @@ class Counters:
         return f"{self.job}: finished in {self.elapsed():.1f} s: {parts or 'nothing done'}"
 
 
-class TaskContext:
-    """What a map or reduce task sees: the configuration, the store to write to, and the counters."""
+MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to print
 
-    def __init__(self, job: Job, conf: Configuration, store: DataStore, counters: Counters, task: int) -> None:
-        self.job = job
+
+class TaskContext:
+    """What a task sees: the configuration, the store it writes to, its counters, its number and step
+    (-1 for a map task, i for the reducers of step i). Lines for the user go through log(): printed at once in
+    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere."""
+
+    def __init__(self, conf: Configuration, store: DataStore, counters: Counters, task: int, step: int = -1,
+                 messages: list[str] | None = None) -> None:
         self.conf = conf
         self.store = store
         self.counters = counters
         self.task = task
+        self.step = step
+        self.messages = messages
+        self.dropped = 0
+
+    def log(self, msg: str) -> None:
+        if self.messages is None:
+            log(msg)
+        elif len(self.messages) < MAX_MESSAGES:
+            self.messages.append(msg)
+        else:
+            self.dropped += 1
 
     def write(self, page: WebPage) -> None:
         """Write the page's dirty fields (the store batches them)."""
@@ -73,131 +105,260 @@ class TaskContext:
         self.counters.incr(name, n)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One reduce step: the number of reducers (None: one per task)."""
+
+    reducers: int | None = None
+
+
 class Job:
-    """Base of every job. Subclasses set `name`, `fields` and override map (and reduce when shuffling)."""
+    """Base of every job. Subclasses set `name` and `fields` and override map (and the reduce side when they
+    declare steps). Attributes must pickle: build clients and caches in the setup hooks, on the task's copy."""
 
     name = "job"
     fields: tuple[str, ...] | None = None  # fields the map reads (None: all)
-    has_reduce = False
+    has_reduce = False  # a single reduce step (steps() says more)
 
     def __init__(self, conf: Configuration) -> None:
         self.conf = conf
 
+    # ---------------------------------------------------------------- input (driver, then task)
     def mark_filter(self) -> MarkFilter | None:
         """Only rows carrying this mark (name, value or None for any) reach the map."""
         return None
 
-    def inputs(self, store: DataStore, n: int) -> list[Iterable[Any]]:
-        """One iterable of records per map task: by default the store's splits, scanned with fields+mark."""
-        mark = self.mark_filter()
-        return [_Scan(store, split, self.fields, mark) for split in store.splits(n)]
+    def inputs(self, store: DataStore, n: int) -> list[Any]:
+        """What each map task reads, as picklable descriptions: by default the store's splits."""
+        return list(store.splits(n))
 
-    def setup(self, ctx: TaskContext) -> None:
-        """Called once per task before its first record."""
+    def read(self, split: Any, store: DataStore) -> Iterable[Any]:
+        """The records of one input split (in the task): by default a scan of the split with fields and mark."""
+        return store.scan_split(split, self.fields, self.mark_filter())
+
+    # ---------------------------------------------------------------- map
+    def map_setup(self, ctx: TaskContext) -> None:
+        """Called once per map task before its first record."""
 
     def map(self, record: Any, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
         """Process one record; write through ctx or yield (shuffle key, value) pairs for the reduce."""
         return ()
 
-    def cleanup(self, ctx: TaskContext) -> None:
-        """Called once per task after its last record."""
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        """Called once per map task after its last record (also after a failure: close what setup opened)."""
 
-    def num_reducers(self, num_tasks: int) -> int:
-        return num_tasks
+    # ---------------------------------------------------------------- reduce
+    def steps(self) -> list[Step]:
+        """The reduce steps; none for a map-only job."""
+        return [Step()] if self.has_reduce else []
 
     def partition(self, key: Any, value: Any, n: int) -> int:
-        return hash(key) % n
+        return stable_hash(key) % n
 
-    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        """Consume one partition sorted by key. The default groups values by key and calls reduce."""
+    def sort_key(self, step: int = 0) -> Callable[[tuple[Any, Any]], Any]:
+        """How the input of the reducers of `step` is sorted."""
+        return itemgetter(0)
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        """Called once per reduce task before its first record."""
+
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterable[tuple[Any, Any]] | None:
+        """Consume one sorted partition; what it returns (or yields) goes to the next step. The default groups
+        values by key and calls reduce."""
         for key, group in groupby(items, key=itemgetter(0)):
             self.reduce(key, [v for _, v in group], ctx)
+        return None
 
     def reduce(self, key: Any, values: list[Any], ctx: TaskContext) -> None:
         """Process all values of one shuffle key."""
 
-    def sort_key(self) -> Callable[[tuple[Any, Any]], Any]:
-        return itemgetter(0)
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        """Called once per reduce task after its last record (also after a failure)."""
 
-    def finish(self, ctx: TaskContext) -> None:
-        """Called once after every reducer has finished (a final, single-task step)."""
+    # ---------------------------------------------------------------- results (task, then driver)
+    def result(self, ctx: TaskContext) -> Any:
+        """What this task hands to the final step (None: nothing)."""
+        return None
 
-
-class _Scan:
-    """A lazy scan of one split; iterating it reads the store."""
-
-    def __init__(self, store: DataStore, split: Any, fields: tuple[str, ...] | None, mark: MarkFilter | None) -> None:
-        self.store, self.split, self.fields, self.mark = store, split, fields, mark
-
-    def __iter__(self) -> Iterator[WebPage]:
-        return iter(self.store.scan_split(self.split, self.fields, self.mark))
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        """The final, single step on the driver, after every task, with the tasks' results."""
 
 
-class JobFailed(Exception):
-    """A task raised; the original exception is the cause."""
+def stable_hash(key: Any) -> int:
+    """A hash that is the same in every process and on every machine (str's hash is salted per process)."""
+    data = key.encode("utf-8") if isinstance(key, str) else repr(key).encode("utf-8")
+    return zlib.crc32(data)
 
 
-class LocalRunner:
-    """Runs a job on this machine: num_tasks map threads, then num_reducers reduce threads."""
+@dataclass
+class TaskOutput:
+    """What a task gives back to its runner."""
+
+    counters: dict[str, int]
+    result: Any = None
+    runs: list[list[Run]] = field(default_factory=list)  # per partition of the next step
+    spilled: int = 0
+    messages: list[str] = field(default_factory=list)  # lines for the driver to print (tasks in other processes)
+
+
+def run_map_task(job: Job, split: Any, task: int, store: DataStore, out: MapOutput | None,
+                 remote: bool = False) -> TaskOutput:
+    """One map task on its own copy of the job (remote: in another process, its lines go back to the driver)."""
+    ctx = TaskContext(job.conf, store, Counters(job.name), task, messages=[] if remote else None)
+    try:
+        job.map_setup(ctx)
+        for record in job.read(split, store):
+            for key, value in job.map(record, ctx) or ():
+                if out is None:
+                    raise RuntimeError(f"{job.name}: map emitted a pair but the job has no reduce")
+                out.collect(job.partition(key, value, out.partitions), key, value)
+    finally:
+        job.map_cleanup(ctx)
+    return _output(job, ctx, out)
+
+
+def run_reduce_task(job: Job, step: int, runs: list[Run], task: int, store: DataStore,
+                    out: MapOutput | None, remote: bool = False) -> TaskOutput:
+    """One reduce task of `step` on its own copy of the job: its partition's runs, merged."""
+    ctx = TaskContext(job.conf, store, Counters(job.name), task, step, messages=[] if remote else None)
+    try:
+        job.reduce_setup(ctx)
+        for key, value in job.run_reducer(merge(runs, job.sort_key(step)), ctx) or ():
+            if out is None:
+                raise RuntimeError(f"{job.name}: step {step} emitted a pair but it is the last step")
+            out.collect(job.partition(key, value, out.partitions), key, value)
+    finally:
+        job.reduce_cleanup(ctx)
+    return _output(job, ctx, out)
+
+
+def _output(job: Job, ctx: TaskContext, out: MapOutput | None) -> TaskOutput:
+    runs = out.close() if out is not None else []
+    messages = list(ctx.messages or ())
+    if ctx.dropped:
+        messages.append(f"{job.name}: task {ctx.task}: {ctx.dropped} more lines like these")
+    return TaskOutput(ctx.counters.as_dict(), job.result(ctx), runs, out.spilled_records if out else 0, messages)
+
+
+class Runner:
+    """Runs a job: map tasks over the input splits, then each reduce step, then the final step here."""
+
+    to_disk = False  # map output always written to files (reducers in other processes)
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         self.conf = conf
         self.num_tasks = max(1, num_tasks or conf.get_int("mapreduce.job.tasks"))
+        sort_mb = conf.get_float("mapreduce.task.io.sort.mb")
+        if sort_mb <= 0:
+            raise ConfigError(f"mapreduce.task.io.sort.mb={sort_mb:g} must be > 0 (MB of map output held in memory)")
+        self.budget = int(sort_mb * 1024 * 1024)
 
     def run(self, job: Job, store: DataStore, counters: Counters | None = None) -> Counters:
         counters = counters or Counters(job.name)
-        inputs = job.inputs(store, self.num_tasks)
-        nred = job.num_reducers(self.num_tasks) if job.has_reduce else 0
-        sort_mb = self.conf.get_float("mapreduce.task.io.sort.mb")
-        if sort_mb <= 0:
-            raise ConfigError(f"mapreduce.task.io.sort.mb={sort_mb:g} must be > 0 (MB of map output held in memory)")
-        shuffle = Shuffle(nred, job.sort_key(), int(sort_mb * 1024 * 1024),
-                          self.conf.get_str("mapreduce.cluster.local.dir"))
-
-        def map_task(i: int) -> None:
-            ctx = TaskContext(job, self.conf, store, counters, i)
-            job.setup(ctx)
-            out = shuffle.collector()
-            for record in inputs[i]:
-                for key, value in job.map(record, ctx) or ():
-                    if not nred:
-                        raise RuntimeError(f"{job.name}: map emitted a pair but the job has no reduce")
-                    out.collect(job.partition(key, value, nred), key, value)
-            job.cleanup(ctx)
-            out.close()
-
+        self.check(job, store)
+        splits = job.inputs(store, self.num_tasks)
+        steps = job.steps()
+        spill = SpillDir(self.conf.get_str("mapreduce.cluster.local.dir"))
+        results: list[Any] = []
         try:
-            self._parallel(map_task, len(inputs))
-            store.flush()
-            release_memory()
-            if shuffle.spilled_records:
-                counters.incr("spilled_records", shuffle.spilled_records)
-            if nred:
-                def reduce_task(p: int) -> None:
-                    ctx = TaskContext(job, self.conf, store, counters, p)
-                    job.setup(ctx)
-                    job.run_reducer(shuffle.reader(p), ctx)
-                    job.cleanup(ctx)
-
-                self._parallel(reduce_task, nred)
-                store.flush()
+            parts = self._reducers(steps, 0)
+            outs = self.map_tasks(job, splits, store, spill, parts)
+            runs = self._collect(outs, counters, results, parts)
+            for s in range(len(steps)):
+                parts = self._reducers(steps, s + 1)
+                outs = self.reduce_tasks(job, s, runs, store, spill, parts)
+                runs = self._collect(outs, counters, results, parts)
         finally:
-            shuffle.close()
-        job.finish(TaskContext(job, self.conf, store, counters, 0))
+            spill.remove()
+        job.finish(results, TaskContext(self.conf, store, counters, 0))
         store.flush()
         release_memory()
         failpoints.reach("runner.job")
         return counters
 
+    def check(self, job: Job, store: DataStore) -> None:
+        """Refuse a job this runner cannot run (before any task starts)."""
+
+    def _reducers(self, steps: list[Step], s: int) -> int:
+        if s >= len(steps):
+            return 0
+        return max(1, steps[s].reducers or self.num_tasks)
+
+    def _output(self, job: Job, parts: int, step: int, spill: SpillDir) -> MapOutput | None:
+        if not parts:
+            return None
+        return MapOutput(parts, job.sort_key(step), self.budget, spill, to_disk=self.to_disk)
+
     @staticmethod
-    def _parallel(fn: Callable[[int], None], n: int) -> None:
+    def _collect(outs: list[TaskOutput], counters: Counters, results: list[Any], parts: int) -> list[list[Run]]:
+        runs: list[list[Run]] = [[] for _ in range(parts)]
+        for out in outs:
+            for msg in out.messages:
+                log(msg)
+            counters.merge(out.counters)
+            if out.spilled:
+                counters.incr("spilled_records", out.spilled)
+            if out.result is not None:
+                results.append(out.result)
+            for p, task_runs in enumerate(out.runs):
+                runs[p].extend(task_runs)
+        release_memory()
+        return runs
+
+    def map_tasks(self, job: Job, splits: list[Any], store: DataStore, spill: SpillDir,
+                  parts: int) -> list[TaskOutput]:
+        raise NotImplementedError
+
+    def reduce_tasks(self, job: Job, step: int, runs: list[list[Run]], store: DataStore, spill: SpillDir,
+                     parts: int) -> list[TaskOutput]:
+        raise NotImplementedError
+
+
+class LocalRunner(Runner):
+    """Tasks in threads of this process, each on its own copy of the job, all writing through one store."""
+
+    def map_tasks(self, job: Job, splits: list[Any], store: DataStore, spill: SpillDir,
+                  parts: int) -> list[TaskOutput]:
+        outs = self._parallel(lambda i: run_map_task(task_copy(job), splits[i], i, store,
+                                                     self._output(job, parts, 0, spill)), len(splits))
+        store.flush()
+        return outs
+
+    def reduce_tasks(self, job: Job, step: int, runs: list[list[Run]], store: DataStore, spill: SpillDir,
+                     parts: int) -> list[TaskOutput]:
+        outs = self._parallel(lambda p: run_reduce_task(task_copy(job), step, runs[p], p, store,
+                                                        self._output(job, parts, step + 1, spill)), len(runs))
+        store.flush()
+        return outs
+
+    @staticmethod
+    def _parallel(fn: Callable[[int], TaskOutput], n: int) -> list[TaskOutput]:
         if n == 1:
-            fn(0)
-            return
+            return [fn(0)]
         with ThreadPoolExecutor(max_workers=n) as pool:
             futures = [pool.submit(fn, i) for i in range(n)]
-            for f in futures:
-                f.result()
+            return [f.result() for f in futures]
+
+
+def task_copy(job: Job) -> Job:
+    """The task's own copy of the job, made the way a worker process gets it (so local runs prove it ships)."""
+    return pickle.loads(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
+
+
+def make_runner(conf: Configuration, num_tasks: int | None = None) -> Runner:
+    """The runner `mapreduce.framework.name` names."""
+    name = conf.get_str("mapreduce.framework.name").strip().lower()
+    if name == "local":
+        return LocalRunner(conf, num_tasks)
+    if name == "processes":
+        from nutch2.processes import ProcessRunner
+
+        return ProcessRunner(conf, num_tasks)
+    raise ConfigError(f"mapreduce.framework.name={name!r} is not a runner; use one of {', '.join(FRAMEWORKS)}")
+
+
+class JobFailed(Exception):
+    """A task raised; the original exception is the cause."""
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:

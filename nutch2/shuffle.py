@@ -1,10 +1,12 @@
-"""The local runner's shuffle: map output per reducer, spilled to disk past a memory budget, merged for the reduce.
+"""The runners' shuffle: map output per reducer, spilled to disk past a memory budget, merged for the reduce.
 
 Like Hadoop's map output buffer (``mapreduce.task.io.sort.mb``): each map task collects (key, value) pairs per
 partition. When the serialised size of what it holds passes the budget (estimated from a sample of records), it
-sorts each partition and writes it as a run file under ``mapreduce.cluster.local.dir``. A reducer reads one
-sorted stream, the merge of its partition's runs. A job's memory is thus bounded by the budget, not by its input
-(an updatedb emitting a link datum per outlink, a fetch of a 100 000-URL batch).
+sorts each partition and writes it as a run file in the job's spill folder (under ``mapreduce.cluster.local.dir``).
+At the end of the task what is left becomes one more run, kept in memory (threads of one process) or written
+too (worker processes, which hand their runs to reducers in other processes as file names). A reducer reads
+one sorted stream, the merge of its partition's runs. A job's memory is thus bounded by the budget, not by its
+input (an updatedb emitting a link datum per outlink, a fetch of a 100 000-URL batch).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pickle
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from nutch2.errors import NutchError
 
 Pair = tuple[Any, Any]
 SortKey = Callable[[Pair], Any]
+Run = list[Pair] | Path  # sorted pairs in memory, or a spill file of them
 
 _PREFIX = "nutch2-shuffle-"  # spill folders are named <prefix><pid>-<random>
 _CHUNK = 1024  # pairs per pickle in a run file: class references are written once per chunk
@@ -30,76 +33,77 @@ _SAMPLE_FIRST = 16  # records measured exactly before sampling starts
 _SAMPLE_EVERY = 64  # then one record in this many
 
 
-class Shuffle:
-    """Sorted runs per partition, in memory or on disk; one per job run. Close it to delete its files."""
+class SpillDir:
+    """The spill folder of one job run, made on first use; remove() deletes it. Picklable: worker processes
+    write their runs into the same folder."""
 
-    def __init__(self, partitions: int, sort_key: SortKey, budget_bytes: int, local_dir: str | None = None) -> None:
-        self.partitions = partitions
-        self.sort_key = sort_key
-        self.budget = max(1, budget_bytes)
+    def __init__(self, local_dir: str | None) -> None:
         self.local_dir = local_dir or None
-        self.spilled_records = 0
-        self.spills = 0
-        self._runs: list[list[list[Pair] | Path]] = [[] for _ in range(partitions)]
+        self.path: Path | None = None
         self._lock = threading.Lock()
-        self._dir: Path | None = None
-        self._seq = 0
 
-    def collector(self) -> MapOutput:
-        """A buffer for one map task (not shared between threads)."""
-        return MapOutput(self)
+    def __getstate__(self) -> dict[str, Any]:
+        return {"local_dir": self.local_dir, "path": self.path}
 
-    def reader(self, partition: int) -> Iterator[Pair]:
-        """Every pair of a partition in sort order (runs merged; equal keys keep map order)."""
-        runs = self._runs[partition]
-        self._runs[partition] = []
-        streams = [iter(r) if isinstance(r, list) else _read_run(r) for r in runs]
-        if len(streams) == 1:
-            return streams[0]
-        return heapq.merge(*streams, key=self.sort_key)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["local_dir"])  # type: ignore[misc]
+        self.path = state["path"]
 
-    def close(self) -> None:
-        """Drop what is left and delete the spill directory."""
-        self._runs = [[] for _ in range(self.partitions)]
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    # ------------------------------------------------------------------ used by MapOutput
-    def _add_memory_run(self, partition: int, run: list[Pair]) -> None:
+    def create(self) -> Path:
+        """Make the folder now (the driver does, before it ships the folder to worker processes)."""
         with self._lock:
-            self._runs[partition].append(run)
+            if self.path is None:
+                parent = Path(self.local_dir or tempfile.gettempdir())
+                try:
+                    parent.mkdir(parents=True, exist_ok=True)
+                    _remove_stale_spills(parent)
+                    self.path = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
+                except OSError as e:
+                    raise self._error(e) from None
+            return self.path
 
-    def _spill(self, partition: int, run: list[Pair]) -> None:
+    def write(self, partition: int, run: list[Pair]) -> Path:
+        """Write one sorted run to a new file (a unique name: tasks of every process write into the folder); a
+        disk that cannot take it is a one-line error naming the property."""
+        folder = self.create()
         try:
-            with self._lock:
-                if self._dir is None:
-                    parent = self.local_dir
-                    if parent:
-                        Path(parent).mkdir(parents=True, exist_ok=True)
-                    _remove_stale_spills(Path(parent or tempfile.gettempdir()))
-                    self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
-                self._seq += 1
-                path = self._dir / f"spill-{partition}-{self._seq}.pkl"
-            with open(path, "wb") as f:
+            fd, name = tempfile.mkstemp(prefix=f"spill-{partition}-", suffix=".pkl", dir=folder)
+            path = Path(name)
+            with open(fd, "wb") as f:
                 for i in range(0, len(run), _CHUNK):
                     pickle.dump(run[i:i + _CHUNK], f, pickle.HIGHEST_PROTOCOL)
         except OSError as e:
-            where = self.local_dir or tempfile.gettempdir()
-            raise NutchError(f"cannot spill map output to {where}: {e.strerror or e}; free space there or set "
-                             "mapreduce.cluster.local.dir (or raise mapreduce.task.io.sort.mb)") from None
-        with self._lock:
-            self._runs[partition].append(path)
-            self.spilled_records += len(run)
-            self.spills += 1
+            raise self._error(e) from None
+        return path
+
+    def _error(self, e: OSError) -> NutchError:
+        where = self.local_dir or tempfile.gettempdir()
+        return NutchError(f"cannot spill map output to {where}: {e.strerror or e}; free space there or set "
+                          "mapreduce.cluster.local.dir (or raise mapreduce.task.io.sort.mb)")
+
+    def remove(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
 
 
 class MapOutput:
-    """One map task's output buffer: pairs per partition, spilled as sorted runs when over the budget."""
+    """One task's output buffer: pairs per partition, spilled as sorted runs when over the budget.
 
-    def __init__(self, shuffle: Shuffle) -> None:
-        self._shuffle = shuffle
-        self._buf: list[list[Pair]] = [[] for _ in range(shuffle.partitions)]
+    close() returns the runs of each partition: with to_disk, every run is a file (for reducers in other
+    processes); otherwise the last one stays in memory.
+    """
+
+    def __init__(self, partitions: int, sort_key: SortKey, budget_bytes: int, spill: SpillDir,
+                 to_disk: bool = False) -> None:
+        self.partitions = partitions
+        self.sort_key = sort_key
+        self.budget = max(1, budget_bytes)
+        self.spill = spill
+        self.to_disk = to_disk
+        self.runs: list[list[Run]] = [[] for _ in range(partitions)]
+        self.spilled_records = 0
+        self._buf: list[list[Pair]] = [[] for _ in range(partitions)]
         self._count = 0
         self._sampled = 0
         self._sampled_bytes = 0
@@ -111,24 +115,32 @@ class MapOutput:
         if self._sampled < _SAMPLE_FIRST or self._count % _SAMPLE_EVERY == 0:
             self._sampled += 1
             self._sampled_bytes += len(pickle.dumps(pair, pickle.HIGHEST_PROTOCOL))
-        if self._count * self._sampled_bytes >= self._shuffle.budget * self._sampled:
-            self._spill()
+        if self._count * self._sampled_bytes >= self.budget * self._sampled:
+            self.spilled_records += self._count  # spilled because the budget was reached (Hadoop's counter)
+            self._hand_off(spill=True)
+            self._count = 0
 
-    def close(self) -> None:
-        """End of the map task: hand what is still buffered to the shuffle as in-memory runs."""
-        self._hand_off(self._shuffle._add_memory_run)
+    def close(self) -> list[list[Run]]:
+        """End of the task: what is still buffered becomes the last run of each partition."""
+        self._hand_off(spill=self.to_disk)
+        runs, self.runs = self.runs, [[] for _ in range(self.partitions)]
+        return runs
 
-    def _spill(self) -> None:
-        self._hand_off(self._shuffle._spill)
-        self._count = 0
-
-    def _hand_off(self, take: Callable[[int, list[Pair]], None]) -> None:
-        """Sort each partition's buffer and give it to `take` as a run; start empty buffers."""
+    def _hand_off(self, spill: bool) -> None:
+        """Sort each partition's buffer into a run (written to the spill folder, or kept); start empty."""
         for p, buf in enumerate(self._buf):
             if buf:
-                buf.sort(key=self._shuffle.sort_key)
-                take(p, buf)
-        self._buf = [[] for _ in range(self._shuffle.partitions)]
+                buf.sort(key=self.sort_key)
+                self.runs[p].append(self.spill.write(p, buf) if spill else buf)
+        self._buf = [[] for _ in range(self.partitions)]
+
+
+def merge(runs: Iterable[Run], sort_key: SortKey) -> Iterator[Pair]:
+    """Every pair of a partition's runs in sort order (equal keys keep the order of the runs)."""
+    streams = [iter(r) if isinstance(r, list) else _read_run(r) for r in runs]
+    if len(streams) == 1:
+        return streams[0]
+    return heapq.merge(*streams, key=sort_key)
 
 
 def _remove_stale_spills(parent: Path) -> None:

@@ -3,6 +3,9 @@
 Rule file format: one rule a line, ``+`` (accept) or ``-`` (reject) followed by a Python regex that is
 searched for anywhere in the URL (like Java's ``Matcher.find()``). The first rule that matches decides;
 a URL no rule matches is rejected. Blank lines and lines starting with ``#`` are ignored.
+
+Host-specific blocks (NUTCH-1838): the rules between a line ``> www.example.org`` and a line ``<`` apply only to
+URLs whose host or registered domain is the one named; other URLs skip them.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ class Rule:
     accept: bool
     pattern: re.Pattern[str]
     where: str
+    host: str | None = None  # host or domain the rule is limited to (a "> host" block), None for every URL
 
     def matches(self, url: str) -> bool:
         """True when the pattern occurs anywhere in ``url``."""
         return self.pattern.search(url) is not None
 
 
-def parse_rule(line: str, where: str) -> Rule | None:
+def parse_rule(line: str, where: str, host: str | None = None) -> Rule | None:
     """Parse one rule line; None for blank and comment lines, ValueError naming ``where`` otherwise."""
     line = line.rstrip("\r\n")
     stripped = line.strip()
@@ -51,7 +55,7 @@ def parse_rule(line: str, where: str) -> Rule | None:
         pattern = re.compile(regex)
     except re.error as err:
         raise ValueError(f"{where}: bad regex {regex!r}: {err}") from None
-    return Rule(accept=sign == "+", pattern=pattern, where=where)
+    return Rule(accept=sign == "+", pattern=pattern, where=where, host=host)
 
 
 class RegexURLFilter:
@@ -60,6 +64,7 @@ class RegexURLFilter:
     def __init__(self, rules: Sequence[Rule], source: str = "<string>") -> None:
         self.rules = list(rules)
         self.source = source
+        self.has_host_rules = any(rule.host is not None for rule in self.rules)
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], source: str = "<string>") -> RegexURLFilter:
@@ -67,8 +72,18 @@ class RegexURLFilter:
         if isinstance(lines, str):
             lines = lines.splitlines()
         rules = []
+        host: str | None = None
         for number, line in enumerate(lines, start=1):
-            rule = parse_rule(line, f"{source}:{number}")
+            where = f"{source}:{number}"
+            if line.startswith(">"):
+                host = line[1:].strip().lower()
+                if not host:
+                    raise ValueError(f"{where}: '>' must be followed by a host or domain name")
+                continue
+            if line.startswith("<"):
+                host = None
+                continue
+            rule = parse_rule(line, where, host)
             if rule is not None:
                 rules.append(rule)
         return cls(rules, source)
@@ -80,8 +95,15 @@ class RegexURLFilter:
             return cls.from_lines(handle, source=str(path))
 
     def rule_for(self, url: str) -> Rule | None:
-        """The first rule matching ``url``, or None."""
-        return next((rule for rule in self.rules if rule.matches(url)), None)
+        """The first rule matching ``url`` (host-specific rules only for their host or domain), or None."""
+        if not self.has_host_rules:
+            return next((rule for rule in self.rules if rule.matches(url)), None)
+        from nutch2.urls import domain_of_host, host_of  # urls builds filters from this module
+
+        host = host_of(url)
+        names = {host, domain_of_host(host)}
+        return next((rule for rule in self.rules if (rule.host is None or rule.host in names) and rule.matches(url)),
+                    None)
 
     def filter(self, url: str) -> str | None:
         """``url`` when accepted, None when rejected."""
@@ -97,6 +119,13 @@ class URLFilters:
         self.max_length = max_length
         # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
         self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
+
+    def __getstate__(self) -> dict:
+        """Pickled as its rules (a job ships its filters to worker processes); the cache is made anew."""
+        return {"filters": self.filters, "max_length": self.max_length}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["filters"], state["max_length"])  # type: ignore[misc]
 
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = DEFAULT_MAX_LENGTH) -> URLFilters:

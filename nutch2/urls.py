@@ -69,18 +69,75 @@ def host_of(url: str) -> str:
 
 @lru_cache(maxsize=1)
 def _psl() -> PublicSuffixList:
-    return PublicSuffixList()
+    # the ICANN section only (as Nutch's URLUtil): private suffixes such as uk.com or github.io are not
+    # registries, and a host under an unknown TLD is its own domain rather than a suffix of one
+    return PublicSuffixList(only_icann=True, accept_unknown=False)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        return False
 
 
 @lru_cache(maxsize=65536)
 def domain_of_host(host: str) -> str:
-    """Registered domain of a host (public suffix list); IP addresses and bare names are their own domain."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
+    """Registered domain of a host (Nutch's URLUtil.getDomainName): the public suffix (ICANN section) plus one
+    label; IP addresses, bare names and hosts under unknown suffixes are their own domain. Trailing dot ignored."""
+    host = host.lower().rstrip(".")
+    if _is_ip(host):
         return host
-    except ValueError:
-        pass
     return _psl().privatesuffix(host) or host
+
+
+def domain_suffix_of_host(host: str) -> str | None:
+    """Public suffix of a host (ICANN section; URLUtil.getDomainSuffix), None for IP addresses and unknown TLDs."""
+    host = host.lower().rstrip(".")
+    return None if not host or _is_ip(host) else _psl().publicsuffix(host)
+
+
+def top_level_domain_of_host(host: str) -> str | None:
+    """Top-level domain of a host when it is a known one (URLUtil.getTopLevelDomainName), else None."""
+    suffix = domain_suffix_of_host(host)
+    return suffix.rsplit(".", 1)[-1] if suffix else None
+
+
+def _java_split_count(text: str, sep: str) -> int:
+    """len(text.split(sep)) as Java counts it: trailing empty strings are dropped."""
+    parts = text.split(sep)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return 0 if parts == [""] and text else len(parts)
+
+
+def choose_repr(src: str, dst: str, temp: bool) -> str:
+    """The representative URL of a redirect from ``src`` to ``dst`` (Nutch's URLUtil.chooseRepr, after Yahoo!
+    Slurp): another domain -> dst; permanent -> src when src is a site root, else dst; temporary -> the root one,
+    else (same host) the one with fewer path segments, then the shorter path, else the host with fewer labels."""
+    try:
+        s, d = urlsplit(src), urlsplit(dst)
+        src_host, dst_host = (s.hostname or "").lower(), (d.hostname or "").lower()
+    except ValueError:
+        return dst
+    if not s.scheme or not d.scheme:
+        return dst
+    if domain_of_host(src_host) != domain_of_host(dst_host):
+        return dst
+    src_file = s.path + ("?" + s.query if s.query else "")
+    dst_file = d.path + ("?" + d.query if d.query else "")
+    src_root, dst_root = src_file in ("", "/"), dst_file in ("", "/")
+    if not temp:
+        return src if src_root else dst
+    if src_root != dst_root:
+        return src if src_root else dst
+    if not src_root and src_host == dst_host:
+        src_segments, dst_segments = _java_split_count(src_file, "/"), _java_split_count(dst_file, "/")
+        if src_segments != dst_segments:
+            return dst if dst_segments < src_segments else src
+        return dst if len(dst_file) < len(src_file) else src
+    return dst if len(dst_host.split(".")) < len(src_host.split(".")) else src
 
 
 def domain_of(url: str) -> str:

@@ -73,6 +73,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
         store = _cassandra(conf, table)
     else:
         store = _hbase(conf, table)
+    store.crawl_id = crawl_id_of(conf, crawl_id)
     if create:
         store.create_schema()
     return store

@@ -25,6 +25,7 @@ class DataStore(ABC):
     """
 
     name = "abstract"
+    crawl_id: str | None = None  # set by open_store: what a task in another process opens the same table with
 
     def __init__(self, table: str) -> None:
         self.table = table

@@ -20,10 +20,22 @@ STORE_BACKENDS = ["memory", "sqlite"] + [
 ]
 
 
+# job tests run on each store with the local runner, and on sqlite with the processes runner too
+JOB_BACKENDS = [*STORE_BACKENDS, "sqlite:processes"]
+
+
+def split_backend(backend: str) -> tuple[str, str]:
+    """"sqlite:processes" -> ("sqlite", "processes"): a store and the runner (mapreduce.framework.name)."""
+    store, _, framework = backend.partition(":")
+    return store, framework or "local"
+
+
 def make_conf(tmp_path: Path, backend: str = "sqlite", **props: object) -> Configuration:
     """A configuration with the repo's conf/, data under tmp_path and the given overrides."""
+    store, framework = split_backend(backend)
     overrides = {
-        "storage.data.store.class": backend,
+        "storage.data.store.class": store,
+        "mapreduce.framework.name": framework,
         "storage.data.dir": str(tmp_path / "crawl"),
         "http.agent.name": "nutch2-test",
     }

@@ -18,8 +18,11 @@ def cli(*args: str) -> int:
 
 
 def defines(tmp: Path, backend: str, **props: object) -> list[str]:
+    """-D options for a crawl on `backend` ("sqlite", or "sqlite:processes" for the processes runner)."""
+    store, _, framework = backend.partition(":")
     base = {
-        "storage.data.store.class": backend,
+        "storage.data.store.class": store,
+        "mapreduce.framework.name": framework or "local",
         "storage.data.dir": str(tmp / "crawl"),
         "http.agent.name": "nutch2-test",
         "fetcher.server.delay": 0.1,

@@ -10,7 +10,7 @@ import pytest
 
 from nutch2.status import CrawlStatus
 from nutch2.tableutil import reverse_url
-from tests.conftest import STORE_BACKENDS
+from tests.conftest import JOB_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, passes_filters, rows
 from tests.testweb import TestWeb
 
@@ -29,10 +29,10 @@ def seed_file(tmp: Path, *urls: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("backend", STORE_BACKENDS)
+@pytest.mark.parametrize("backend", JOB_BACKENDS)
 def test_three_round_crawl_matches_the_model(web: TestWeb, tmp_path: Path, backend: str) -> None:
     web.reset_log()
-    crawl_id = f"e2e{backend}{uuid.uuid4().hex[:8]}"
+    crawl_id = f"e2e{backend.replace(':', '_')}{uuid.uuid4().hex[:8]}"
     d = defines(tmp_path, backend)
     assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", crawl_id, "-rounds", "3",
                "-threads", "6", *d) == 0

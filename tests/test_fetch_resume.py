@@ -17,7 +17,7 @@ import pytest
 
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
-from tests.conftest import STORE_BACKENDS
+from tests.conftest import JOB_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
 
@@ -28,7 +28,7 @@ HOSTS, PAGES, THREADS, WRITE_BATCH = 10, 60, 10, 20
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("backend", [b for b in STORE_BACKENDS if b != "memory"])
+@pytest.mark.parametrize("backend", [b for b in JOB_BACKENDS if b != "memory"])
 def test_kill_9_midway_then_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str) -> None:
     props = {"fetcher.server.delay": 0.05, "fetcher.write.batch.size": WRITE_BATCH}
     d = defines(tmp_path, backend, **props)

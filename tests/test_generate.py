@@ -11,7 +11,7 @@ import pytest
 
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.marks import Mark
-from nutch2.runner import LocalRunner
+from nutch2.runner import make_runner
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
@@ -21,7 +21,7 @@ from tests.crawlutil import cli, defines
 DAY_MS = 24 * 3600 * 1000
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -56,7 +56,7 @@ def generate(tmp_path: Path, backend: str, store, num_tasks: int = 1, **kw) -> t
     props = kw.pop("props", {})
     conf = make_conf(tmp_path, backend, **props)
     job = GeneratorJob(conf, **kw)
-    counters = LocalRunner(conf, num_tasks).run(job, store)
+    counters = make_runner(conf, num_tasks).run(job, store)
     return job, counters.as_dict()
 
 

@@ -12,15 +12,20 @@ import pytest
 from nutch2.errors import NutchError
 from nutch2.jobs.inject import InjectorJob, parse_seed
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters, LocalRunner
+from nutch2.runner import Counters, make_runner
 from nutch2.scoring import get_cash
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.tableutil import reverse_url
 from nutch2.webpage import WebPage
-from tests.conftest import make_conf
+from tests.conftest import JOB_BACKENDS, make_conf
 
 DAY_MS = 24 * 3600 * 1000
+
+
+@pytest.fixture(params=JOB_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture
@@ -42,7 +47,7 @@ def write(tmp_path: Path, name: str, data: str | bytes) -> Path:
 
 
 def inject(conf, store: DataStore, seeds: Path, **kw) -> Counters:
-    return LocalRunner(conf, 1).run(InjectorJob(conf, seeds, **kw), store)
+    return make_runner(conf, 1).run(InjectorJob(conf, seeds, **kw), store)
 
 
 def row(store: DataStore, url: str) -> WebPage:

@@ -11,7 +11,7 @@ import pytest
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import NOINDEX_KEY, TRUNCATED_KEY, PageParser, ParserJob
 from nutch2.marks import ALL_BATCHES, Mark
-from nutch2.runner import Counters, LocalRunner, TaskContext
+from nutch2.runner import Counters, TaskContext, make_runner
 from nutch2.scoring import get_cash, set_cash
 from nutch2.signature import md5_signature, text_profile_signature
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
@@ -24,7 +24,7 @@ from tests.crawlutil import cli, defines
 HTML = "text/html; charset=utf-8"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -58,7 +58,7 @@ def parse(env, batch: str = "B", num_tasks: int = 1, **kw) -> dict[str, int]:
     props = kw.pop("props", {})
     store.flush()
     conf = make_conf(tmp, backend, **props)
-    return LocalRunner(conf, num_tasks).run(ParserJob(conf, batch, **kw), store).as_dict()
+    return make_runner(conf, num_tasks).run(ParserJob(conf, batch, **kw), store).as_dict()
 
 
 @pytest.mark.parametrize("num_tasks", [1, 2])
@@ -270,7 +270,7 @@ def test_page_parser_reads_old_signature_when_not_loaded(env):
     conf = make_conf(tmp, backend)
     page = WebPage(key, status=int(CrawlStatus.FETCHED), content=page_html("new"), content_type=HTML,
                    markers={Mark.FETCH.value: "B"})
-    ctx = TaskContext(ParserJob(conf, "B"), conf, store, Counters("t"), 0)
+    ctx = TaskContext(conf, store, Counters("t"), 0)
     assert PageParser(conf).parse(page, ctx)
     assert page.prev_signature == b"stored" and page.signature == md5_signature(page_html("new"))
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from nutch2.protocol import HttpProtocol, HttpSettings
-from nutch2.robots import RobotRules, RobotsCache, robot_agent_name
+from nutch2.robots import RobotRules, RobotsCache, robot_agent_name, robot_agents
 
 AGENT = "MyBot"
 ROBOTS = b"""User-agent: *
@@ -121,7 +121,8 @@ def test_disallow_rules_crawl_delay_sitemaps(serve: Callable[[dict[str, Route]],
 
 def test_full_user_agent_string_matches_group() -> None:
     rules = RobotRules.parse(ROBOTS)
-    assert not rules.allowed("http://h/nobot", "MyBot/1.0 (+http://example.com/bot)")
+    # rules match product tokens (RFC 9309); the fetcher cuts its configured names down to them
+    assert not rules.allowed("http://h/nobot", robot_agents("MyBot/1.0 (+http://example.com/bot)"))
     assert robot_agent_name("MyBot/1.0 (+http://x), other") == "MyBot"
     assert robot_agent_name("mybot,other") == "mybot"
 

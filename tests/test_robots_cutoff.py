@@ -23,6 +23,11 @@ TWO_GROUPS = b"User-agent: *\nDisallow: /private\n\nUser-agent: other\nDisallow:
     (b"User-agent: mybot\nDisallow: /\n\nUser-agent: *\nDis", b"User-agent: mybot\nDisallow: /\n\n"),
     (b"Sitemap: http://h/s.xml\nUser-agent: *\nDisallow: /a\nSitemap: http://h/t.xml\nUser-agent: z\n",
      b"Sitemap: http://h/s.xml\nUser-agent: *\nDisallow: /a\nSitemap: http://h/t.xml\n"),
+    (b"User-agent: mybotx\nDisallow: /\n\nUser-agent: *\nDis", None),  # another product token
+    # RFC 9309: a Crawl-delay between user-agent lines does not end the group; only Allow/Disallow lines do
+    (b"User-agent: mybot\nCrawl-delay: 5\nUser-agent: b\nDisallow: /\n", None),
+    (b"User-agent: mybot\nCrawl-delay: 5\nUser-agent: b\nDisallow: /\nUser-agent: c\n",
+     b"User-agent: mybot\nCrawl-delay: 5\nUser-agent: b\nDisallow: /\n"),
     (b"", None),
 ])
 def test_complete_groups(content: bytes, expected: bytes | None) -> None:

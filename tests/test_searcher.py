@@ -114,7 +114,7 @@ def test_crawl_stats_count_statuses_hosts_and_how_far_each_batch_got(tmp_path: P
         from nutch2.runner import LocalRunner
 
         LocalRunner(conf, 2).run(job, store)
-        stats = job.result
+        stats = job.stats
         assert stats.total == 5 and dict(stats.status) == {"FETCHED": 3, "UNFETCHED": 1, "INJECTED": 1}
         assert stats.top_hosts(2) == [("a.com", 2), ("b.com", 2)]
         rows = stats.batch_rows()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Job, LocalRunner, TaskContext
-from nutch2.shuffle import Shuffle
+from nutch2.runner import Job, LocalRunner, TaskContext, make_runner
+from nutch2.shuffle import MapOutput, SpillDir, merge
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
@@ -24,38 +24,46 @@ def _pairs(n: int, seed: int) -> list[tuple[int, tuple[int, str]]]:
     return [(rng.randint(0, 50), (seed, f"v{i}-" + "x" * rng.randint(0, 40))) for i in range(n)]
 
 
-@pytest.mark.parametrize("budget", [10**9, 200, 1])
-def test_runs_merge_to_a_stable_sort(tmp_path: Path, budget: int) -> None:
-    shuffle = Shuffle(3, itemgetter(0), budget, str(tmp_path / "local"))
-    expected: list[list[tuple]] = [[], [], []]
-    for seed in (1, 2):  # two map tasks, one after the other: equal keys keep task, then emit order
-        out = shuffle.collector()
-        for key, value in _pairs(2000, seed):
-            out.collect(key % 3, key, value)
-            expected[key % 3].append((key, value))
-        out.close()
-    assert (shuffle.spills > 0) == (budget < 10**9)
-    if budget < 10**9:
+def _shuffle(partitions: int, budget: int, local: Path, tasks: list[list[tuple]], to_disk: bool = False
+             ) -> tuple[list[list], int]:
+    """Each task's pairs through its own MapOutput; the runs of every task per partition, and records spilled."""
+    spill = SpillDir(str(local))
+    runs: list[list] = [[] for _ in range(partitions)]
+    spilled = 0
+    for pairs in tasks:
+        out = MapOutput(partitions, itemgetter(0), budget, spill, to_disk)
+        for key, value in pairs:
+            out.collect(key % partitions, key, value)
+        for p, r in enumerate(out.close()):
+            runs[p].extend(r)
+        spilled += out.spilled_records
+    return runs, spilled
+
+
+@pytest.mark.parametrize("budget, to_disk", [(10**9, False), (200, False), (1, False), (10**9, True)])
+def test_runs_merge_to_a_stable_sort(tmp_path: Path, budget: int, to_disk: bool) -> None:
+    tasks = [_pairs(2000, seed) for seed in (1, 2)]  # two map tasks: equal keys keep task, then emit order
+    runs, spilled = _shuffle(3, budget, tmp_path / "local", tasks, to_disk)
+    assert (spilled > 0) == (budget < 10**9)
+    if spilled or to_disk:
         assert any((tmp_path / "local").rglob("spill-*"))
     for p in range(3):
-        assert list(shuffle.reader(p)) == sorted(expected[p], key=itemgetter(0))
-    shuffle.close()
-    assert not (tmp_path / "local").exists() or not any((tmp_path / "local").iterdir())
+        expected = [pair for pairs in tasks for pair in pairs if pair[0] % 3 == p]
+        assert list(merge(runs[p], itemgetter(0))) == sorted(expected, key=itemgetter(0))
+    assert not any((tmp_path / "local").rglob("spill-*"))  # a run file is deleted once read
 
 
 def test_budget_bounds_what_is_held(tmp_path: Path) -> None:
     """With a 4 KB budget no in-memory buffer grows past a handful of ~100-byte records."""
-    shuffle = Shuffle(1, itemgetter(0), 4096, str(tmp_path))
-    out = shuffle.collector()
+    out = MapOutput(1, itemgetter(0), 4096, SpillDir(str(tmp_path)))
     largest = 0
     for key, value in _pairs(5000, 3):
         out.collect(0, key, value)
         largest = max(largest, len(out._buf[0]))
-    out.close()
+    runs = out.close()
     assert largest < 200
-    assert shuffle.spilled_records + sum(len(r) for r in shuffle._runs[0] if isinstance(r, list)) == 5000
-    assert len(list(shuffle.reader(0))) == 5000
-    shuffle.close()
+    assert out.spilled_records + sum(len(r) for r in runs[0] if isinstance(r, list)) == 5000
+    assert len(list(merge(runs[0], itemgetter(0)))) == 5000
 
 
 def test_webpage_pickles_with_its_dirty_fields() -> None:
@@ -77,10 +85,13 @@ class _WordCount(Job):
     def __init__(self, conf, titles: list[str], fail: bool = False) -> None:
         super().__init__(conf)
         self.titles, self.fail = titles, fail
-        self.result: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
 
     def inputs(self, store, n: int) -> list[Any]:
         return [self.titles[i::n] for i in range(n)]
+
+    def read(self, split: list[str], store) -> list[str]:
+        return split
 
     def map(self, record: str, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         for word in record.split():
@@ -89,29 +100,37 @@ class _WordCount(Job):
     def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
         if self.fail:
             raise RuntimeError("reducer failed")
-        self.result[key] = sum(values)
+        self.counts[key] = sum(values)
+
+    def result(self, ctx: TaskContext) -> Any:
+        return self.counts if ctx.step == 0 else None
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        self.counts = {k: v for part in results for k, v in part.items()}
 
 
+@pytest.mark.parametrize("framework", ["local", "processes"])
 @pytest.mark.parametrize("sort_mb", [16, 0.001])
-def test_runner_spills_and_cleans_up(tmp_path: Path, sort_mb: float) -> None:
+def test_runner_spills_and_cleans_up(tmp_path: Path, sort_mb: float, framework: str) -> None:
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
     titles = [" ".join(rng.choice(words) for _ in range(20)) for _ in range(500)]
     local = tmp_path / "local"
-    conf = make_conf(tmp_path, "memory", **{"mapreduce.task.io.sort.mb": sort_mb, "mapreduce.cluster.local.dir": local})
+    conf = make_conf(tmp_path, "sqlite", **{"mapreduce.task.io.sort.mb": sort_mb, "mapreduce.cluster.local.dir": local,
+                                            "mapreduce.framework.name": framework})
     job = _WordCount(conf, titles)
-    counters = LocalRunner(conf, 3).run(job, open_store(conf, "wc"))
+    counters = make_runner(conf, 3).run(job, open_store(conf, "wc"))
     expected: dict[str, int] = {}
     for t in titles:
         for w in t.split():
             expected[w] = expected.get(w, 0) + 1
-    assert job.result == expected
+    assert job.counts == expected
     assert (counters.get("spilled_records") > 0) == (sort_mb < 1)
     assert not local.exists() or not any(local.iterdir())
 
     failing = _WordCount(conf, titles, fail=True)
     with pytest.raises(RuntimeError, match="reducer failed"):
-        LocalRunner(conf, 3).run(failing, open_store(conf, "wc"))
+        make_runner(conf, 3).run(failing, open_store(conf, "wc"))
     assert not local.exists() or not any(local.iterdir())
 
 
@@ -122,13 +141,8 @@ def test_non_positive_sort_budget_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_unreadable_spill_is_a_one_line_error(tmp_path: Path) -> None:
-    shuffle = Shuffle(1, itemgetter(0), 1, str(tmp_path))
-    out = shuffle.collector()
-    for key, value in _pairs(50, 4):
-        out.collect(0, key, value)
-    out.close()
+    runs, _ = _shuffle(1, 1, tmp_path, [_pairs(50, 4)])
     spill = next(tmp_path.rglob("spill-*"))
     spill.write_bytes(spill.read_bytes()[:20])  # truncated, as by a full disk
     with pytest.raises(NutchError, match=r"cannot read map output spill .*spill-.*mapreduce.cluster.local.dir"):
-        list(shuffle.reader(0))
-    shuffle.close()
+        list(merge(runs[0], itemgetter(0)))

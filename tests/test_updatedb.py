@@ -12,7 +12,7 @@ import pytest
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.jobs.updatedb import update
 from nutch2.marks import ALL_BATCHES, Mark, get_distance
-from nutch2.runner import LocalRunner
+from nutch2.runner import make_runner
 from nutch2.scoring import get_cash, set_cash
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
@@ -27,7 +27,7 @@ INTERVAL = 30 * DAY
 BATCH_MARKS = {Mark.GENERATE.value: "B", Mark.FETCH.value: "B", Mark.PARSE.value: "B"}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -219,7 +219,7 @@ def test_other_batch_and_unfetched_rows(env):
 
     # the deferred row is due again: the next generate takes it (and not the row of batch C)
     conf = make_conf(tmp, backend)
-    LocalRunner(conf, 1).run(GeneratorJob(conf, batch_id="B2"), store)
+    make_runner(conf, 1).run(GeneratorJob(conf, batch_id="B2"), store)
     assert [p.key for p in store.scan(mark=(Mark.GENERATE.value, "B2"))] == [
         reverse_url("http://a.example.com/deferred")]
 

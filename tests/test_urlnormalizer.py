@@ -56,7 +56,8 @@ from nutch2.urlnormalizer import (
         # IPv4/IPv6 hosts, user info
         ("http://127.0.0.1:80/", "http://127.0.0.1/"),
         ("http://[::1]:8080/x", "http://[::1]:8080/x"),
-        ("http://user:pw@FOO.com:80/x", "http://user:pw@foo.com/x"),
+        ("http://user:pw@FOO.com:80/x", "http://foo.com/x"),  # credentials never reach row keys (NUTCH-3087)
+        ("ftp://user:pw@FOO.com:21/x", "ftp://user:pw@foo.com/x"),
         # surrounding whitespace and embedded newlines/tabs
         ("  http://foo.com/a\n", "http://foo.com/a"),
         ("http://foo.com/a\tb", "http://foo.com/ab"),

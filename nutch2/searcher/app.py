@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
-from nutch2.parse import detect_encoding
+from nutch2.parse import caching_forbidden, detect_encoding
 from nutch2.searcher.crawlstats import STEPS, StatsCache, bar_chart, compute_stats
 from nutch2.searcher.jobapi import JobManager
 from nutch2.searcher.pages import (
@@ -223,20 +223,24 @@ def cached_page(request: Request) -> Response:
     url, key = url_param(request.query_params)
     page = _get_page(s, key, url)
     copy = cached_copy(url, page)
+    forbidden = caching_forbidden(page.metadata) != "none"  # robots noarchive/nocache
     return s.templates.TemplateResponse(request, "cached.html", _ctx(
         request, url=url, page=page, copy=copy, fetched=iso_time(fetched_at(page)),
         raw=f"/cached/raw?{_qs(url=url)}", mime=mime_type(page.content_type) or "unknown type",
-        size=len(page.content or b"")), status_code=200 if copy else 404)
+        size=len(page.content or b""), forbidden=forbidden), status_code=200 if copy else 403 if forbidden else 404)
 
 
 def cached_raw(request: Request) -> Response:
     """The stored page itself, in a sandbox of its own (see CACHED_CSP)."""
     s: Searcher = request.app.state.searcher
     url, key = url_param(request.query_params)
-    page = _get_page(s, key, url, ("content", "content_type", "headers", "base_url"))
+    page = _get_page(s, key, url, ("content", "content_type", "headers", "base_url", "metadata"))
     copy = cached_copy(url, page)
     headers = {"Content-Security-Policy": CACHED_CSP, "X-Robots-Tag": "noindex, nofollow",
                "Cache-Control": "private, max-age=60"}
+    if caching_forbidden(page.metadata) != "none":
+        return PlainTextResponse("no cached copy: the page asks not to be cached (robots noarchive)", 403,
+                                 headers=headers)
     if copy is None:
         return PlainTextResponse("no cached copy of this page (not fetched, or not text)", 404, headers=headers)
     return Response(copy.body, media_type=copy.media_type, headers=headers)

@@ -17,10 +17,10 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.marks import Mark
-from nutch2.runner import Job, LocalRunner, TaskContext
-from nutch2.searcher.pages import StoreAccess, status_name
+from nutch2.runner import LocalRunner, TaskContext
+from nutch2.searcher.pages import StoreAccess
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import host_of_key
+from nutch2.tablestats import TableStats, TableStatsJob
 from nutch2.webpage import WebPage
 
 # how far a batch got: (step, mark) in the order a batch goes through them
@@ -32,28 +32,14 @@ STATUS_ORDER = [s.name for s in CrawlStatus]
 
 
 @dataclass
-class CrawlStats:
+class CrawlStats(TableStats):
     """What `readdb -stats -sort` prints, plus per batch the rows that carry each step's mark."""
 
-    total: int = 0
-    status: Counter[str] = field(default_factory=Counter)
-    retries: Counter[int] = field(default_factory=Counter)
-    hosts: Counter[str] = field(default_factory=Counter)
-    score_sum: float = 0.0
-    score_min: float | None = None
-    score_max: float | None = None
     batches: dict[str, Counter[str]] = field(default_factory=dict)  # batch id -> step (or "rows") -> count
     computed_at: float = 0.0  # epoch seconds
 
-    def add(self, page: WebPage) -> None:
-        self.total += 1
-        self.status[status_name(page.status)] += 1
-        self.retries[page.retries_since_fetch] += 1
-        self.hosts[host_of_key(page.key)] += 1
-        s = page.score
-        self.score_sum += s
-        self.score_min = s if self.score_min is None else min(self.score_min, s)
-        self.score_max = s if self.score_max is None else max(self.score_max, s)
+    def add(self, page: WebPage, per_host: bool = True) -> None:
+        super().add(page, per_host)
         if page.batch_id:
             self.batches.setdefault(page.batch_id, Counter())["rows"] += 1
         for step, mark in STEPS:
@@ -61,17 +47,9 @@ class CrawlStats:
             if value:
                 self.batches.setdefault(value, Counter())[step] += 1
 
-    def merge(self, other: CrawlStats) -> None:
-        self.total += other.total
-        self.status.update(other.status)
-        self.retries.update(other.retries)
-        self.hosts.update(other.hosts)
-        self.score_sum += other.score_sum
-        for s in (other.score_min, other.score_max):
-            if s is not None:
-                self.score_min = s if self.score_min is None else min(self.score_min, s)
-                self.score_max = s if self.score_max is None else max(self.score_max, s)
-        for batch, counts in other.batches.items():
+    def merge(self, other: TableStats) -> None:
+        super().merge(other)
+        for batch, counts in getattr(other, "batches", {}).items():
             self.batches.setdefault(batch, Counter()).update(counts)
 
     def statuses(self) -> list[tuple[str, int]]:
@@ -133,35 +111,27 @@ def _batch_time(batch: str) -> str | None:
     return datetime.fromtimestamp(secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class CrawlStatsJob(Job):
-    """Map only: every task counts into its own CrawlStats; finish merges them into `result`."""
+class CrawlStatsJob(TableStatsJob):
+    """Map only: every task counts into its own CrawlStats; the final step adds them up into `stats`."""
 
     name = "crawlstats"
     fields = ("status", "retries_since_fetch", "score", "markers", "batch_id")
 
     def __init__(self, conf: Configuration) -> None:
-        super().__init__(conf)
-        self._parts: dict[int, CrawlStats] = {}
-        self.result = CrawlStats()
+        super().__init__(conf, per_host=True)
 
-    def setup(self, ctx: TaskContext) -> None:
-        self._parts[ctx.task] = CrawlStats()
+    def new_stats(self) -> CrawlStats:
+        return CrawlStats()
 
-    def map(self, page: WebPage, ctx: TaskContext) -> tuple:
-        self._parts[ctx.task].add(page)
-        return ()
-
-    def finish(self, ctx: TaskContext) -> None:
-        for part in self._parts.values():
-            self.result.merge(part)
-        self._parts = {}
-        self.result.computed_at = time.time()
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        super().finish(results, ctx)
+        self.stats.computed_at = time.time()
 
 
 def compute_stats(conf: Configuration, access: StoreAccess) -> CrawlStats:
     job = CrawlStatsJob(conf)
     access.run(lambda store: LocalRunner(conf).run(job, store))
-    return job.result
+    return job.stats  # type: ignore[return-value]
 
 
 class StatsCache:

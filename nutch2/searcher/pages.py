@@ -15,9 +15,10 @@ from markupsafe import escape
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
 from nutch2.marks import Mark
-from nutch2.parse import decode_content
+from nutch2.parse import caching_forbidden, decode_content
 from nutch2.status import CrawlStatus
 from nutch2.stores import DataStore, open_store
+from nutch2.tablestats import status_name
 from nutch2.webpage import WebPage
 
 T = TypeVar("T")
@@ -67,13 +68,6 @@ def iso_time(ms: int | None) -> str | None:
     if not ms:
         return None
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def status_name(code: int) -> str:
-    try:
-        return CrawlStatus(code).name
-    except ValueError:
-        return f"UNKNOWN_{code}"
 
 
 def page_json(url: str, page: WebPage) -> dict[str, Any]:
@@ -146,12 +140,13 @@ class CachedCopy:
 
 
 def cached_copy(url: str, page: WebPage) -> CachedCopy | None:
-    """The page as fetched, or None when there is no content or it is not text.
+    """The page as fetched, or None when there is no content, it is not text, or the page forbids cached copies
+    (robots noarchive/nocache, see caching_forbidden).
 
     HTML gets a <base href> first in its head: the page's own base resolved against the URL it was fetched
     from (or that URL), so its relative links, images and styles point at the original site, not at us.
     """
-    if not page.content:
+    if not page.content or caching_forbidden(page.metadata) != "none":
         return None
     mime = mime_type(page.content_type)
     headers = dict(page.headers)

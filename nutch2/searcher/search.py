@@ -13,13 +13,14 @@ from markupsafe import Markup, escape
 
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.solr import SolrClient
+from nutch2.tableutil import unreverse_url
 
 DEFAULT_ROWS = 10
 MAX_ROWS = 100  # rows per page; more is clamped
 MAX_START = 10_000  # deeper paging costs Solr more than it gives a reader
 MAX_QUERY = 1000
 FACET_HOSTS = 20
-HIT_FIELDS = "id,url,title,host,tstamp,boost,contentLength,type"
+HIT_FIELDS = "id,url,title,host,tstamp,boost,contentLength,type,cache"
 _EM = re.compile(r"(</?em>)")
 
 
@@ -66,10 +67,16 @@ class Hit:
     boost: float | None
     snippet: Markup
     fetched: str | None = None  # when the page was fetched, from its row (see pages.fetched_at)
+    cache: str = "none"  # the page's caching policy (robots noarchive): "none", "content" or "all"
+
+    @property
+    def row_url(self) -> str:
+        """The URL of the row behind the document (its url field is the repr URL of a redirect pair)."""
+        return unreverse_url(self.id)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "url": self.url, "title": self.title, "host": self.host, "fetched": self.fetched,
-                "tstamp": self.tstamp, "boost": self.boost, "snippet": str(self.snippet)}
+                "tstamp": self.tstamp, "boost": self.boost, "snippet": str(self.snippet), "cache": self.cache}
 
 
 @dataclass
@@ -120,8 +127,10 @@ def search(solr: SolrClient, req: SearchRequest) -> SearchResult:
         hl = res.highlighting.get(doc["id"], {})
         snippet = (hl.get("content") or [""])[0]
         boost = doc.get("boost")
+        cache = doc.get("cache") or "none"
         hits.append(Hit(doc["id"], doc.get("url", ""), doc.get("title") or "", doc.get("host", ""),
-                        doc.get("tstamp"), float(boost) if boost is not None else None, snippet_markup(snippet)))
+                        doc.get("tstamp"), float(boost) if boost is not None else None,
+                        snippet_markup("" if cache == "all" else snippet), cache=cache))
     counts = res.facets.get("facet_fields", {}).get("host", []) if res.facets else []
     hosts = [(str(counts[i]), int(counts[i + 1])) for i in range(0, len(counts) - 1, 2)]
     return SearchResult(req, int(res.hits), int(res.qtime or 0), elapsed, hits, hosts)
