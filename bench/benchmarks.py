@@ -82,11 +82,19 @@ def bench_web(quick: bool = False, runs: int = 3) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- crawl vs Scrapy
-def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int) -> dict:
+FRAMEWORKS = {  # nutch2's runners at equal concurrency T: one fetch reducer of T threads, or one per core of T/2
+    "local": {},
+    "processes": {"mapreduce_framework_name": "processes", "mapreduce_job_tasks": 2},
+}
+
+
+def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework: str = "local") -> dict:
     data = _tmp("crawl")
+    extra = FRAMEWORKS[framework]
+    per_task = max(1, threads // int(extra.get("mapreduce_job_tasks", 1)))
     try:
         cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN", str(total + 10),
-                        "-threads", str(threads)] + _defines(data)
+                        "-threads", str(per_task)] + _defines(data, **extra)
         r = run(cmd, cwd=REPO)
         m = re.search(r"crawl: bench: (\d+) URLs: (.*)", r.stdout)
         counts = dict(kv.split("=") for kv in m.group(2).split()) if m else {}
@@ -114,7 +122,8 @@ def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
 
 
 def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | None = None,
-                hosts: int | None = None, pages: int | None = None) -> str:
+                hosts: int | None = None, pages: int | None = None,
+                frameworks: tuple[str, ...] = ("local", "processes")) -> str:
     hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
     threads = threads or ((4,) if quick else (16, 64))
     web = generate_web(hosts, pages)
@@ -125,47 +134,52 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
     with Nginx(web) as nginx:
         seeds = _tmp("seeds") / "seeds.txt"
         seeds.write_text("\n".join(nginx.seeds()) + "\n")
+        crawlers = [f"nutch2 {f}" for f in frameworks] + ["scrapy"]
         for t in threads:
-            for i in range(runs):  # interleaved, so contention from other work hits both alike
-                load = loadavg()
-                n = _nutch2_crawl(nginx, seeds, t, web.total)
-                n["load"] = load
-                results[("nutch2", t)].append(n)
-                load = loadavg()
-                s = _scrapy_crawl(nginx, seeds, t)
-                s["load"] = load
-                results[("scrapy", t)].append(s)
-                print(f"crawl T={t} run {i + 1}: nutch2 {n['pages']} pages {n['seconds']:.1f} s "
-                      f"{n['rss']:.0f} MB {n['stages']} | scrapy {s['pages']} pages {s['seconds']:.1f} s "
-                      f"{s['rss']:.0f} MB", file=sys.stderr, flush=True)
+            for i in range(runs):  # interleaved, so contention from other work hits every crawler alike
+                for who in crawlers:
+                    load = loadavg()
+                    if who == "scrapy":
+                        r = _scrapy_crawl(nginx, seeds, t)
+                    else:
+                        r = _nutch2_crawl(nginx, seeds, t, web.total, who.split()[1])
+                    r["load"] = load
+                    results[(who, t)].append(r)
+                    print(f"crawl T={t} run {i + 1}: {who} {r['pages']} pages {r['seconds']:.1f} s {r['rss']:.0f} MB "
+                          f"{r.get('stages', '')}", file=sys.stderr, flush=True)
         shutil.rmtree(seeds.parent, ignore_errors=True)
     lines += ["pages/s = HTML pages fetched and parsed / wall time of the whole crawl process (nutch2: inject + all "
-              "rounds of generate, fetch, parse, updatedb on sqlite; Scrapy: CrawlSpider, robots obeyed). "
-              "Peak RSS of the process tree (psutil, 50 ms polling). nutch2 runs with mapreduce.job.tasks=1 so T "
-              "fetcher threads in all; fetcher.threads.per.queue=1, delay 0.", "",
+              "rounds of generate, fetch, parse, updatedb on sqlite; Scrapy: CrawlSpider, robots obeyed, the text "
+              "and title of every page extracted as nutch2 does). Peak RSS of the process tree (psutil, 50 ms "
+              "polling). Equal concurrency T: nutch2 local runs one fetch task of T threads, nutch2 processes two "
+              "worker processes (mapreduce.job.tasks=2) of T/2 threads each, Scrapy CONCURRENT_REQUESTS=T; "
+              "fetcher.threads.per.queue=1, delay 0. Runs interleaved.", "",
               "| T | crawler | pages | pages/s (median) | runs pages/s | peak RSS MB (median) | load at start |"
-              " ratio nutch2/Scrapy pages/s | RSS ratio |",
+              " pages/s vs Scrapy | RSS vs Scrapy |",
               "|---|---|---|---|---|---|---|---|---|"]
     for t in threads:
         rate = {}
         rss = {}
-        for who in ("nutch2", "scrapy"):
+        for who in crawlers:
+            rs = results[(who, t)]
+            rate[who] = median([r["pages"] / r["seconds"] for r in rs])
+            rss[who] = median([r["rss"] for r in rs])
+        for who in crawlers:
             rs = results[(who, t)]
             rates = [r["pages"] / r["seconds"] for r in rs]
-            rate[who] = median(rates)
-            rss[who] = median([r["rss"] for r in rs])
             pages = "/".join(str(r["pages"]) for r in rs)
             loads = " ".join(f"{r['load']:.1f}" for r in rs)
-            ratio = (f"{rate['nutch2'] / rate['scrapy']:.2f}x" if who == "scrapy" else "")
-            rratio = (f"{rss['nutch2'] / rss['scrapy']:.2f}x" if who == "scrapy" else "")
+            ratio = f"{rate[who] / rate['scrapy']:.2f}x" if who != "scrapy" else ""
+            rratio = f"{rss[who] / rss['scrapy']:.2f}x" if who != "scrapy" else ""
             lines.append(f"| {t} | {who} | {pages} | {rate[who]:.0f} | {', '.join(f'{x:.0f}' for x in rates)} | "
                          f"{rss[who]:.0f} | {loads} | {ratio} | {rratio} |")
-        st = defaultdict(list)
-        for r in results[("nutch2", t)]:
-            for k, v in r["stages"].items():
-                st[k].append(v)
-        lines.append(f"| {t} | nutch2 job seconds (median) | " + ", ".join(
-            f"{k} {median(v):.1f}" for k, v in st.items()) + " | | | | | | |")
+        for who in crawlers[:-1]:
+            st = defaultdict(list)
+            for r in results[(who, t)]:
+                for k, v in r["stages"].items():
+                    st[k].append(v)
+            lines.append(f"| {t} | {who}: job seconds (median) | " + ", ".join(
+                f"{k} {median(v):.1f}" for k, v in st.items()) + " | | | | | | |")
     lines += ["", f"load average at end {loadavg():.2f}", ""]
     return _emit(lines)
 
@@ -390,6 +404,49 @@ def bench_tablesize(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] |
     return _emit(lines)
 
 
+# ---------------------------------------------------------------------------------------------- parse on the cores
+def bench_parse(quick: bool = False, runs: int = 3, rows: int | None = None) -> str:
+    """The parse job over one batch of fetched 20 KB pages: local (1 task) vs processes with 1 and 2 workers."""
+    n = rows or (300 if quick else 5000)
+    web = generate_web(4 if quick else 200, 20 if quick else 100)
+    content = (web.root / host_addr(0) / "p" / "1.html").read_bytes()
+    variants = {
+        "local, 1 task": {"mapreduce_job_tasks": 1},
+        "processes, 1 worker": {"mapreduce_framework_name": "processes", "mapreduce_job_tasks": 1},
+        "processes, 2 workers": {"mapreduce_framework_name": "processes", "mapreduce_job_tasks": 2},
+    }
+    lines = _header(f"parse: one batch of {n:,} fetched pages ({len(content) // 1024} KB HTML), sqlite",
+                    "python -m bench parse" + (" --quick" if quick else ""))
+    lines += ["pages/s = pages / the parse job's own elapsed time ('parse: finished in X s'; the process wall time, "
+              "with interpreter and worker start, in brackets). Peak RSS of the process tree. Runs interleaved.", "",
+              "| runner | pages/s (median) | runs | wall s (median) | peak RSS MB (median) | load at start |",
+              "|---|---|---|---|---|---|"]
+    results: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+    for _ in range(runs):
+        for name, extra in variants.items():
+            data = _tmp("parse")
+            try:
+                _put_rows(data, _url_rows(18777, n, 200, "b1", fetched_batch=n, content=content))
+                load = loadavg()
+                r = run(NUTCH2 + ["parse", "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
+                m = re.search(r"^parse: finished in ([\d.]+) s", r.stderr, re.M)
+                results[name].append((n / float(m.group(1)), r.seconds, r.peak_rss_mb, load))
+                print(f"parse {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+            finally:
+                shutil.rmtree(data, ignore_errors=True)
+    for name in variants:
+        rs = results[name]
+        lines.append(f"| {name} | {median([r[0] for r in rs]):.0f} | {', '.join(f'{r[0]:.0f}' for r in rs)} | "
+                     f"{median([r[1] for r in rs]):.1f} | {median([r[2] for r in rs]):.0f} | "
+                     f"{' '.join(f'{r[3]:.1f}' for r in rs)} |")
+    one = median([r[0] for r in results["processes, 1 worker"]])
+    two = median([r[0] for r in results["processes, 2 workers"]])
+    lines += ["", f"2 workers / 1 worker: {two / one:.2f}x (aim >= 1.8x); 2 workers / local: "
+              f"{two / median([r[0] for r in results['local, 1 task']]):.2f}x", "",
+              f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
 def _emit(lines: list[str]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
@@ -402,4 +459,5 @@ BENCHMARKS = {
     "politeness": bench_politeness,
     "memory": bench_memory,
     "tablesize": bench_tablesize,
+    "parse": bench_parse,
 }

@@ -15,8 +15,8 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
-from nutch2.jobs.parse import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.runner import Job, TaskContext, release_memory, stable_hash

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.jobs.parse import META_PREFIX, NOINDEX_KEY
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.parse import caching_forbidden
+from nutch2.parseutil import META_PREFIX, NOINDEX_KEY
 from nutch2.runner import Counters, Job, Runner, TaskContext
 from nutch2.scoring import OpicScoring
 from nutch2.solr import SolrClient

@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from nutch2.commands import COMMANDS
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
-
-COMMANDS: dict[str, tuple[str, Callable[..., int]]] = {}
-
-
-def command(name: str, help: str):
-    """Register `fn(args, conf) -> exit code` as a command; `fn.arguments(parser)` adds its options."""
-
-    def wrap(fn: Callable[..., int]) -> Callable[..., int]:
-        COMMANDS[name] = (help, fn)
-        return fn
-
-    return wrap
 
 
 class Parser(argparse.ArgumentParser):
@@ -40,8 +28,6 @@ def add_common(p: argparse.ArgumentParser, crawl_id: bool = True) -> None:
 
 
 def build_parser() -> Parser:
-    from nutch2 import commands  # noqa: F401 - registers the commands
-
     parser = Parser(prog="nutch2", description="A storage-abstracted web crawler in the style of Apache Nutch 2.",
                     allow_abbrev=False)
     parser.add_argument("--conf", dest="global_conf_dir", metavar="DIR", help="configuration folder")
@@ -85,7 +71,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":  # `python -m nutch2.cli`: run the registered module, not this __main__ copy
-    from nutch2.cli import main as registered_main
-
-    sys.exit(registered_main())
+if __name__ == "__main__":  # `python -m nutch2.cli`
+    sys.exit(main())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from nutch2.cli import command
 from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
@@ -15,6 +15,18 @@ from nutch2.runner import Counters, log, make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
 from nutch2.urls import UrlChecker
+
+COMMANDS: dict[str, tuple[str, Callable[..., int]]] = {}
+
+
+def command(name: str, help: str):
+    """Register `fn(args, conf) -> exit code` as a command; `fn.arguments(parser)` adds its options."""
+
+    def wrap(fn: Callable[..., int]) -> Callable[..., int]:
+        COMMANDS[name] = (help, fn)
+        return fn
+
+    return wrap
 
 
 def _num_tasks(args: argparse.Namespace) -> int | None:

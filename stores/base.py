@@ -17,11 +17,23 @@ MarkFilter = tuple[str, str | None]
 Split = Any  # what splits() returns and scan_split() takes: a KeyRange for sorted stores, a token range for Cassandra
 
 
+def is_mark(name: str) -> bool:
+    """Marker names that start with '_' are marks (Nutch's _gnmrk_, _ftcmrk_, __prsmrk__, _updmrk_, _idxmrk_,
+    _injmrk_): every backend indexes them. Other markers (dist, updrun) are row data, not indexed."""
+    return name.startswith("_")
+
+
+def check_mark(mark: MarkFilter | None) -> None:
+    """A scan can select by marks only (what every backend indexes)."""
+    if mark is not None and not is_mark(mark[0]):
+        raise ValueError(f"{mark[0]!r} is not a mark (marks start with '_'): it cannot select rows")
+
+
 class DataStore(ABC):
     """A table of WebPage rows. Keys sort as UTF-8 bytes; ranges are [start, end) with None for open ends.
 
-    `mark=(name, value)` restricts a scan to rows whose markers[name] == value (value None: any value);
-    backends answer it from an index, never by reading every row.
+    `mark=(name, value)` restricts a scan to rows whose markers[name] == value (value None: any value). Only
+    marks (is_mark) can select rows; every backend answers from an index of them, never by reading every row.
     """
 
     name = "abstract"
@@ -81,6 +93,7 @@ class DataStore(ABC):
 
     def mark_values(self, name: str) -> set[str]:
         """The values mark `name` has in the table now (e.g. the batch ids still carrying a generate mark)."""
+        check_mark((name, None))
         return {v for p in self.scan(fields=("markers",), mark=(name, None)) if (v := p.markers.get(name))}
 
     # ---------------------------------------------------------------- crawl state

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split, with_retries
+from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -198,6 +198,7 @@ class CassandraStore(BufferedStore):
     def scan(self, start: str | None = None, end: str | None = None,
              fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None) -> Iterator[WebPage]:
         names = check_fields(fields)
+        check_mark(mark)
         self.flush()
         if mark is not None:
             yield from self._mark_scan(names, mark, start, end, None)
@@ -279,6 +280,7 @@ class CassandraStore(BufferedStore):
                    mark: MarkFilter | None = None) -> Iterator[WebPage]:
         if not (isinstance(split, tuple) and split and split[0] == "token"):
             return super().scan_split(split, fields, mark)
+        check_mark(mark)
         return self._scan_tokens(split[1], split[2], check_fields(fields), mark)
 
     def _scan_tokens(self, lo: int, hi: int, names: tuple[str, ...], mark: MarkFilter | None) -> Iterator[WebPage]:
@@ -298,6 +300,7 @@ class CassandraStore(BufferedStore):
 
     def mark_values(self, name: str) -> set[str]:
         """Values recorded for the mark that at least one row still carries (stale entries are dropped)."""
+        check_mark((name, None))
         self.flush()
         values = [r[0] for r in self._run(
             f'SELECT value FROM "{self.keyspace}"."{self.table}_markvalues" WHERE name = ?', (name,))]
@@ -358,7 +361,7 @@ class CassandraStore(BufferedStore):
                 if prefix not in self._prefixes:
                     new_prefixes.add(prefix)
             for name, value in (values.get("__markers__") or {}).items():
-                if name.startswith("_"):
+                if is_mark(name):
                     index.append((f'INSERT INTO "{self.keyspace}"."{self.table}_marks" (name, value, key) '
                                   "VALUES (?, ?, ?)", (name, str(value), key)))
                     if (name, str(value)) not in self._markvalues:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from nutch2.stores.base import DataStore, KeyRange, MarkFilter
+from nutch2.stores.base import DataStore, KeyRange, MarkFilter, check_mark, is_mark
 from nutch2.webpage import WebPage, check_fields
 
 # tables live per process so that several opens of one crawl id share rows (as a server-backed store would)
@@ -76,7 +76,8 @@ class MemoryStore(DataStore):
     @staticmethod
     def _index(t: _Table, key: str, markers: dict[str, str]) -> None:
         for name, value in markers.items():
-            t.marks.setdefault(name, {}).setdefault(value, set()).add(key)
+            if is_mark(name):
+                t.marks.setdefault(name, {}).setdefault(value, set()).add(key)
 
     @staticmethod
     def _unindex(t: _Table, key: str, markers: dict[str, str]) -> None:
@@ -92,6 +93,7 @@ class MemoryStore(DataStore):
                 del t.keys[bisect.bisect_left(t.keys, key)]
 
     def _keys(self, start: str | None, end: str | None, mark: MarkFilter | None) -> list[str]:
+        check_mark(mark)
         t = self._table()
         with t.lock:
             if mark is None:
@@ -124,6 +126,7 @@ class MemoryStore(DataStore):
         return len(self._keys(None, None, mark))
 
     def mark_values(self, name: str) -> set[str]:
+        check_mark((name, None))
         t = self._table()
         with t.lock:
             return {v for v, keys in t.marks.get(name, {}).items() if keys}

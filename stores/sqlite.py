@@ -14,16 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, KeyRange, MarkFilter
+from nutch2.stores.base import BufferedStore, KeyRange, MarkFilter, check_mark, is_mark
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
 
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
-
-
-def _indexed(name: str) -> bool:
-    """Markers that are marks (names start with '_') are indexed; `dist` is not."""
-    return name.startswith("_")
 
 
 class SqliteStore(BufferedStore):
@@ -122,6 +117,7 @@ class SqliteStore(BufferedStore):
         mark: MarkFilter | None = None,
     ) -> Iterator[WebPage]:
         names = check_fields(fields)
+        check_mark(mark)
         self.flush()
         cols = ", ".join(f"w.{n}" for n in names)
         where, params = self._range("w.key", start, end)
@@ -163,6 +159,7 @@ class SqliteStore(BufferedStore):
         return ("WHERE " + " AND ".join(conds) if conds else ""), params
 
     def count(self, mark: MarkFilter | None = None) -> int:
+        check_mark(mark)
         self.flush()
         if mark is None:
             return self._exec(f"SELECT count(*) FROM {self._q}").fetchone()[0]
@@ -173,6 +170,7 @@ class SqliteStore(BufferedStore):
                           (name, value)).fetchone()[0]
 
     def mark_values(self, name: str) -> set[str]:
+        check_mark((name, None))
         self.flush()
         return {r[0] for r in self._exec(f"SELECT DISTINCT value FROM {self._qm} WHERE name = ?", (name,))}
 
@@ -261,7 +259,7 @@ class SqliteStore(BufferedStore):
             conn.execute(f"DELETE FROM {self._qm} WHERE key = ?", (key,))
             conn.executemany(
                 f"INSERT INTO {self._qm} (name, value, key) VALUES (?, ?, ?)",
-                [(n, str(v), key) for n, v in markers.items() if _indexed(n)],
+                [(n, str(v), key) for n, v in markers.items() if is_mark(n)],
             )
 
     def close(self) -> None:

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from nutch2.config import Configuration
 from nutch2.jobs.index import IndexingJob
-from nutch2.jobs.parse import META_PREFIX, ParserJob
+from nutch2.jobs.parse import ParserJob
 from nutch2.marks import Mark
 from nutch2.parse import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
+from nutch2.parseutil import META_PREFIX
 from nutch2.robots import RobotRules, robot_agents
 from nutch2.runner import LocalRunner
 from nutch2.status import CrawlStatus

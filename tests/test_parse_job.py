@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from nutch2.errors import ConfigError
-from nutch2.jobs.parse import NOINDEX_KEY, TRUNCATED_KEY, PageParser, ParserJob
+from nutch2.jobs.parse import ParserJob
 from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
 from nutch2.runner import Counters, TaskContext, make_runner
 from nutch2.scoring import get_cash, set_cash
 from nutch2.signature import md5_signature, text_profile_signature

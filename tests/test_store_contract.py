@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from nutch2.config import Configuration
 from nutch2.marks import Mark
 from nutch2.stores import open_store
@@ -174,6 +176,18 @@ def test_mark_values(store) -> None:
     store.flush()
     assert store.mark_values(Mark.GENERATE.value) == {"b0", "b1"}
     assert store.mark_values(Mark.FETCH.value) == set()
+
+
+def test_only_marks_select_rows(store) -> None:
+    """Marks (names starting with '_') are indexed on every backend; other markers cannot select rows."""
+    k = fill(store, 1)[0]
+    store.put(k, WebPage(k, markers={"dist": "1", Mark.GENERATE.value: "b"}))
+    store.flush()
+    assert [p.key for p in store.scan(mark=(Mark.GENERATE.value, "b"))] == [k]
+    for bad in (lambda: list(store.scan(mark=("dist", "1"))), lambda: store.mark_values("dist"),
+                lambda: list(store.scan_split(store.splits(1)[0], mark=("dist", None)))):
+        with pytest.raises(ValueError, match="'dist' is not a mark"):
+            bad()
 
 
 def test_crawl_state(store) -> None:

@@ -1,0 +1,123 @@
+"""ParseUtil: parse one fetched row in place — text, title, outlinks, signature, robots meta flags.
+
+Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neither job imports the other."""
+
+from __future__ import annotations
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.marks import Mark
+from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags, parse_content
+from nutch2.runner import TaskContext
+from nutch2.signature import md5_signature, text_profile_signature
+from nutch2.status import ParseMajor, ParseMinor
+from nutch2.tableutil import unreverse_url
+from nutch2.urls import UrlChecker, host_of
+from nutch2.webpage import ParseStatus, WebPage
+
+TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
+NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
+META_PREFIX = "meta_"  # metadata keys of <meta name=...> tags kept by the parse (Nutch 2's parse-metatags prefix)
+
+PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
+
+
+class PageParser:
+    """Parses one fetched row in place (shared by ParserJob and the fetcher's fetcher.parse mode)."""
+
+    def __init__(self, conf: Configuration) -> None:
+        self.max_outlinks = conf.get_int("db.max.outlinks.per.page")
+        self.max_outlink_length = conf.get_int("db.max.outlink.length")
+        self.ignore_external = conf.get_bool("db.ignore.external.links")
+        self.ignore_internal = conf.get_bool("db.ignore.internal.links")
+        self.skip_truncated = conf.get_bool("parser.skip.truncated")
+        self.timeout = conf.get_float("parser.timeout")
+        self.checker = UrlChecker(conf, "outlink")
+        self.outlink_tags = outlink_tags(conf.get_str("parser.html.outlinks.ignore_tags").split(","),
+                                         conf.get_bool("parser.html.form.use_action"))
+        self.metatags = {n.strip().lower() for n in conf.get_str("metatags.names").split(",") if n.strip()}
+        self.caching_policy = conf.get_str("parser.caching.forbidden.policy").strip().lower()
+        if self.caching_policy not in CACHING_POLICIES:
+            raise ConfigError(f"parser.caching.forbidden.policy={self.caching_policy!r} is not known; use "
+                              + ", ".join(CACHING_POLICIES))
+        sig = conf.get_str("db.signature.class").rsplit(".", 1)[-1].lower()
+        if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
+            raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
+        self.text_profile = sig.startswith("textprofile")
+
+    def parse(self, page: WebPage, ctx: TaskContext, *, signature_loaded: bool = False) -> bool:
+        """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully.
+
+        signature_loaded: the page was read with its signature field (absent = none stored); otherwise the old
+        signature is read from the store for prevSignature.
+        """
+        url = unreverse_url(page.key)
+        if self.skip_truncated and page.metadata.get(TRUNCATED_KEY):
+            page.parse_status = ParseStatus(ParseMajor.NOTPARSED, ParseMinor.FAILED_TRUNCATED,
+                                            ["content truncated by http.content.limit"])
+            ctx.incr("skipped_truncated")
+            return False
+        content = page.content or b""
+        result = parse_content(content, page.base_url or url, page.content_type, dict(page.headers),
+                               max_outlinks=self.max_outlinks, max_outlink_length=self.max_outlink_length,
+                               timeout=self.timeout if self.timeout > 0 else None, outlink_tags=self.outlink_tags)
+        page.parse_status = ParseStatus(result.status_major, result.status_minor, list(result.status_args))
+        if result.status_major != ParseMajor.SUCCESS:
+            ctx.incr("failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            return False
+        self._apply(page, url, content, result, ctx, signature_loaded)
+        ctx.incr("parsed")
+        return True
+
+    @staticmethod
+    def _old_signature(page: WebPage, ctx: TaskContext, loaded: bool) -> bytes | None:
+        """The row's stored signature (read from the store when the caller did not load it, as the fetcher's
+        fetcher.parse mode does: a new WebPage there would otherwise wipe prevSignature)."""
+        if loaded or "signature" in page.loaded():
+            return page.signature
+        old = ctx.store.get(page.key, ("signature",))
+        return None if old is None else old.signature
+
+    def _apply(self, page: WebPage, url: str, content: bytes, result: ParseResult, ctx: TaskContext,
+               signature_loaded: bool) -> None:
+        page.title = result.title
+        page.text = result.text
+        if result.noindex:
+            page.metadata[NOINDEX_KEY] = b"y"
+        elif NOINDEX_KEY in page.metadata:
+            del page.metadata[NOINDEX_KEY]
+        self._meta(page, result)
+        fetch_mark = Mark.FETCH.check(page)
+        if fetch_mark is None or Mark.PARSE.check(page) != fetch_mark:
+            # prevSignature <- the signature of the previous fetch; a second parse of the same fetch
+            # (-force, a re-run) keeps it, or updatedb would see every page of the batch as unchanged
+            page.prev_signature = self._old_signature(page, ctx, signature_loaded)
+        page.signature = (text_profile_signature(result.text, fallback_content=content)
+                          if self.text_profile else md5_signature(content))
+        page.outlinks = self._outlinks(url, result)
+
+    def _meta(self, page: WebPage, result: ParseResult) -> None:
+        """Keep the configured meta tags (metatags.names) and the caching policy of a noarchive/nocache page;
+        values of an earlier parse that this one lacks are dropped."""
+        for key in [k for k in page.metadata if k.startswith(META_PREFIX)]:
+            del page.metadata[key]
+        for name, value in result.meta.items():
+            if "*" in self.metatags or name in self.metatags:
+                page.metadata[META_PREFIX + name] = value.encode("utf-8")
+        if result.nocache and self.caching_policy != "none":
+            page.metadata[CACHING_FORBIDDEN_KEY] = self.caching_policy.encode("ascii")
+        elif CACHING_FORBIDDEN_KEY in page.metadata:
+            del page.metadata[CACHING_FORBIDDEN_KEY]
+
+    def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
+        host = host_of(url)
+        links: dict[str, str] = {}
+        for target, anchor in result.outlinks:
+            norm = self.checker.check(target)
+            if norm is None or norm == url or norm in links:
+                continue
+            same = host_of(norm) == host
+            if (same and self.ignore_internal and norm != result.refresh_url) or (not same and self.ignore_external):
+                continue
+            links[norm] = anchor
+        return links

@@ -1,0 +1,91 @@
+"""The layers of DESIGN.md, checked on the imports of every module: cli -> jobs -> core and stores; stores ->
+the model only; no job imports another job; no core module imports a job or the CLI; nothing imports the CLI;
+no backend client outside its store module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = {"nutch2.cli", "nutch2.commands"}
+BACKENDS = {"nutch2.stores.memory", "nutch2.stores.sqlite", "nutch2.stores.hbase", "nutch2.stores.cassandra"}
+CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2"}
+# what the store layer may use besides itself: the model and a few leaf helpers
+STORE_DEPS = {"nutch2.webpage", "nutch2.errors", "nutch2.config", "nutch2.marks", "nutch2.failpoints"}
+
+
+def modules() -> dict[str, Path]:
+    """Module name -> file, with the package-dir mapping of pyproject.toml (stores/ and jobs/ are top level)."""
+    found: dict[str, Path] = {}
+    for folder, package in (("nutch2", "nutch2"), ("stores", "nutch2.stores"), ("jobs", "nutch2.jobs")):
+        for path in (REPO / folder).rglob("*.py"):
+            parts = path.relative_to(REPO / folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            found[name] = path
+    return found
+
+
+def imports(path: Path, name: str) -> set[str]:
+    """Every module a file imports (relative imports resolved), wherever in the file the import is."""
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}  # `from nutch2 import jobs` names a module too
+    return out
+
+
+def layer(name: str) -> str:
+    if name in CLI or name == "nutch2.__main__":
+        return "cli"
+    if name.startswith("nutch2.jobs"):
+        return "jobs"
+    if name.startswith("nutch2.stores"):
+        return "stores"
+    return "core"
+
+
+def violations() -> list[str]:
+    mods = modules()
+    bad = []
+    for name, path in sorted(mods.items()):
+        used = {m for m in imports(path, name) if (m in mods and m != "nutch2") or m.split(".")[0] in CLIENTS}
+        me = layer(name)
+        for dep in sorted(used):
+            why = None
+            if dep in CLI and name != "nutch2.__main__" and not (name == "nutch2.cli" and dep == "nutch2.commands"):
+                why = "imports the CLI (nothing may)"
+            elif me == "core" and layer(dep) == "jobs":
+                why = "core imports a job"
+            elif me == "jobs" and layer(dep) == "jobs" and dep not in ("nutch2.jobs", name):
+                why = "a job imports another job"
+            elif me != "stores" and dep in BACKENDS:
+                why = "imports a concrete store (use open_store)"
+            elif dep.split(".")[0] in CLIENTS and not (me == "stores" and name in BACKENDS):
+                why = "uses a store backend's client outside its store module"
+            elif me == "stores" and layer(dep) != "stores" and dep not in STORE_DEPS and dep in mods:
+                why = "the store layer imports above the model"
+            if why:
+                bad.append(f"{name} -> {dep}: {why}")
+    return bad
+
+
+def test_layers_are_kept() -> None:
+    assert violations() == []
+
+
+def test_the_check_sees_a_violation(tmp_path: Path) -> None:
+    """The checker itself finds what it must (so an empty list above means something)."""
+    src = "from nutch2.jobs.parse import ParserJob\nimport happybase\nfrom nutch2.commands import COMMANDS\n"
+    path = tmp_path / "fake.py"
+    path.write_text(src)
+    assert {"nutch2.jobs.parse", "happybase", "nutch2.commands"} <= imports(path, "nutch2.fake")
+    assert layer("nutch2.fake") == "core" and layer("nutch2.jobs.parse") == "jobs"
