@@ -1,256 +1,31 @@
-"""FetcherJob: fetch one batch politely. Map: random keys; reduce per host group: a QueueFeeder thread plus
-fetcher threads over FetchItemQueues (one queue per host, domain or IP), as Nutch 2's FetcherReducer."""
+"""FetcherJob: fetch one batch politely. Map: random keys (a batch's hosts spread over the reducers by a stable hash
+of their queue id); reduce: the fetch engine of nutch2/fetcher.py (a QueueFeeder thread plus fetcher threads over
+FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fetch state, with the FETCH mark
+(and, with fetcher.parse, the parse)."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, StoreError
+from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
-from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
-from nutch2.runner import Job, TaskContext, release_memory, stable_hash
-from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
+from nutch2.protocol import ProtocolOutput
+from nutch2.runner import Job, TaskContext, stable_hash
+from nutch2.status import CrawlStatus, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
-_TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
-MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
-
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
                              "repr_url", *PARSE_FIELDS} - {"content"}))
-
-
-@dataclass(slots=True)
-class FetchItem:
-    """One URL to fetch, with what the fetcher needs from its row."""
-
-    key: str
-    url: str
-    markers: dict[str, str]
-    fetch_time: int
-    modified_since: int | None
-    etag: str | None
-    queue: str = ""
-    done: bool = False  # its queue slot was released
-    metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
-    signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
-    repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
-
-
-@dataclass
-class FetchItemQueue:
-    """URLs of one host (or domain/IP) with its politeness state."""
-
-    qid: str
-    crawl_delay: float
-    min_delay: float
-    max_threads: int
-    items: deque[FetchItem] = field(default_factory=deque)
-    in_progress: int = 0
-    next_fetch: float = 0.0  # monotonic time before which no request may start
-
-    def ready(self, now: float) -> bool:
-        return bool(self.items) and self.in_progress < self.max_threads and now >= self.next_fetch
-
-    def delay(self) -> float:
-        return self.min_delay if self.max_threads > 1 else self.crawl_delay
-
-
-class FetchItemQueues:
-    """All queues of one reducer. Fetcher threads block in get() until a queue is ready (no fixed sleeps).
-
-    One waiting thread at a time is the timer: it sleeps until the earliest queue's next fetch time and is
-    woken when that time changes. The others sleep until there is work, so a ready queue wakes one thread,
-    not all of them (no thundering herd: the politeness-bound rate stays close to hosts / delay).
-    """
-
-    def __init__(self, conf: Configuration) -> None:
-        self.crawl_delay = conf.get_float("fetcher.server.delay")
-        self.min_delay = conf.get_float("fetcher.server.min.delay")
-        self.max_threads = max(1, conf.get_int("fetcher.threads.per.queue"))
-        self.mode = conf.get_str("fetcher.queue.mode")
-        queue_id("http://x/", self.mode)  # validate the mode up front
-        self.queues: dict[str, FetchItemQueue] = {}
-        self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
-        self.lock = threading.Lock()
-        self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
-        self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
-        self.room_cond = threading.Condition(self.lock)  # the feeder waiting for room
-        self.timer = False
-        self.total = 0
-        self.feeding = True
-        self.aborted = False
-
-    def _changed(self) -> None:
-        """A queue got items or a new next-fetch time: the timer recomputes, or an idle thread looks."""
-        self.timer_cond.notify()
-        if not self.timer:
-            self.idle_cond.notify()
-
-    def _wake_all(self) -> None:
-        self.timer_cond.notify_all()
-        self.idle_cond.notify_all()
-        self.room_cond.notify_all()
-
-    def add(self, item: FetchItem) -> None:
-        item.queue = queue_id(item.url, self.mode)
-        with self.lock:
-            q = self.queues.get(item.queue)
-            if q is None:
-                q = self.queues[item.queue] = FetchItemQueue(item.queue, self.crawl_delay, self.min_delay,
-                                                             self.max_threads)
-                if item.queue in self.retired:  # the host was emptied earlier: keep its politeness state
-                    q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(item.queue)
-            q.items.append(item)
-            self.total += 1
-            self._changed()
-
-    def size(self) -> int:
-        with self.lock:
-            return self.total
-
-    def wait_below(self, capacity: int) -> None:
-        """The feeder blocks here while the queues hold `capacity` items."""
-        with self.lock:
-            while self.total >= capacity and not self.aborted:
-                self.room_cond.wait(0.5)
-
-    def done_feeding(self) -> None:
-        with self.lock:
-            self.feeding = False
-            self._wake_all()
-
-    def _take(self, now: float) -> tuple[tuple[FetchItem, FetchItemQueue] | None, float | None]:
-        """A ready item, else the earliest time a queue with items will be ready (None: none waits)."""
-        wake: float | None = None
-        for q in self.queues.values():
-            if q.ready(now):
-                item = q.items.popleft()
-                q.in_progress += 1
-                self.total -= 1
-                return (item, q), None
-            if q.items and q.in_progress < q.max_threads:
-                wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
-        return None, wake
-
-    def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
-        """Next item whose queue allows a request now; None when everything is done."""
-        with self.lock:
-            while True:
-                if self.aborted:
-                    return None
-                now = time.monotonic()
-                got, wake = self._take(now)
-                if got is not None:
-                    self.room_cond.notify()
-                    self.idle_cond.notify()  # more may be ready, or someone must become the timer
-                    return got
-                if self.total == 0 and not self.feeding and not self._busy():
-                    self._wake_all()
-                    return None
-                if wake is not None and not self.timer:
-                    self.timer = True
-                    try:
-                        self.timer_cond.wait(max(0.0, wake - now) + 0.0005)
-                    finally:
-                        self.timer = False
-                else:
-                    self.idle_cond.wait(1.0)  # the timeout only guards against a lost wake-up
-
-    def _busy(self) -> bool:
-        return any(q.in_progress for q in self.queues.values())
-
-    def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
-        """Release the item's slot; the queue's next request waits its delay when a request was made."""
-        with self.lock:
-            if item.done:
-                return
-            q.in_progress -= 1
-            if requested:
-                q.next_fetch = time.monotonic() + q.delay()
-            if requeue:
-                q.items.appendleft(item)
-                self.total += 1
-            else:
-                item.done = True
-            if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
-                del self.queues[q.qid]
-                self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
-            if self.total == 0 and not self.feeding and not self._busy():
-                self._wake_all()  # the last item: every waiting thread can end
-            else:
-                self._changed()
-
-    def drop_queue(self, q: FetchItemQueue, match: Callable[[FetchItem], bool]) -> list[FetchItem]:
-        """Remove the waiting items of a queue that ``match`` (those of a deferred or unreachable host: a queue
-        may hold several ports of one host); returns them."""
-        with self.lock:
-            dropped = [item for item in q.items if match(item)]
-            if dropped:
-                q.items = deque(item for item in q.items if not match(item))
-                self.total -= len(dropped)
-                self._wake_all()
-            return dropped
-
-    def abort(self) -> int:
-        """Empty every queue (time limit or throughput abort); returns the items dropped."""
-        with self.lock:
-            n = self.total
-            for q in self.queues.values():
-                q.items.clear()
-            self.total = 0
-            self.aborted = True
-            self._wake_all()
-            return n
-
-
-def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
-    """Fetcher threads per task: ``-threads`` if given, else fetcher.threads.fetch; 1..MAX_FETCHER_THREADS."""
-    n = conf.get_int("fetcher.threads.fetch") if threads is None else threads
-    if not 1 <= n <= MAX_FETCHER_THREADS:
-        source = f"-threads {n}" if threads is not None else f"fetcher.threads.fetch={n}"
-        raise ConfigError(f"{source}: fetcher threads must be between 1 and {MAX_FETCHER_THREADS} per task; "
-                          "for more parallelism run more fetch tasks (-numTasks)")
-    return n
-
-
-def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSettings:
-    """The fetcher's HTTP settings from the configuration (a bad value is a one-line ConfigError)."""
-    return HttpSettings(
-        agent=user_agent(conf),
-        timeout_ms=conf.get_int("http.timeout"),
-        content_limit=conf.get_int("http.content.limit"),
-        inflate_limit=conf.get_int("http.content.inflate.limit"),
-        redirect_max=conf.get_int("http.redirect.max"),
-        accept=conf.get_str("http.accept"),
-        accept_language=conf.get_str("http.accept.language"),
-        stop_at=stop_at,
-    )
-
-
-def user_agent(conf: Configuration) -> str:
-    """Nutch's agent string: name/version (description; url; email)."""
-    name = conf.get_str("http.agent.name").strip()
-    if not name:
-        raise ConfigError("http.agent.name is empty: name your crawler in conf/nutch-site.toml "
-                          "or with -D http.agent.name=MyBot")
-    version = conf.get_str("http.agent.version").strip()
-    extra = "; ".join(x for x in (conf.get_str("http.agent.description"), conf.get_str("http.agent.url"),
-                                  conf.get_str("http.agent.email")) if x.strip())
-    return f"{name}/{version}" + (f" ({extra})" if extra else "") if version else name
 
 
 class FetcherJob(Job):
@@ -266,39 +41,19 @@ class FetcherJob(Job):
         self.batch_id = batch_id
         self.resume = resume
         self.threads = fetcher_threads(conf, threads)
-        # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
-        self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
-        self.settings = http_settings(conf)  # a bad value fails here, before any task starts
-        self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
+        http_settings(conf)  # a bad value fails here, before any task starts
         self.store_content = conf.get_bool("fetcher.store.content")
-        self.parse_inline = conf.get_bool("fetcher.parse")
-        self.parser = PageParser(conf) if self.parse_inline else None  # checks the parser's settings now
+        self.parser = PageParser(conf) if conf.get_bool("fetcher.parse") else None  # checks its settings now
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
-        self.capacity = self.threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.partition_mode = conf.get_str("partition.url.mode")
-        self.queue_mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.partition_mode)
+        queue_id("http://x/", conf.get_str("fetcher.queue.mode"))
         self.redirect_checker = UrlChecker(conf, "fetcher")
-        self.timelimit = conf.get_float("fetcher.timelimit.mins")
-        self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
-        self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
-        self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
-        self.progress_interval = conf.get_float("fetcher.progress.interval")
         self.progress = sys.stderr.isatty() if progress is None else progress
 
     def reduce_setup(self, ctx: TaskContext) -> None:
-        """This reducer's robots cache, counters and deadline (the time limit counts from here)."""
-        self.deadline = time.monotonic() + self.timelimit * 60 if self.timelimit > 0 else None
-        self.settings = dataclasses.replace(self.settings, stop_at=self.deadline)  # requests in flight end there too
-        self.robots = RobotsCache(None, self.robots_agent, self.settings)
         self._written = 0
-        self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self._write_lock = threading.Lock()
-        self.stats = _Stats()
-
-    def reduce_cleanup(self, ctx: TaskContext) -> None:
-        self.robots.close()
-        ctx.store.flush()
 
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
@@ -322,178 +77,13 @@ class FetcherJob(Job):
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        queues = FetchItemQueues(self.conf)
-        feeder = threading.Thread(target=self._feed, args=(items, queues, ctx), name="QueueFeeder", daemon=True)
-        feeder.start()
-        workers = [threading.Thread(target=self._fetch_loop, args=(queues, ctx), name=f"FetcherThread-{i}",
-                                    daemon=True) for i in range(self.threads)]
-        for w in workers:
-            w.start()
-        self._watch(queues, workers, ctx)
-        if queues.feeding:  # every fetcher thread died (should not happen): let the feeder drain, not hang
-            ctx.incr("dropped_no_fetcher_threads", queues.abort())
-        feeder.join()
-        for w in workers:
-            w.join()
-        if self.fatal is not None:
-            raise self.fatal
+        """A feeder and fetcher threads over this reducer's items (nutch2/fetcher.py); rows written as they come."""
+        fetcher = Fetcher(self.conf, self.threads, lambda *outcome: self._output(ctx, *outcome), ctx, self.progress)
+        try:
+            fetcher.run(item for _, item in items)
+        finally:
+            fetcher.close()
         ctx.store.flush()
-
-    def _feed(self, items: Iterator[tuple[Any, Any]], queues: FetchItemQueues, ctx: TaskContext) -> None:
-        try:
-            for _, item in items:
-                queues.wait_below(self.capacity)
-                if queues.aborted:
-                    ctx.incr("dropped_after_abort")
-                    continue
-                queues.add(item)
-        except Exception as e:  # the map output could not be read: stop, and fail the job after the join
-            self.fatal = self.fatal or e
-            queues.abort()
-        finally:
-            queues.done_feeding()
-
-    def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread], ctx: TaskContext) -> None:
-        """Progress on a terminal, the time limit and the throughput threshold."""
-        low = 0
-        last_check = last_trim = time.monotonic()
-        last_pages = 0
-        while any(w.is_alive() for w in workers):
-            time.sleep(min(0.2, self.progress_interval))
-            now = time.monotonic()
-            if now - last_trim >= _TRIM_EVERY:  # a long fetch keeps its RSS at its working set
-                release_memory()
-                last_trim = now
-            if self.deadline is not None and now >= self.deadline and not queues.aborted:
-                ctx.incr("hit_by_timelimit", queues.abort())
-            if now - last_check >= self.progress_interval:
-                pages = self.stats.pages
-                rate = (pages - last_pages) / (now - last_check)
-                if self.progress:
-                    print(f"\rfetch: {pages} pages, {rate:.1f} pages/s, {self.stats.rate_bytes():.0f} kB/s, "
-                          f"{self.stats.active}/{self.threads} threads active, {queues.size()} queued in "
-                          f"{len(queues.queues)} queues   ", end="", file=sys.stderr, flush=True)
-                if (self.throughput_min > 0 and now - self.stats.started > self.throughput_after
-                        and not queues.aborted):
-                    low = low + 1 if rate < self.throughput_min else 0
-                    if low > self.throughput_retries:
-                        ctx.incr("hit_by_throughput_threshold", queues.abort())
-                last_check, last_pages = now, pages
-        if self.progress:
-            print(file=sys.stderr)
-
-    def _fetch_loop(self, queues: FetchItemQueues, ctx: TaskContext) -> None:
-        protocol = HttpProtocol(self.settings)
-        try:
-            while True:
-                got = queues.get()
-                if got is None:
-                    return
-                item, q = got
-                self.stats.begin()
-                try:
-                    self._process(item, q, queues, protocol, ctx)
-                except StoreError as e:  # the store is gone: stop this reducer, report after the join
-                    queues.finish(item, q)
-                    self.fatal = self.fatal or e
-                    queues.abort()
-                except Exception as e:  # noqa: BLE001 - one bad page must not kill the thread
-                    queues.finish(item, q)
-                    ctx.incr("errors")
-                    self._record_error(item, e, queues, ctx)
-                finally:
-                    self.stats.end()
-        finally:
-            protocol.close()
-
-    def _record_error(self, item: FetchItem, error: Exception, queues: FetchItemQueues, ctx: TaskContext) -> None:
-        """Write the failed item as EXCEPTION (RETRY); when even that fails the row is left for -resume."""
-        try:
-            self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"fetcher error: {error}"], None)
-        except StoreError as e:
-            self.fatal = self.fatal or e
-            queues.abort()
-        except Exception:  # noqa: BLE001 - the thread must survive to drain its queues
-            ctx.incr("errors_not_recorded")
-
-    def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: HttpProtocol,
-                 ctx: TaskContext) -> None:
-        rules = self.robots.cached(item.url)
-        if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
-            rules = self.robots.rules_for(item.url)
-            delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
-            if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
-                q.crawl_delay = delay
-                q.max_threads = 1
-
-            def same_robots(other: FetchItem) -> bool:
-                return self.robots.cached(other.url) is rules
-
-            if rules.state == DEFER:
-                ctx.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
-                queues.finish(item, q)
-                return
-            if rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
-                dropped = queues.drop_queue(q, same_robots)
-                queues.finish(item, q)
-                for other in (item, *dropped):
-                    self._unreachable(ctx, other, rules)
-                return
-            if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
-                queues.finish(item, q, requeue=True)
-                return
-        if rules.state == DEFER:
-            ctx.incr("deferred")
-            queues.finish(item, q, requested=False)
-            return
-        if rules.state == UNREACHABLE:
-            queues.finish(item, q, requested=False)
-            self._unreachable(ctx, item, rules)
-            return
-        if not rules.allowed(item.url, self.robots_agent):
-            queues.finish(item, q, requested=False)
-            ctx.incr("robots_denied")
-            self._output(ctx, item, ProtocolStatusCode.ROBOTS_DENIED, ["disallowed by robots.txt"], None)
-            return
-        delay = rules.crawl_delay(self.robots_agent)
-        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
-            queues.finish(item, q, requested=False)
-            ctx.incr("robots_denied_crawl_delay")
-            self._output(ctx, item, ProtocolStatusCode.ROBOTS_DENIED,
-                         [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
-            return
-        try:
-            out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
-                                 may_follow=lambda target: self._may_follow(target, q))
-        finally:
-            queues.finish(item, q)
-        if out.stopped:  # cut by fetcher.timelimit.mins: not an outcome of this URL; left for a later fetch
-            ctx.incr("hit_by_timelimit")
-            return
-        self.stats.add(len(out.content))
-        ctx.incr("bytes", len(out.content))
-        self._output(ctx, item, out.code, out.args, out)
-
-    def _unreachable(self, ctx: TaskContext, item: FetchItem, rules: RobotRules) -> None:
-        """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
-        ctx.incr("host_unreachable")
-        self._output(ctx, item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} (robots.txt)"], None)
-
-    def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
-        """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness
-        state) and where robots.txt allows it, as Nutch 1 does; otherwise it is recorded as a redirect."""
-        try:
-            if queue_id(target, self.queue_mode) != q.qid:
-                return False
-        except ValueError:
-            return False
-        if self.redirect_checker.check(target) is None:
-            return False
-        rules = self.robots.rules_for(target)
-        if not rules.allowed(target, self.robots_agent):
-            return False
-        delay = rules.crawl_delay(self.robots_agent)
-        return not (delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay)
 
     # ---------------------------------------------------------------- output
     def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],
@@ -553,7 +143,6 @@ class FetcherJob(Job):
         if flush:
             ctx.store.flush()
 
-
 def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
     """issue 15: the repr URL of a page reached through redirects followed inline (chooseRepr hop by hop, as Nutch's
     fetcher does), None for a page fetched at its own URL (no stale repr URL is left to index it under)."""
@@ -563,28 +152,3 @@ def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
     return repr_url if redirects else None
 
 
-class _Stats:
-    """Pages, bytes and active threads for the progress line."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pages = 0
-        self.bytes = 0
-        self.active = 0
-        self.started = time.monotonic()
-
-    def begin(self) -> None:
-        with self.lock:
-            self.active += 1
-
-    def end(self) -> None:
-        with self.lock:
-            self.active -= 1
-
-    def add(self, nbytes: int) -> None:
-        with self.lock:
-            self.pages += 1
-            self.bytes += nbytes
-
-    def rate_bytes(self) -> float:
-        return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)

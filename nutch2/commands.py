@@ -279,7 +279,7 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     the interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would."""
     if args.rounds < 1:
         raise UsageError("nutch2 crawl: error: -rounds must be at least 1 (see nutch2 crawl --help)")
-    from nutch2.jobs.fetch import fetcher_threads, http_settings
+    from nutch2.fetcher import fetcher_threads, http_settings
 
     fetcher_threads(conf, args.threads)  # bad fetch settings fail before anything is injected
     http_settings(conf)

@@ -12,7 +12,7 @@ import pytest
 
 from nutch2 import runner
 from nutch2.config import Configuration
-from nutch2.jobs.fetch import FetchItem, FetchItemQueues
+from nutch2.fetcher import FetchItem, FetchItemQueues
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.tableutil import reverse_url
