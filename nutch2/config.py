@@ -15,6 +15,8 @@ from nutch2.errors import ConfigError
 DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
 SITE_XML = "nutch-site.xml"
+PASS_THROUGH = ("spark.",)
+PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir")  # folders, made absolute (relative to the start folder)  # property prefixes handed to another system as they are
 
 
 def shipped_conf_dir() -> Path:
@@ -145,6 +147,9 @@ class Configuration:
             self._apply(read_site_xml(site_xml), str(site_xml))
         if overrides:
             self._apply(overrides, "-D")
+        for key in PATHS:  # tasks in other processes (or executors, in their own folders) see the same place
+            if self.values.get(key) and not Path(str(self.values[key])).is_absolute():
+                self.values[key] = str(Path(str(self.values[key])).absolute())
 
     def _find(self, name: str) -> Path:
         """A file from the conf dir, else the shipped copy."""
@@ -161,9 +166,11 @@ class Configuration:
                 self.values[key] = _coerce(key, value, self.defaults[key], source, typed)
             else:
                 self.unknown[key] = value
-        # a nutch-site.xml may hold many Nutch properties nutch2 does not have: only -D and TOML typos warn
-        if (source == "-D" or typed) and any(k in props for k in self.unknown):
-            names = ", ".join(k for k in props if k in self.unknown)
+        # a nutch-site.xml may hold many Nutch properties nutch2 does not have: only -D and TOML typos warn;
+        # spark.* properties go to Spark as they are (the spark runner's SparkConf)
+        typos = [k for k in props if k in self.unknown and not k.startswith(PASS_THROUGH)]
+        if (source == "-D" or typed) and typos:
+            names = ", ".join(typos)
             where = "-D" if source == "-D" else source
             print(f"warning: {where}: {names}: not a nutch2 property (see conf/nutch-default.toml)",
                   file=sys.stderr)
@@ -173,6 +180,11 @@ class Configuration:
             return self.values[key]
         except KeyError:
             raise KeyError(f"property {key!r} is not declared in nutch-default.toml") from None
+
+    def with_prefix(self, prefix: str) -> dict[str, str]:
+        """Every property whose name starts with `prefix`, declared or not, as text (e.g. spark.* for SparkConf)."""
+        props = {k: v for k, v in {**self.values, **self.unknown}.items() if k.startswith(prefix)}
+        return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
 
     def get_int(self, key: str) -> int:
         return int(self.get(key))

@@ -34,7 +34,7 @@ from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
 
-FRAMEWORKS = ("local", "processes")
+FRAMEWORKS = ("local", "processes", "spark")
 
 
 class Counters:
@@ -201,35 +201,52 @@ class TaskOutput:
     messages: list[str] = field(default_factory=list)  # lines for the driver to print (tasks in other processes)
 
 
-def run_map_task(job: Job, split: Any, task: int, store: DataStore, out: MapOutput | None,
-                 remote: bool = False) -> TaskOutput:
-    """One map task on its own copy of the job (remote: in another process, its lines go back to the driver)."""
-    ctx = TaskContext(job.conf, store, Counters(job.name), task, messages=[] if remote else None)
+def map_pairs(job: Job, split: Any, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+    """The body of a map task: setup, every record of the split through map, cleanup (also when the task fails
+    or its consumer stops early); yields what the map emits. Every runner runs its map tasks through it."""
+    job.map_setup(ctx)
     try:
-        job.map_setup(ctx)
-        for record in job.read(split, store):
-            for key, value in job.map(record, ctx) or ():
-                if out is None:
-                    raise RuntimeError(f"{job.name}: map emitted a pair but the job has no reduce")
-                out.collect(job.partition(key, value, out.partitions), key, value)
+        for record in job.read(split, ctx.store):
+            yield from job.map(record, ctx) or ()
     finally:
         job.map_cleanup(ctx)
+
+
+def reduce_pairs(job: Job, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+    """The body of a reduce task of step ctx.step over its sorted partition; yields what goes to the next step."""
+    job.reduce_setup(ctx)
+    try:
+        yield from job.run_reducer(items, ctx) or ()
+    finally:
+        job.reduce_cleanup(ctx)
+
+
+def task_context(job: Job, store: DataStore, task: int, step: int = -1, remote: bool = False) -> TaskContext:
+    """A task's context: its own counters; remote (another process), its lines go back to the driver."""
+    return TaskContext(job.conf, store, Counters(job.name), task, step, messages=[] if remote else None)
+
+
+def run_map_task(job: Job, split: Any, task: int, store: DataStore, out: MapOutput | None,
+                 remote: bool = False) -> TaskOutput:
+    """One map task on its own copy of the job, its output partitioned into `out`."""
+    ctx = task_context(job, store, task, remote=remote)
+    _collect_into(job, map_pairs(job, split, ctx), out)
     return _output(job, ctx, out)
 
 
 def run_reduce_task(job: Job, step: int, runs: list[Run], task: int, store: DataStore,
                     out: MapOutput | None, remote: bool = False) -> TaskOutput:
     """One reduce task of `step` on its own copy of the job: its partition's runs, merged."""
-    ctx = TaskContext(job.conf, store, Counters(job.name), task, step, messages=[] if remote else None)
-    try:
-        job.reduce_setup(ctx)
-        for key, value in job.run_reducer(merge(runs, job.sort_key(step)), ctx) or ():
-            if out is None:
-                raise RuntimeError(f"{job.name}: step {step} emitted a pair but it is the last step")
-            out.collect(job.partition(key, value, out.partitions), key, value)
-    finally:
-        job.reduce_cleanup(ctx)
+    ctx = task_context(job, store, task, step, remote)
+    _collect_into(job, reduce_pairs(job, merge(runs, job.sort_key(step)), ctx), out)
     return _output(job, ctx, out)
+
+
+def _collect_into(job: Job, pairs: Iterator[tuple[Any, Any]], out: MapOutput | None) -> None:
+    for key, value in pairs:
+        if out is None:
+            raise RuntimeError(f"{job.name}: a task emitted a pair but no reduce step follows")
+        out.collect(job.partition(key, value, out.partitions), key, value)
 
 
 def _output(job: Job, ctx: TaskContext, out: MapOutput | None) -> TaskOutput:
@@ -354,6 +371,10 @@ def make_runner(conf: Configuration, num_tasks: int | None = None) -> Runner:
         from nutch2.processes import ProcessRunner
 
         return ProcessRunner(conf, num_tasks)
+    if name == "spark":
+        from nutch2.spark import SparkRunner
+
+        return SparkRunner(conf, num_tasks)
     raise ConfigError(f"mapreduce.framework.name={name!r} is not a runner; use one of {', '.join(FRAMEWORKS)}")
 
 

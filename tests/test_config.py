@@ -55,7 +55,7 @@ def test_defaults_load_with_types() -> None:
     assert isinstance(conf.get("fetcher.server.delay"), float)
     assert conf.get("http.timeout") == 10000  # ms, as Nutch
     assert conf.get("storage.data.store.class") == "sqlite"
-    assert conf.get("storage.data.dir") == "./crawl"
+    assert conf.get("storage.data.dir") == str(Path("./crawl").absolute())  # folders made absolute
     assert conf.get_bool("generate.filter") is True
 
 

@@ -23,11 +23,11 @@
 #   (clean flush/close, ~20 s), SIGTERM/KILL only as a fallback and only for pids in our pidfiles.
 # - First failures: (1) no hbase-thrift jar (above); (2) `HMaster stop` alone only prints usage: it needs
 #   --shutDownCluster; (3) pid of a `cmd && nohup java &` list is the subshell's, not java's: start java directly.
-# - Memory: master RSS ~370 MB (-Xmx768m), gateway ~180 MB (-Xmx256m). Ports: 2181, 16000, 16020, 9090.
+# - Memory: master RSS ~370 MB at start (-Xmx1536m: hundreds of test tables; MSLAB off), gateway ~180 MB (-Xmx256m). Ports: 2181, 16000, 16020, 9090.
 # - Readiness: happybase.Connection(...).tables() plus create+drop of a throw-away table (the Thrift port opens
 #   before the master has finished initialising).
 # - Logs: $NUTCH2_SERVICES_DIR/hbase/logs/{master,thrift}.log (log4j2, INFO) and {master,thrift}.out (JVM stdout/err).
-# - Env: HBASE_THRIFT_PORT (9090), HBASE_ZK_PORT (2181), HBASE_MASTER_HEAP (768m), HBASE_THRIFT_HEAP (256m),
+# - Env: HBASE_THRIFT_PORT (9090), HBASE_ZK_PORT (2181), HBASE_MASTER_HEAP (1536m), HBASE_THRIFT_HEAP (256m),
 #   HBASE_START_TIMEOUT (240 s).
 
 hbase_dir() { mkdir -p "$NUTCH2_SERVICES_DIR/hbase" && (cd "$NUTCH2_SERVICES_DIR/hbase" && pwd); }
@@ -121,6 +121,8 @@ _hbase_write_conf() {
   <property><name>hbase.regionserver.thrift.port</name><value>$tport</value></property>
   <!-- small test box: fewer handler threads -->
   <property><name>hbase.regionserver.handler.count</name><value>10</value></property>
+  <!-- tests make hundreds of small tables: MSLAB's 2 MB chunk per store would fill the heap (OutOfMemoryError) -->
+  <property><name>hbase.hregion.memstore.mslab.enabled</name><value>false</value></property>
   <property><name>hbase.master.handler.count</name><value>10</value></property>
   <property><name>hbase.client.retries.number</name><value>10</value></property>
 </configuration>
@@ -181,7 +183,7 @@ hbase_start() {
   _hbase_write_conf "$d" "$zk" "$tport" || return 1
   java="$(java17)"
   local -a mopts topts
-  mapfile -t mopts < <(_hbase_java_opts "${HBASE_MASTER_HEAP:-768m}" master)
+  mapfile -t mopts < <(_hbase_java_opts "${HBASE_MASTER_HEAP:-1536m}" master)
   mapfile -t topts < <(_hbase_java_opts "${HBASE_THRIFT_HEAP:-256m}" thrift)
   if ! pid_alive "$mpid"; then
     if _hbase_port_open "$zk"; then
