@@ -113,7 +113,8 @@ def nutch2(*args: object, timeout: float = 600) -> subprocess.CompletedProcess[s
 def _crawl_to_the_end(web: TestWeb, tmp_path: Path, backend: str, master: str) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(web.seed_url + "\n")
-    d = defines(tmp_path, backend, **{**SPARK, "spark.master": master, "fetcher.server.delay": 0.05})
+    d = defines(tmp_path, backend, **{**SPARK, "spark.master": master, "fetcher.server.delay": 0.05,
+                                      "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     crawl_id = f"sc{uuid.uuid4().hex[:8]}"
     p = nutch2("crawl", seeds, "-rounds", 2, "-crawlId", crawl_id, *d)
     assert p.returncode == 0, p.stderr
