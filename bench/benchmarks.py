@@ -447,6 +447,90 @@ def bench_parse(quick: bool = False, runs: int = 3, rows: int | None = None) -> 
     return _emit(lines)
 
 
+# ---------------------------------------------------------------------------------------------- spark overhead
+def _batch_rows(n: int, batch: str, content: bytes, links: int):
+    """n fetched and parsed rows of one batch, each with `links` outlinks (half to other batch rows, half new)."""
+    from nutch2.status import CrawlStatus
+    from nutch2.tableutil import reverse_url
+    from nutch2.webpage import WebPage
+
+    now = int(time.time() * 1000)
+    for i in range(n):
+        url = f"http://{host_addr(i % 200)}:18777/m/{i}.html"
+        outlinks = {f"http://{host_addr((i + j) % 200)}:18777/m/{(i * 31 + j) % (n * (1 + j % 2))}.html": f"l{j}"
+                    for j in range(links)}
+        yield WebPage(reverse_url(url), status=int(CrawlStatus.FETCHED), fetch_time=now, score=1.0,
+                      prev_fetch_time=now - 86400000, fetch_interval=2592000, content=content,
+                      content_type="text/html", base_url=url, outlinks=outlinks, signature=bytes(16),
+                      markers={"_gnmrk_": batch, "_ftcmrk_": batch, "__prsmrk__": batch, "dist": "1"})
+
+
+def bench_spark(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | None = None,
+                big: int | None = None) -> str:
+    """parse and updatedb of one batch with the local runner and with Spark (local[2]), at two batch sizes:
+    the fixed cost of a Spark job (JVM and context start, stage scheduling) apart from its cost per row; then
+    updatedb of a big batch on both."""
+    sizes = sizes or ((200, 1000) if quick else (1000, 10_000))
+    big = big if big is not None else (2000 if quick else 100_000)
+    web = generate_web(4 if quick else 200, 20 if quick else 100)
+    content = (web.root / host_addr(0) / "p" / "1.html").read_bytes()
+    spark = {"mapreduce_framework_name": "spark", "spark.master": "local[2]", "spark.ui.enabled": "false"}
+    runners = {"local": {"mapreduce_job_tasks": 2}, "spark local[2]": {**spark, "mapreduce_job_tasks": 2}}
+    lines = _header(f"spark: the spark runner's cost per job vs the local runner (batches of "
+                    f"{' and '.join(f'{n:,}' for n in sizes)} rows, then updatedb of {big:,})",
+                    "python -m bench spark" + (" --quick" if quick else ""))
+    lines += ["Rows written straight into sqlite: a fetched batch of 20 KB pages with 10 outlinks each. 'job s' = "
+              "the job's own elapsed time (for Spark it includes starting the JVM and the SparkContext: each "
+              "command is a new process); 'wall s' = the whole command. fixed = the intercept and per 1k rows = "
+              "the slope of job s over the two batch sizes. Medians; runs interleaved.", "",
+              "| job | runner | " + " | ".join(f"{n:,} rows: job s [wall s]" for n in sizes)
+              + " | fixed s | s per 1k rows | load |", "|---|---|" + "---|" * len(sizes) + "---|---|---|"]
+
+    def measure(job: str, n: int, extra: dict, links: int = 10) -> tuple[float, float]:
+        data = _tmp("spark")
+        try:
+            _put_rows(data, _batch_rows(n, "b1", content, links))
+            if job == "updatedb":  # parse first (not measured), as a crawl would
+                run(NUTCH2 + ["parse", "b1", "-crawlId", "bench"] + _defines(data, **runners["local"]), cwd=REPO)
+            r = run(NUTCH2 + [job, "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
+            m = re.search(rf"^{job}: finished in ([\d.]+) s", r.stderr, re.M)
+            return float(m.group(1)), r.seconds
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+
+    for job in ("parse", "updatedb"):
+        res: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        load = loadavg()
+        for _ in range(runs):
+            for n in sizes:
+                for name, extra in runners.items():
+                    res[(name, n)].append(measure(job, n, extra))
+                    print(f"spark bench {job} {name} {n}: {res[(name, n)][-1]}", file=sys.stderr, flush=True)
+        for name in runners:
+            med = {n: (median([x[0] for x in res[(name, n)]]), median([x[1] for x in res[(name, n)]]))
+                   for n in sizes}
+            slope = (med[sizes[-1]][0] - med[sizes[0]][0]) / (sizes[-1] - sizes[0]) * 1000
+            fixed = med[sizes[0]][0] - slope * sizes[0] / 1000
+            lines.append(f"| {job} | {name} | " + " | ".join(f"{med[n][0]:.1f} [{med[n][1]:.1f}]" for n in sizes)
+                         + f" | {fixed:.1f} | {slope:.2f} | {load:.1f} |")
+    lines += ["", f"updatedb of a {big:,}-row batch (10 outlinks per row: {big * 10:,} link datums), one run each:", "",
+              "| runner | job s | wall s | peak RSS MB | load |", "|---|---|---|---|---|"]
+    for name, extra in runners.items():
+        data = _tmp("spark")
+        try:
+            _put_rows(data, _batch_rows(big, "b1", content, 10))
+            load = loadavg()
+            r = run(NUTCH2 + ["updatedb", "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
+            m = re.search(r"^updatedb: finished in ([\d.]+) s", r.stderr, re.M)
+            lines.append(f"| {name} | {m.group(1) if m else '?'} | {r.seconds:.1f} | {r.peak_rss_mb:.0f} "
+                         f"| {load:.1f} |")
+            print(lines[-1], file=sys.stderr, flush=True)
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
 def _emit(lines: list[str]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
@@ -460,4 +544,5 @@ BENCHMARKS = {
     "memory": bench_memory,
     "tablesize": bench_tablesize,
     "parse": bench_parse,
+    "spark": bench_spark,
 }

@@ -14,7 +14,7 @@ def test_every_benchmark_runs_on_a_tiny_web() -> None:
     from bench.smoke import smoke
 
     sections = smoke()
-    assert set(sections) >= {"web", "crawl", "politeness", "memory", "tablesize", "parse"}
+    assert set(sections) >= {"web", "crawl", "politeness", "memory", "tablesize", "parse", "spark"}
     for name, text in sections.items():
         assert "|" in text and "---" in text, name  # a markdown table of figures
 
