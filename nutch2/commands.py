@@ -11,7 +11,8 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
-from nutch2.runner import Counters, log, make_runner
+from nutch2.runner import Counters, log
+from nutch2.runners import make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
 from nutch2.urls import UrlChecker
