@@ -69,7 +69,8 @@ inject_cmd.arguments = _inject_args
 
 @command("readdb", "read the webpage table: -stats, -url U or -dump DIR")
 def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
-    from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
+    from nutch2.jobs.readdb import DumpJob, StatsJob
+    from nutch2.rowjson import row_to_json
 
     with open_store(conf, args.crawl_id, create=False) as store:
         if args.url:
