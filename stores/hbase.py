@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from nutch2 import failpoints
 from nutch2.errors import StoreError
 from nutch2.stores.base import BufferedStore, MarkFilter, Split, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
@@ -472,6 +473,7 @@ class HBaseStore(BufferedStore):
             cells[ROW_MARKER] = b""  # every row has it: scans by column find rows lacking the asked columns
             puts.put(row, cells)
         index.send()
+        failpoints.reach("store.marks.indexed")  # crash tests stop here: entries written, rows not
         puts.send()
         deletes.send()
 

@@ -3,6 +3,9 @@ stale entries dropped only when they are stale for sure, and tables written befo
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,6 +20,7 @@ from nutch2.webpage import WebPage
 from tests.conftest import STORE_BACKENDS, make_conf
 
 pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parent.parent
 GEN = Mark.GENERATE.value
 
 if "hbase" not in STORE_BACKENDS:
@@ -135,6 +139,31 @@ def test_entry_written_again_survives_the_drop(tmp_path: Path, cid: str, hb: Any
     assert list(store.scan(mark=(GEN, "b1"))) == []  # the row lacked the mark when the scan read it
     monkeypatch.setattr(hbase, "_drop_entries", drop)
     assert [p.key for p in store.scan(mark=(GEN, "b1"))] == ["com.a:http/"]
+    store.close()
+
+
+def test_kill_between_index_and_rows(tmp_path: Path, cid: str, hb: Any) -> None:
+    """kill -9 after a batch's index entries, before its rows: no row carries a mark the index misses, and
+    the same writes run again select every row."""
+    open_hbase(tmp_path, cid).close()
+    code = (f"import sys; from pathlib import Path; from tests.conftest import make_conf\n"
+            f"from nutch2.stores import open_store\nfrom nutch2.webpage import WebPage\n"
+            f"store = open_store(make_conf(Path({str(tmp_path)!r}), 'hbase'), {cid!r}, create=False)\n"
+            f"for i in range(50):\n"
+            f"    k = f'com.k{{i:02d}}:http/'\n"
+            f"    store.put(k, WebPage(k, status=1, markers={{'_gnmrk_': 'b1', 'dist': '0'}}))\n"
+            f"store.close()\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
+    killed = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=120,
+                            env={**env, "NUTCH2_FAILPOINTS": "store.marks.indexed=1"})
+    assert killed.returncode == -9
+    marked = {k for k, d in hb.table(f"{cid}_webpage").scan(columns=[b"mk:_gnmrk_"]) if d}
+    indexed = {k.split(b"\x00")[2] for k in entries(hb, cid) if k.startswith(GEN.encode())}
+    assert len(indexed) == 50 and marked <= indexed
+    store = open_hbase(tmp_path, cid, create=False)
+    assert [p.key for p in store.scan(mark=(GEN, "b1"))] == sorted(k.decode() for k in marked)
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, timeout=120).returncode == 0
+    assert store.count(mark=(GEN, "b1")) == 50
     store.close()
 
 
