@@ -29,11 +29,12 @@ if "hbase" not in STORE_BACKENDS:
 
 
 @pytest.fixture
-def hb() -> Iterator[Any]:
+def hb(tmp_path: Path) -> Iterator[Any]:
     """A plain happybase connection, to look at and tamper with the tables behind the store's back."""
     import happybase
 
-    conn = happybase.Connection("127.0.0.1", 9090)
+    conf = make_conf(tmp_path, "hbase")
+    conn = happybase.Connection(conf.get_str("hbase.thrift.host"), conf.get_int("hbase.thrift.port"))
     yield conn
     conn.close()
 

@@ -381,7 +381,8 @@ def plant_index_entry(store, name: str, value: str, key: str) -> bool:
     if store.name == "hbase":
         import happybase
 
-        conn = happybase.Connection("127.0.0.1", 9090)
+        host, port = store.where.rsplit(":", 1)
+        conn = happybase.Connection(host, int(port))
         try:
             conn.table(f"{store.table}_marks").put(f"{name}\x00{value}\x00{key}".encode(), {b"m:_": b""})
         finally:
