@@ -52,7 +52,7 @@ from typing import Any
 
 from nutch2 import failpoints
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split, with_retries
+from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -222,7 +222,7 @@ class HBaseStore(BufferedStore):
         names = check_fields(fields)
         if mark is None:
             return self._scan(start, end, names)
-        _check_mark(mark[0])
+        check_mark(mark)
         return self._mark_scan(names, mark, start, end)
 
     def _scan(self, start: str | None, end: str | None, names: tuple[str, ...]) -> Iterator[WebPage]:
@@ -388,7 +388,7 @@ class HBaseStore(BufferedStore):
 
     def mark_values(self, name: str) -> set[str]:
         """Values in the index that at least one row still carries (stale entries met on the way are dropped)."""
-        _check_mark(name)
+        check_mark((name, None))
         self.flush()
         self._ensure_index()
         return {v for v in self._index_values(name)
@@ -426,7 +426,7 @@ class HBaseStore(BufferedStore):
     def encode(self, page: WebPage) -> dict[str, Any]:
         values = {n: dict(v) if n in MAP_FIELDS else v for n, v in page.dirty_values().items()}
         for name, value in (values.get("markers") or {}).items():
-            if name.startswith("_") and "\x00" in name + str(value):
+            if is_mark(name) and "\x00" in name + str(value):
                 raise ValueError(f"mark {name!r} = {value!r} of {page.key}: mark names and values cannot contain NUL")
         return values
 
@@ -449,7 +449,7 @@ class HBaseStore(BufferedStore):
         for key, values in pending.items():
             row = key.encode("utf-8")
             for name, value in (values.get("markers") or {}).items():
-                if name.startswith("_"):
+                if is_mark(name):
                     index.put(_entry_key(name, str(value), row), {INDEX_CELL: b""})
             if values.get("__delete__"):
                 deletes.delete(row)
@@ -479,13 +479,6 @@ class HBaseStore(BufferedStore):
 
     def close(self) -> None:
         self.flush()
-
-
-def _check_mark(name: str) -> None:
-    """Only marks are indexed: a selection by any other marker would have to read every row."""
-    if not name.startswith("_"):
-        raise ValueError(f"cannot select rows by marker {name!r}: only marks (marker names that start with '_', "
-                         "e.g. _gnmrk_) are indexed; select by a mark, or scan without one and read markers")
 
 
 def _entry_key(name: str, value: str, key: bytes) -> bytes:

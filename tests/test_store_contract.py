@@ -185,6 +185,7 @@ def test_only_marks_select_rows(store) -> None:
     store.flush()
     assert [p.key for p in store.scan(mark=(Mark.GENERATE.value, "b"))] == [k]
     for bad in (lambda: list(store.scan(mark=("dist", "1"))), lambda: store.mark_values("dist"),
+                lambda: store.count(mark=("dist", None)),
                 lambda: list(store.scan_split(store.splits(1)[0], mark=("dist", None)))):
         with pytest.raises(ValueError, match="'dist' is not a mark"):
             bad()
@@ -367,26 +368,6 @@ def test_table_names(tmp_path) -> None:
 
 # ---------------------------------------------------------------- the mark-index rule (issue 12)
 # Backends the lead's part of issue 12 brings to the rule; until it lands their ValueError test may fail.
-MARK_RULE_PENDING = {"memory", "sqlite", "cassandra"}
-
-
-def test_mark_filter_needs_an_indexed_mark(store, request: pytest.FixtureRequest) -> None:
-    """Marker names that start with '_' are marks and indexed; selecting by any other marker is a ValueError."""
-    if store.name in MARK_RULE_PENDING:
-        request.applymarker(pytest.mark.xfail(strict=False, reason="issue 12: the lead brings this backend to "
-                                                                   "the mark-index rule"))
-    p = page("com.a:http/", status=1, markers={"dist": "1", Mark.GENERATE.value: "b"})
-    store.put(p.key, p)
-    store.flush()
-    assert [x.key for x in store.scan(mark=(Mark.GENERATE.value, None))] == [p.key]
-    with pytest.raises(ValueError, match="dist"):
-        list(store.scan(mark=("dist", "1")))
-    with pytest.raises(ValueError, match="dist"):
-        store.count(mark=("dist", None))
-    with pytest.raises(ValueError, match="dist"):
-        list(store.scan_split(store.splits(1)[0], ["status"], ("dist", "1")))
-
-
 def plant_index_entry(store, name: str, value: str, key: str) -> bool:
     """Write only the index entry of a mark, as a crash between a batch's index entries and its rows leaves it.
     False for a backend that writes index and row in one transaction (no crash leaves such an entry)."""
