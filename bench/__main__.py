@@ -18,16 +18,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", help="crawl: thread counts (default 16 64)")
     ap.add_argument("--hosts", type=int, help="crawl: hosts of the web (default 200)")
     ap.add_argument("--pages", type=int, help="crawl: pages per host (default 100)")
+    ap.add_argument("--frameworks", nargs="+", default=["local", "processes"], help="crawl: nutch2's runners")
+    ap.add_argument("--baseline", metavar="PYTHON:CHECKOUT",
+                    help="crawl: also crawl with another nutch2 (its python and checkout), e.g. an older commit")
+    ap.add_argument("--no-scrapy", action="store_true", help="crawl: nutch2 only (compared with the last crawler)")
     ap.add_argument("--out", help="append the markdown section(s) to this file")
     args = ap.parse_args(argv)
     runs = args.runs or (1 if args.quick else 3)
     names = list(BENCHMARKS) if args.name == "all" else [args.name]
-    deps.ensure(need_scrapy="crawl" in names, need_wrk="web" in names)
+    deps.ensure(need_scrapy="crawl" in names and not args.no_scrapy, need_wrk="web" in names)
     sections = []
     for name in names:
         kw = {}
         if name == "crawl":
-            kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages}
+            kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages,
+                  "frameworks": tuple(args.frameworks), "baseline": args.baseline, "scrapy": not args.no_scrapy}
         sections.append(BENCHMARKS[name](quick=args.quick, runs=runs, **kw))
     if args.out:
         with open(args.out, "a") as f:

@@ -88,14 +88,17 @@ FRAMEWORKS = {  # nutch2's runners at equal concurrency T: one fetch reducer of 
 }
 
 
-def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework: str = "local") -> dict:
+def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework: str = "local",
+                  baseline: tuple[str, Path] | None = None) -> dict:
+    """A whole crawl; `baseline` = (python, checkout) runs another nutch2 (e.g. an older commit) in its folder."""
     data = _tmp("crawl")
     extra = FRAMEWORKS[framework]
     per_task = max(1, threads // int(extra.get("mapreduce_job_tasks", 1)))
+    python, cwd = baseline if baseline else (sys.executable, REPO)
     try:
-        cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN", str(total + 10),
-                        "-threads", str(per_task)] + _defines(data, **extra)
-        r = run(cmd, cwd=REPO)
+        cmd = [python, "-m", "nutch2", "crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN",
+               str(total + 10), "-threads", str(per_task)] + _defines(data, **extra)
+        r = run(cmd, cwd=cwd)
         m = re.search(r"crawl: bench: (\d+) URLs: (.*)", r.stdout)
         counts = dict(kv.split("=") for kv in m.group(2).split()) if m else {}
         fetched = int(counts.get("FETCHED", counts.get("status_fetched", 0)) or 0)
@@ -123,7 +126,9 @@ def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
 
 def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | None = None,
                 hosts: int | None = None, pages: int | None = None,
-                frameworks: tuple[str, ...] = ("local", "processes")) -> str:
+                frameworks: tuple[str, ...] = ("local", "processes"), baseline: str | None = None,
+                scrapy: bool = True) -> str:
+    """baseline "PYTHON:CHECKOUT": also crawl with another nutch2 (e.g. the commit before a change), local runner."""
     hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
     threads = threads or ((4,) if quick else (16, 64))
     web = generate_web(hosts, pages)
@@ -134,13 +139,17 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
     with Nginx(web) as nginx:
         seeds = _tmp("seeds") / "seeds.txt"
         seeds.write_text("\n".join(nginx.seeds()) + "\n")
-        crawlers = [f"nutch2 {f}" for f in frameworks] + ["scrapy"]
+        crawlers = [f"nutch2 {f}" for f in frameworks] + (["nutch2 baseline"] if baseline else []) + (
+            ["scrapy"] if scrapy else [])
+        base = (baseline.split(":", 1)[0], Path(baseline.split(":", 1)[1])) if baseline else None
         for t in threads:
             for i in range(runs):  # interleaved, so contention from other work hits every crawler alike
                 for who in crawlers:
                     load = loadavg()
                     if who == "scrapy":
                         r = _scrapy_crawl(nginx, seeds, t)
+                    elif who == "nutch2 baseline":
+                        r = _nutch2_crawl(nginx, seeds, t, web.total, "local", base)
                     else:
                         r = _nutch2_crawl(nginx, seeds, t, web.total, who.split()[1])
                     r["load"] = load
@@ -148,6 +157,7 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
                     print(f"crawl T={t} run {i + 1}: {who} {r['pages']} pages {r['seconds']:.1f} s {r['rss']:.0f} MB "
                           f"{r.get('stages', '')}", file=sys.stderr, flush=True)
         shutil.rmtree(seeds.parent, ignore_errors=True)
+    peer = "scrapy" if scrapy else crawlers[-1]
     lines += ["pages/s = HTML pages fetched and parsed / wall time of the whole crawl process (nutch2: inject + all "
               "rounds of generate, fetch, parse, updatedb on sqlite; Scrapy: CrawlSpider, robots obeyed, the text "
               "and title of every page extracted as nutch2 does). Peak RSS of the process tree (psutil, 50 ms "
@@ -155,7 +165,7 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
               "worker processes (mapreduce.job.tasks=2) of T/2 threads each, Scrapy CONCURRENT_REQUESTS=T; "
               "fetcher.threads.per.queue=1, delay 0. Runs interleaved.", "",
               "| T | crawler | pages | pages/s (median) | runs pages/s | peak RSS MB (median) | load at start |"
-              " pages/s vs Scrapy | RSS vs Scrapy |",
+              f" pages/s vs {peer} | RSS vs {peer} |",
               "|---|---|---|---|---|---|---|---|---|"]
     for t in threads:
         rate = {}
@@ -169,11 +179,11 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
             rates = [r["pages"] / r["seconds"] for r in rs]
             pages = "/".join(str(r["pages"]) for r in rs)
             loads = " ".join(f"{r['load']:.1f}" for r in rs)
-            ratio = f"{rate[who] / rate['scrapy']:.2f}x" if who != "scrapy" else ""
-            rratio = f"{rss[who] / rss['scrapy']:.2f}x" if who != "scrapy" else ""
+            ratio = f"{rate[who] / rate[peer]:.2f}x" if who != peer else ""
+            rratio = f"{rss[who] / rss[peer]:.2f}x" if who != peer else ""
             lines.append(f"| {t} | {who} | {pages} | {rate[who]:.0f} | {', '.join(f'{x:.0f}' for x in rates)} | "
                          f"{rss[who]:.0f} | {loads} | {ratio} | {rratio} |")
-        for who in crawlers[:-1]:
+        for who in [c for c in crawlers if c != "scrapy"]:
             st = defaultdict(list)
             for r in results[(who, t)]:
                 for k, v in r["stages"].items():
@@ -470,8 +480,8 @@ def bench_spark(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | Non
     """parse and updatedb of one batch with the local runner and with Spark (local[2]), at two batch sizes:
     the fixed cost of a Spark job (JVM and context start, stage scheduling) apart from its cost per row; then
     updatedb of a big batch on both."""
-    sizes = sizes or ((200, 1000) if quick else (1000, 10_000))
-    big = big if big is not None else (2000 if quick else 100_000)
+    sizes = sizes or ((100, 200) if quick else (1000, 10_000))
+    big = big if big is not None else (200 if quick else 100_000)
     web = generate_web(4 if quick else 200, 20 if quick else 100)
     content = (web.root / host_addr(0) / "p" / "1.html").read_bytes()
     spark = {"mapreduce_framework_name": "spark", "spark.master": "local[2]", "spark.ui.enabled": "false"}
@@ -498,7 +508,7 @@ def bench_spark(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | Non
         finally:
             shutil.rmtree(data, ignore_errors=True)
 
-    for job in ("parse", "updatedb"):
+    for job in ("parse",) if quick else ("parse", "updatedb"):  # quick: a smoke test of the code, not a figure
         res: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         load = loadavg()
         for _ in range(runs):

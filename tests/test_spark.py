@@ -177,13 +177,14 @@ def test_python_worker_killed_mid_fetch(tmp_path: Path) -> None:
     the batch with nothing lost."""
     props = {**SPARK, "fetcher.server.delay": 0.2, "fetcher.write.batch.size": 5, "fetcher.threads.fetch": 4}
     d = defines(tmp_path, "sqlite", **props)
+    local = defines(tmp_path, "sqlite", **{**props, "mapreduce.framework.name": "local"})  # inject, generate
     conf = conf_for(tmp_path, "sqlite", **props)
     with TestWeb(hosts=4, pages_per_host=40, traps=False) as web:
         seeds = tmp_path / "seeds.txt"
         urls = [web.page_url(h, i) for h in range(4) for i in range(40)]
         seeds.write_text("".join(u + "\n" for u in urls))
-        assert nutch2("inject", seeds, "-crawlId", "kf", *d).returncode == 0
-        batch = nutch2("generate", "-crawlId", "kf", *d).stdout.strip()
+        assert nutch2("inject", seeds, "-crawlId", "kf", *local).returncode == 0
+        batch = nutch2("generate", "-crawlId", "kf", *local).stdout.strip()
         proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "fetch", batch, "-crawlId", "kf", *d],
                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         killed = []
