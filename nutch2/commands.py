@@ -66,6 +66,47 @@ def _inject_args(p: argparse.ArgumentParser) -> None:
 inject_cmd.arguments = _inject_args
 
 
+@command("sitemap", "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table")
+def sitemap_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.sitemap import SitemapJob
+
+    if not args.sitemap_urls and not args.from_robots:
+        raise UsageError("nutch2 sitemap: error: give -sitemapUrls FILE|DIR, -fromRobots or both "
+                         "(see nutch2 sitemap --help)")
+    conf = conf.copy()
+    for flag, key in ((args.no_strict, "sitemap.strict.parsing"), (args.no_filter, "sitemap.url.filter"),
+                      (args.no_normalize, "sitemap.url.normalize")):
+        if flag:
+            conf.set(key, False)
+    job = SitemapJob(conf, Path(args.sitemap_urls) if args.sitemap_urls else None, args.from_robots, args.threads)
+    lock = crawl_lock(conf, args.crawl_id, "sitemap")
+    try:
+        with open_store(conf, args.crawl_id) as store:
+            c = make_runner(conf, _num_tasks(args)).run(job, store)
+    finally:
+        lock.release()
+    log(c.summary())
+    print(f"sitemap: {c.get('found')} URLs found in {c.get('sitemaps_fetched')} sitemaps: {c.get('injected')} "
+          f"injected, {c.get('updated')} updated, {c.get('known')} already known, {c.get('rejected')} rejected")
+    return 0
+
+
+def _sitemap_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-sitemapUrls", dest="sitemap_urls", metavar="FILE|DIR",
+                   help="a file (or folder of files) with one sitemap URL, or host name, per line")
+    p.add_argument("-fromRobots", dest="from_robots", action="store_true",
+                   help="the sitemaps named in the robots.txt of every host in the table")
+    p.add_argument("-noStrict", dest="no_strict", action="store_true",
+                   help="accept URLs outside a sitemap's folder (sitemap.strict.parsing=false)")
+    p.add_argument("-noFilter", dest="no_filter", action="store_true", help="do not apply URL filters")
+    p.add_argument("-noNormalize", dest="no_normalize", action="store_true", help="do not normalize URLs")
+    p.add_argument("-threads", type=int, metavar="N", help="fetcher threads per task (fetcher.threads.fetch)")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+sitemap_cmd.arguments = _sitemap_args
+
+
 @command("readdb", "read the webpage table: -stats, -url U or -dump DIR")
 def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
