@@ -53,10 +53,10 @@ def median(runs: int, fn: Callable[[], float]) -> float:
 
 # ------------------------------------------------------------------ raw clients doing the same work
 class RawHBase:
-    def __init__(self, table: str) -> None:
+    def __init__(self, conf: Configuration, table: str) -> None:
         import happybase
 
-        self.conn = happybase.Connection("127.0.0.1", 9090)
+        self.conn = happybase.Connection(conf.get_str("hbase.thrift.host"), conf.get_int("hbase.thrift.port"))
         self.table = self.conn.table(table)
 
     def put(self, n: int) -> int:
@@ -127,7 +127,7 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
     def raw_put() -> float:
         store = open_store(conf, "raw" + uuid.uuid4().hex[:8])  # the same schema, written by the raw client
         try:
-            raw = RawHBase(store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
+            raw = RawHBase(conf, store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
             try:
                 return timed(lambda: raw.put(rows))
             finally:
@@ -142,7 +142,7 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
             p = row(i)
             store.put(p.key, p)
         store.flush()
-        raw = RawHBase(store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
+        raw = RawHBase(conf, store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
         # the way jobs read: the store's splits (token ranges on Cassandra, regions on HBase)
         s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.splits(1)
                                                         for _ in store.scan_split(s, fields=fields))))

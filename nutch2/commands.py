@@ -11,7 +11,8 @@ from nutch2.config import Configuration
 from nutch2.errors import NutchError, UsageError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, ORDER, PARSED, UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import ALL_BATCHES, Mark, valid_batch_id
-from nutch2.runner import Counters, log, make_runner
+from nutch2.runner import Counters, log
+from nutch2.runners import make_runner
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.tableutil import reverse_url
 from nutch2.urls import UrlChecker
@@ -109,7 +110,8 @@ sitemap_cmd.arguments = _sitemap_args
 
 @command("readdb", "read the webpage table: -stats, -url U or -dump DIR")
 def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
-    from nutch2.jobs.readdb import DumpJob, StatsJob, row_to_json
+    from nutch2.jobs.readdb import DumpJob, StatsJob
+    from nutch2.rowjson import row_to_json
 
     with open_store(conf, args.crawl_id, create=False) as store:
         if args.url:

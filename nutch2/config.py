@@ -15,8 +15,8 @@ from nutch2.errors import ConfigError
 DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
 SITE_XML = "nutch-site.xml"
-PASS_THROUGH = ("spark.",)
-PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir")  # folders, made absolute (relative to the start folder)  # property prefixes handed to another system as they are
+PASS_THROUGH = ("spark.",)  # property prefixes handed to another system as they are
+PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir")  # folders, made absolute (relative to the start folder)
 
 
 def shipped_conf_dir() -> Path:

@@ -5,6 +5,7 @@ Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neith
 from __future__ import annotations
 
 from nutch2.config import Configuration
+from nutch2.domains import host_of
 from nutch2.errors import ConfigError
 from nutch2.marks import Mark
 from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags, parse_content
@@ -12,7 +13,7 @@ from nutch2.runner import TaskContext
 from nutch2.signature import md5_signature, text_profile_signature
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.tableutil import unreverse_url
-from nutch2.urls import UrlChecker, host_of
+from nutch2.urls import UrlChecker
 from nutch2.webpage import ParseStatus, WebPage
 
 TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body

@@ -7,8 +7,9 @@ job's final step runs on the driver with the per-task results. Tasks share nothi
 every task works on its own copy of the job (setup hooks open clients, cleanup hooks close them), counters are
 per task and merged by the runner, and partitioning uses a stable hash.
 
-Runners, chosen by `mapreduce.framework.name`: `local` (tasks in threads of this process) and `processes`
-(tasks in worker processes; nutch2/processes.py). Both run the same task code (run_map_task, run_reduce_task).
+Runners, chosen by `mapreduce.framework.name` (nutch2/runners.py): `local` (tasks in threads of this process,
+here), `processes` (worker processes; nutch2/processes.py) and `spark` (nutch2/spark.py). All run the same task
+bodies (map_pairs, reduce_pairs).
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from nutch2.errors import ConfigError
 from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
-
-FRAMEWORKS = ("local", "processes", "spark")
 
 
 class Counters:
@@ -360,26 +359,6 @@ class LocalRunner(Runner):
 def task_copy(job: Job) -> Job:
     """The task's own copy of the job, made the way a worker process gets it (so local runs prove it ships)."""
     return pickle.loads(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
-
-
-def make_runner(conf: Configuration, num_tasks: int | None = None) -> Runner:
-    """The runner `mapreduce.framework.name` names."""
-    name = conf.get_str("mapreduce.framework.name").strip().lower()
-    if name == "local":
-        return LocalRunner(conf, num_tasks)
-    if name == "processes":
-        from nutch2.processes import ProcessRunner
-
-        return ProcessRunner(conf, num_tasks)
-    if name == "spark":
-        from nutch2.spark import SparkRunner
-
-        return SparkRunner(conf, num_tasks)
-    raise ConfigError(f"mapreduce.framework.name={name!r} is not a runner; use one of {', '.join(FRAMEWORKS)}")
-
-
-class JobFailed(Exception):
-    """A task raised; the original exception is the cause."""
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from nutch2.domains import domain_of_host, host_of
+
 DEFAULT_MAX_LENGTH = 2048
 
 
@@ -98,7 +100,6 @@ class RegexURLFilter:
         """The first rule matching ``url`` (host-specific rules only for their host or domain), or None."""
         if not self.has_host_rules:
             return next((rule for rule in self.rules if rule.matches(url)), None)
-        from nutch2.urls import domain_of_host, host_of  # urls builds filters from this module
 
         host = host_of(url)
         names = {host, domain_of_host(host)}

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from functools import lru_cache
 from urllib.parse import urlsplit
 
-from publicsuffixlist import PublicSuffixList
-
 from nutch2.config import Configuration
+from nutch2.domains import domain_of_host, ip_of_host
 from nutch2.errors import ConfigError
 from nutch2.urlfilter import URLFilters
 from nutch2.urlnormalizer import URLNormalizers
@@ -58,52 +54,6 @@ def strip_credentials(url: str) -> str:
     return url.replace(f"//{netloc}", "//" + netloc.rpartition("@")[2], 1)
 
 
-@lru_cache(maxsize=65536)
-def host_of(url: str) -> str:
-    """Lower-case host of a URL ('' when it has none)."""
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
-@lru_cache(maxsize=1)
-def _psl() -> PublicSuffixList:
-    # the ICANN section only (as Nutch's URLUtil): private suffixes such as uk.com or github.io are not
-    # registries, and a host under an unknown TLD is its own domain rather than a suffix of one
-    return PublicSuffixList(only_icann=True, accept_unknown=False)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return True
-    except ValueError:
-        return False
-
-
-@lru_cache(maxsize=65536)
-def domain_of_host(host: str) -> str:
-    """Registered domain of a host (Nutch's URLUtil.getDomainName): the public suffix (ICANN section) plus one
-    label; IP addresses, bare names and hosts under unknown suffixes are their own domain. Trailing dot ignored."""
-    host = host.lower().rstrip(".")
-    if _is_ip(host):
-        return host
-    return _psl().privatesuffix(host) or host
-
-
-def domain_suffix_of_host(host: str) -> str | None:
-    """Public suffix of a host (ICANN section; URLUtil.getDomainSuffix), None for IP addresses and unknown TLDs."""
-    host = host.lower().rstrip(".")
-    return None if not host or _is_ip(host) else _psl().publicsuffix(host)
-
-
-def top_level_domain_of_host(host: str) -> str | None:
-    """Top-level domain of a host when it is a known one (URLUtil.getTopLevelDomainName), else None."""
-    suffix = domain_suffix_of_host(host)
-    return suffix.rsplit(".", 1)[-1] if suffix else None
-
-
 def _java_split_count(text: str, sep: str) -> int:
     """len(text.split(sep)) as Java counts it: trailing empty strings are dropped."""
     parts = text.split(sep)
@@ -138,19 +88,6 @@ def choose_repr(src: str, dst: str, temp: bool) -> str:
             return dst if dst_segments < src_segments else src
         return dst if len(dst_file) < len(src_file) else src
     return dst if len(dst_host.split(".")) < len(src_host.split(".")) else src
-
-
-def domain_of(url: str) -> str:
-    return domain_of_host(host_of(url))
-
-
-@lru_cache(maxsize=65536)
-def ip_of_host(host: str) -> str:
-    """The host's IP address (resolved once per process), or the host itself when it cannot be resolved."""
-    try:
-        return socket.gethostbyname(host)
-    except OSError:
-        return host
 
 
 def queue_id(url: str, mode: str) -> str:

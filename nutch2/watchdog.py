@@ -121,32 +121,29 @@ WATCHDOG = Watchdog()
 os.register_at_fork(after_in_child=WATCHDOG._reset)  # a forked worker starts its own thread; no inherited lock
 
 
-class _GuardedHTTPConnection(HTTPConnection):
-    """Hands each socket it opens, and the one it reuses for a request, to the watchdog."""
+class _Guarded:
+    """Mixed into urllib3's connections: hands each socket they open, and the one they reuse for a request, to
+    the watchdog (an HTTPS socket is attached before its TLS handshake)."""
+
+    sock: socket.socket | None
 
     def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
+        sock = super()._new_conn()  # type: ignore[misc]
         WATCHDOG.attach(sock)
         return sock
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def request(self, *args: Any, **kwargs: Any) -> None:
         if self.sock is not None:
             WATCHDOG.attach(self.sock)
-        super().request(*args, **kwargs)
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
 
-class _GuardedHTTPSConnection(HTTPSConnection):
-    """HTTPS twin of :class:`_GuardedHTTPConnection` (the raw socket is attached before the TLS handshake)."""
+class _GuardedHTTPConnection(_Guarded, HTTPConnection):
+    pass
 
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        WATCHDOG.attach(sock)
-        return sock
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        if self.sock is not None:
-            WATCHDOG.attach(self.sock)
-        super().request(*args, **kwargs)
+class _GuardedHTTPSConnection(_Guarded, HTTPSConnection):
+    pass
 
 
 class _GuardedHTTPPool(HTTPConnectionPool):

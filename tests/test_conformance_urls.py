@@ -217,21 +217,21 @@ def _ascii(host: str) -> str:
 
 @pytest.mark.parametrize(("host", "nutch"), DOMAIN_NAME)
 def test_get_domain_name(host: str, nutch: str) -> None:
-    from nutch2.urls import domain_of_host
+    from nutch2.domains import domain_of_host
 
     assert domain_of_host(_ascii(host)) == _ascii(nutch)
 
 
 @pytest.mark.parametrize(("host", "nutch"), DOMAIN_SUFFIX)
 def test_get_domain_suffix(host: str, nutch: str | None) -> None:
-    from nutch2.urls import domain_suffix_of_host
+    from nutch2.domains import domain_suffix_of_host
 
     assert domain_suffix_of_host(_ascii(host)) == nutch
 
 
 @pytest.mark.parametrize(("host", "nutch"), TOP_LEVEL_DOMAIN)
 def test_get_top_level_domain(host: str, nutch: str | None) -> None:
-    from nutch2.urls import top_level_domain_of_host
+    from nutch2.domains import top_level_domain_of_host
 
     assert top_level_domain_of_host(_ascii(host)) == nutch
 

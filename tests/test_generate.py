@@ -11,7 +11,7 @@ import pytest
 
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.marks import Mark
-from nutch2.runner import make_runner
+from nutch2.runners import make_runner
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage

@@ -12,7 +12,8 @@ import pytest
 from nutch2.errors import NutchError
 from nutch2.jobs.inject import InjectorJob, parse_seed
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters, make_runner
+from nutch2.runner import Counters
+from nutch2.runners import make_runner
 from nutch2.scoring import get_cash
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore

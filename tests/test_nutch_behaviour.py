@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.config import Configuration
+from nutch2.domains import domain_of_host, host_of
 from nutch2.jobs.index import IndexingJob
 from nutch2.jobs.parse import ParserJob
 from nutch2.marks import Mark
@@ -28,7 +29,7 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url
 from nutch2.urlnormalizer import normalize
-from nutch2.urls import choose_repr, domain_of_host, host_of, load_filters, queue_id
+from nutch2.urls import choose_repr, load_filters, queue_id
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR, make_conf
 from tests.crawlutil import cli, conf_for, defines, row

@@ -12,7 +12,8 @@ from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
 from nutch2.marks import ALL_BATCHES, Mark
 from nutch2.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
-from nutch2.runner import Counters, TaskContext, make_runner
+from nutch2.runner import Counters, TaskContext
+from nutch2.runners import make_runner
 from nutch2.scoring import get_cash, set_cash
 from nutch2.signature import md5_signature, text_profile_signature
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Job, LocalRunner, TaskContext, make_runner
+from nutch2.runner import Job, LocalRunner, TaskContext
+from nutch2.runners import make_runner
 from nutch2.shuffle import MapOutput, SpillDir, merge
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage

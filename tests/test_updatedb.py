@@ -12,7 +12,7 @@ import pytest
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.jobs.updatedb import update
 from nutch2.marks import ALL_BATCHES, Mark, get_distance
-from nutch2.runner import make_runner
+from nutch2.runners import make_runner
 from nutch2.scoring import get_cash, set_cash
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store

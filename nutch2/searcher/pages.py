@@ -6,7 +6,6 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urljoin
 
@@ -16,9 +15,9 @@ from nutch2.config import Configuration
 from nutch2.errors import StoreError
 from nutch2.marks import Mark
 from nutch2.parse import caching_forbidden, decode_content
+from nutch2.rowjson import iso_time, row_to_json
 from nutch2.status import CrawlStatus
 from nutch2.stores import DataStore, open_store
-from nutch2.tablestats import status_name
 from nutch2.webpage import WebPage
 
 T = TypeVar("T")
@@ -64,47 +63,22 @@ class StoreAccess:
                 pass
 
 
-def iso_time(ms: int | None) -> str | None:
-    if not ms:
-        return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def page_json(url: str, page: WebPage) -> dict[str, Any]:
-    """The row with Nutch's field names (times ISO 8601 UTC, bytes hex); content and text as sizes only."""
-    ps, parse = page.protocol_status, page.parse_status
-    return {
+    """readdb's row (nutch2/rowjson.py) for the API: plus the status code, the real fetch time and sizes; metadata
+    keys only; links as lists of {url, anchor}."""
+    doc = row_to_json(page)
+    doc.update({
         "url": url,
-        "key": page.key,
-        "status": status_name(page.status),
         "statusCode": int(page.status),
-        "fetchTime": iso_time(page.fetch_time),
         "fetchedAt": iso_time(fetched_at(page)),
-        "prevFetchTime": iso_time(page.prev_fetch_time),
-        "modifiedTime": iso_time(page.modified_time),
-        "prevModifiedTime": iso_time(page.prev_modified_time),
-        "fetchInterval": page.fetch_interval,
-        "retriesSinceFetch": page.retries_since_fetch,
-        "protocolStatus": {"code": int(ps.code), "name": ps.name, "args": list(ps.args),
-                           "lastModified": iso_time(ps.last_modified)},
-        "parseStatus": {"majorCode": int(parse.major_code), "minorCode": int(parse.minor_code),
-                        "name": parse.name, "args": list(parse.args)},
-        "contentType": page.content_type,
         "contentLength": len(page.content) if page.content else 0,
         "textLength": len(page.text) if page.text else 0,
-        "baseUrl": page.base_url,
-        "reprUrl": page.repr_url,
-        "title": page.title,
-        "score": page.score,
-        "signature": page.signature.hex() if page.signature else None,
-        "prevSignature": page.prev_signature.hex() if page.prev_signature else None,
-        "batchId": page.batch_id,
         "markers": dict(sorted(page.markers.items())),
-        "headers": dict(page.headers),
         "metadata": sorted(page.metadata),
         "inlinks": [{"url": u, "anchor": a} for u, a in sorted(page.inlinks.items())],
         "outlinks": [{"url": u, "anchor": a} for u, a in page.outlinks.items()],
-    }
+    })
+    return doc
 
 
 FETCHED_STATES = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)

@@ -1,0 +1,204 @@
+"""The HBase store's mark index (issue 12), against the real HBase: selections answered from `<table>_marks`,
+stale entries dropped only when they are stale for sure, and tables written before the index existed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nutch2.marks import Mark
+from nutch2.stores import open_store
+from nutch2.webpage import WebPage
+from tests.conftest import STORE_BACKENDS, make_conf
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parent.parent
+GEN = Mark.GENERATE.value
+
+if "hbase" not in STORE_BACKENDS:
+    pytest.skip("hbase store not enabled (NUTCH2_TEST_STORES); run docker/services.sh start hbase",
+                allow_module_level=True)
+
+
+@pytest.fixture
+def hb(tmp_path: Path) -> Iterator[Any]:
+    """A plain happybase connection, to look at and tamper with the tables behind the store's back."""
+    import happybase
+
+    conf = make_conf(tmp_path, "hbase")
+    conn = happybase.Connection(conf.get_str("hbase.thrift.host"), conf.get_int("hbase.thrift.port"))
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def cid(tmp_path: Path) -> Iterator[str]:
+    crawl_id = "m" + uuid.uuid4().hex[:10]
+    yield crawl_id
+    store = open_store(make_conf(tmp_path, "hbase"), crawl_id, create=False)
+    store.drop_schema()
+    store.close()
+
+
+def open_hbase(tmp_path: Path, crawl_id: str, create: bool = True):
+    return open_store(make_conf(tmp_path, "hbase"), crawl_id, create=create)
+
+
+def put(store, key: str, **markers: str) -> None:
+    store.put(key, WebPage(key, status=1, markers=dict(markers)))
+
+
+def entries(hb: Any, crawl_id: str) -> dict[bytes, int]:
+    """Index row -> timestamp of its cell."""
+    table = hb.table(f"{crawl_id}_webpage_marks")
+    return {k: d[b"m:_"][1] for k, d in table.scan(include_timestamp=True)}
+
+
+def entry(key: str, value: str, name: str = GEN) -> bytes:
+    return f"{name}\x00{value}\x00{key}".encode()
+
+
+def test_index_rows_as_documented(tmp_path: Path, cid: str, hb: Any) -> None:
+    store = open_hbase(tmp_path, cid)
+    put(store, "com.a:http/", _gnmrk_="b1", _injmrk_="y", dist="0")
+    put(store, "com.b:http/", dist="1")
+    store.close()
+    table = hb.table(f"{cid}_webpage_marks")
+    assert set(table.families()) == {b"m"} and table.families()[b"m"]["max_versions"] == 1
+    assert set(entries(hb, cid)) == {b"\x00complete", entry("com.a:http/", "b1"),
+                                     entry("com.a:http/", "y", "_injmrk_")}  # `dist` is not a mark
+
+
+def test_selection_is_answered_from_the_index(tmp_path: Path, cid: str, hb: Any) -> None:
+    """A row that carries the mark but has no index entry is not selected: the scan never reads other rows."""
+    store = open_hbase(tmp_path, cid)
+    for k in ("com.a:http/", "com.c:http/"):
+        put(store, k, _gnmrk_="b1")
+    put(store, "com.b:http/")
+    store.flush()
+    hb.table(f"{cid}_webpage").put(b"com.b:http/", {b"mk:_gnmrk_": b"b1"})  # behind the index's back
+    assert [p.key for p in store.scan(mark=(GEN, "b1"))] == ["com.a:http/", "com.c:http/"]
+    assert [p.key for p in store.scan("com.b", "com.d", mark=(GEN, None), fields=["status"])] == ["com.c:http/"]
+    assert store.count(mark=(GEN, "b1")) == 2
+    store.close()
+
+
+def test_stale_entries_dropped_only_when_stale_for_sure(tmp_path: Path, cid: str, hb: Any) -> None:
+    store = open_hbase(tmp_path, cid)
+    for k in ("com.a:http/", "com.b:http/", "com.d:http/"):
+        put(store, k, _gnmrk_="b1")
+    store.flush()
+    marks = hb.table(f"{cid}_webpage_marks")
+    old = int(time.time() * 1000) - store.in_flight_ms - 60_000
+    put(store, "com.a:http/")  # mark removed after its entry was written: stale for sure
+    marks.put(entry("com.b:http/", "b2"), {b"m:_": b""})  # younger than the row: a write may be in flight
+    marks.put(entry("com.c:http/", "b2"), {b"m:_": b""}, timestamp=old)  # no row, and too old to be in flight
+    marks.put(entry("com.d:http/", "b2"), {b"m:_": b""}, timestamp=old)  # row lacks b2, entry too old
+    store.flush()
+    assert [p.key for p in store.scan(mark=(GEN, None))] == ["com.b:http/", "com.d:http/"]
+    assert store.mark_values(GEN) == {"b1"}
+    left = set(entries(hb, cid))
+    assert entry("com.a:http/", "b1") not in left
+    assert entry("com.b:http/", "b2") in left  # kept: skipped until its row is written again or it ages
+    assert entry("com.c:http/", "b2") not in left and entry("com.d:http/", "b2") not in left
+    put(store, "com.b:http/", _gnmrk_="b1")  # the row written again, without b2
+    store.flush()
+    assert [p.key for p in store.scan(mark=(GEN, "b2"))] == []
+    assert entry("com.b:http/", "b2") not in entries(hb, cid)
+    store.close()
+
+
+def test_entry_written_again_survives_the_drop(tmp_path: Path, cid: str, hb: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan found an entry stale; before its delete lands, a writer marks the row again (index first): the
+    delete carries the stale entry's timestamp, so the new entry survives and the row stays selectable."""
+    from nutch2.stores import hbase
+
+    store = open_hbase(tmp_path, cid)
+    put(store, "com.a:http/", _gnmrk_="b1")
+    store.flush()
+    put(store, "com.a:http/")
+    store.flush()
+    drop = hbase._drop_entries
+    marks = hb.table(f"{cid}_webpage_marks")
+
+    def writer_meanwhile(table: Any, stale: list[tuple[bytes, int]]) -> None:
+        assert [k for k, _ in stale] == [entry("com.a:http/", "b1")]
+        marks.put(stale[0][0], {b"m:_": b""})  # the writer's index put (at its own, newer time) ...
+        hb.table(f"{cid}_webpage").put(b"com.a:http/", {b"mk:_gnmrk_": b"b1", b"f:_": b""})
+        drop(table, stale)  # ... lands before the scan's delete
+
+    monkeypatch.setattr(hbase, "_drop_entries", writer_meanwhile)
+    assert list(store.scan(mark=(GEN, "b1"))) == []  # the row lacked the mark when the scan read it
+    monkeypatch.setattr(hbase, "_drop_entries", drop)
+    assert [p.key for p in store.scan(mark=(GEN, "b1"))] == ["com.a:http/"]
+    store.close()
+
+
+def test_kill_between_index_and_rows(tmp_path: Path, cid: str, hb: Any) -> None:
+    """kill -9 after a batch's index entries, before its rows: no row carries a mark the index misses, and
+    the same writes run again select every row."""
+    open_hbase(tmp_path, cid).close()
+    code = (f"import sys; from pathlib import Path; from tests.conftest import make_conf\n"
+            f"from nutch2.stores import open_store\nfrom nutch2.webpage import WebPage\n"
+            f"store = open_store(make_conf(Path({str(tmp_path)!r}), 'hbase'), {cid!r}, create=False)\n"
+            f"for i in range(50):\n"
+            f"    k = f'com.k{{i:02d}}:http/'\n"
+            f"    store.put(k, WebPage(k, status=1, markers={{'_gnmrk_': 'b1', 'dist': '0'}}))\n"
+            f"store.close()\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
+    killed = subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=120,
+                            env={**env, "NUTCH2_FAILPOINTS": "store.marks.indexed=1"})
+    assert killed.returncode == -9
+    marked = {k for k, d in hb.table(f"{cid}_webpage").scan(columns=[b"mk:_gnmrk_"]) if d}
+    indexed = {k.split(b"\x00")[2] for k in entries(hb, cid) if k.startswith(GEN.encode())}
+    assert len(indexed) == 50 and marked <= indexed
+    store = open_hbase(tmp_path, cid, create=False)
+    assert [p.key for p in store.scan(mark=(GEN, "b1"))] == sorted(k.decode() for k in marked)
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, timeout=120).returncode == 0
+    assert store.count(mark=(GEN, "b1")) == 50
+    store.close()
+
+
+def test_rows_written_before_the_index_existed(tmp_path: Path, cid: str, hb: Any) -> None:
+    """Tables of older versions have no index table: the first mark selection indexes their rows."""
+    store = open_hbase(tmp_path, cid)
+    for i in range(30):
+        put(store, f"com.old{i:02d}:http/", **({GEN: f"b{i % 2}"} if i % 3 else {}), dist="1")
+    store.close()
+    hb.delete_table(f"{cid}_webpage_marks", disable=True)  # the layout before issue 12
+    old_b1 = [f"com.old{i:02d}:http/" for i in range(30) if i % 3 and i % 2]
+
+    writer = open_hbase(tmp_path, cid, create=False)
+    put(writer, "com.new:http/", _gnmrk_="b1")  # the first write creates the index table, not the old entries
+    writer.close()
+    assert set(entries(hb, cid)) == {entry("com.new:http/", "b1")}
+
+    reader = open_hbase(tmp_path, cid, create=False)
+    assert [p.key for p in reader.scan(mark=(GEN, "b1"))] == ["com.new:http/", *old_b1]
+    assert reader.mark_values(GEN) == {"b0", "b1"}
+    reader.close()
+    assert b"\x00complete" in entries(hb, cid) and len(entries(hb, cid)) == 1 + 20 + 1
+
+    # a crash part-way through indexing (entries lost, no complete row): the next selection redoes it
+    marks = hb.table(f"{cid}_webpage_marks")
+    for key in [b"\x00complete", *(entry(k, "b1") for k in old_b1[:5])]:
+        marks.delete(key)
+    again = open_hbase(tmp_path, cid)  # create_schema leaves an existing index table alone
+    assert [p.key for p in again.scan(mark=(GEN, "b1"))] == ["com.new:http/", *old_b1]
+    again.close()
+
+
+def test_nul_in_a_mark_is_refused(tmp_path: Path, cid: str) -> None:
+    store = open_hbase(tmp_path, cid)
+    with pytest.raises(ValueError, match="NUL"):
+        put(store, "com.a:http/", _gnmrk_="b\x001")
+    store.close()
