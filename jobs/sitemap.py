@@ -136,7 +136,6 @@ class SitemapJob(Job):
         if not root.startswith(("http://", "https://")) or root in self._hosts:
             return None
         self._hosts.add(root)
-        ctx.incr("hosts")
         return SitemapSource(root, robots=True)
 
     def _line_source(self, line: ListLine, ctx: TaskContext) -> SitemapSource | None:
@@ -150,7 +149,6 @@ class SitemapJob(Job):
             return SitemapSource(text)
         if any(c in text for c in "/ \t?#@"):
             return self._bad(line, "neither a sitemap URL nor a host name", ctx)
-        ctx.incr("hosts")
         return SitemapSource(f"http://{text.lower()}/", robots=True)
 
     @staticmethod
@@ -174,6 +172,7 @@ class SitemapJob(Job):
         sources = list(dict.fromkeys(source for _, source in items))
         if not sources:
             return
+        ctx.incr("hosts", len({queue_id(s.url, "byHost") for s in sources}))
         for found in SitemapFetcher(self.conf, ctx, self.threads).found(sources):
             try:
                 key = reverse_url(found.url)

@@ -7,8 +7,9 @@ none). A fetched sitemap is parsed (nutch2/sitemaps.py) as it is read: its URLs 
 sitemaps of an index go back into the feed, down to sitemap.index.max.depth, at most
 sitemap.max.sitemaps.per.host per host, each sitemap once; redirects are new items of the feed (each one polite
 and robots-checked), at most sitemap.redir.max in a row. Strict (the default), a sitemap may only list URLs under
-its own folder, or of the host whose robots.txt named it (sitemaps.org's cross-submission rule); an index only
-sitemaps there. Every problem is a counter and, for a sitemap that was named, a line; none ends the task.
+its own folder, or — for a sitemap a robots.txt names — of that host (sitemaps.org's cross-submission rule);
+an index only sitemaps there, each then judged by its own location. Every problem is a counter and a line (a
+missing guessed /sitemap.xml only a counter); none ends the task.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
+from nutch2.domains import host_of
 from nutch2.errors import ConfigError
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.protocol import ProtocolOutput
 from nutch2.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode
-from nutch2.urls import UrlChecker, host_of
+from nutch2.urls import UrlChecker
 
 __all__ = ["FoundUrl", "SitemapFetcher", "SitemapSource", "sitemap_conf"]
 
@@ -108,6 +110,7 @@ class SitemapFetcher:
         self.checker = UrlChecker(conf, "default", conf.get_bool("sitemap.url.normalize"),
                                   conf.get_bool("sitemap.url.filter"))
         self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
         self._seen: set[str] = set()
         self._per_host: Counter[str] = Counter()
         self._items: dict[str, _Sitemap] = {}
@@ -181,20 +184,22 @@ class SitemapFetcher:
                     return
 
     # ---------------------------------------------------------------- the feed
-    def _enqueue(self, url: str, info: _Sitemap, put: bool = True, parent: str | None = None) -> FetchItem | None:
-        """A sitemap URL for the feed, unless filtered, seen before, too deep, over its host's share or (strict)
-        outside what its index may speak for."""
-        norm = self._check(url)
+    def _enqueue(self, url: str, info: _Sitemap, put: bool = True, parent: str | None = None,
+                 parent_origin: str | None = None) -> FetchItem | None:
+        """A sitemap URL for the feed, unless invalid, seen before, too deep, over its host's share or (strict)
+        outside what its index may speak for. Sitemap URLs are normalized, not filtered: they are fetched, not
+        crawled (and the usual filters drop .gz, the suffix of most big sitemaps)."""
+        norm = self._normalize(url)
         if norm is None:
-            self.task.incr("sitemaps_filtered")
+            self.task.incr("sitemaps_invalid")
             return None
-        if parent is not None and self.strict and not speaks_for(parent, norm, info.origin):
+        if parent is not None and self.strict and not speaks_for(parent, norm, parent_origin):
             self.task.incr("sitemaps_rejected")
             return None
         if info.depth > self.max_depth:
             self.task.incr("sitemaps_too_deep")
             if parent is not None:
-                self.task.log(f"sitemap: {norm} (listed in {parent}) is deeper than sitemap.index.max.depth="
+                self._log(f"sitemap: {norm} (listed in {parent}) is deeper than sitemap.index.max.depth="
                               f"{self.max_depth}; not fetched")
             return None
         host = host_of(norm)
@@ -203,7 +208,7 @@ class SitemapFetcher:
                 return None
             if 0 <= self.max_per_host <= self._per_host[host]:
                 if self._per_host[host] == self.max_per_host:
-                    self.task.log(f"sitemap: {host} has more than sitemap.max.sitemaps.per.host={self.max_per_host}"
+                    self._log(f"sitemap: {host} has more than sitemap.max.sitemaps.per.host={self.max_per_host}"
                                   " sitemaps; the rest are not fetched")
                 self._per_host[host] += 1
                 self.task.incr("sitemaps_over_host_limit")
@@ -216,15 +221,15 @@ class SitemapFetcher:
             self._inbox.put(item)
         return item
 
+    def _log(self, msg: str) -> None:
+        with self._log_lock:  # fetcher threads: one whole line at a time
+            self.task.log(msg)
+
     def _normalize(self, url: str) -> str | None:
         try:
             return self.checker.normalize(url)
         except ValueError:
             return None
-
-    def _check(self, url: str) -> str | None:
-        norm = self._normalize(url)
-        return None if norm is None else self.checker.filter(norm)
 
     # ---------------------------------------------------------------- outputs (fetcher threads)
     def _output(self, item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
@@ -235,7 +240,7 @@ class SitemapFetcher:
                 self._sitemap(item, code, args, out)
         except Exception as e:  # noqa: BLE001 - one sitemap must not stop the others
             self.task.incr("sitemaps_errors")
-            self.task.log(f"sitemap: {item.url}: {type(e).__name__}: {e}")
+            self._log(f"sitemap: {item.url}: {type(e).__name__}: {e}")
 
     def _robots(self, item: FetchItem, code: int, args: list[str]) -> None:
         """A host's robots.txt was read: its Sitemap: lines (or the guess /sitemap.xml) join the feed."""
@@ -273,16 +278,17 @@ class SitemapFetcher:
             self.task.incr("sitemaps_not_found")
             return
         self.task.incr("sitemaps_failed")
-        self.task.log(f"sitemap: {url}: not fetched ({reason})")
+        self._log(f"sitemap: {url}: not fetched ({reason})")
 
     def _read(self, url: str, info: _Sitemap, out: ProtocolOutput) -> None:
         parser = SitemapParser(url, self.size_max)
-        urls = 0
+        read = kept = 0
         for entry in parser.entries(out.content, out.truncated):
-            if isinstance(entry, SubSitemap):
-                self._enqueue(entry.loc, _Sitemap(info.depth + 1, info.origin), parent=url)
-            elif self._listed(entry, url, info):
-                urls += 1
+            if isinstance(entry, SubSitemap):  # judged by its own location: the robots.txt origin is not inherited
+                self._enqueue(entry.loc, _Sitemap(info.depth + 1, None), parent=url, parent_origin=info.origin)
+            else:
+                read += 1
+                kept += self._listed(entry, url, info)
             if self._stopping:
                 return
         self.task.incr("sitemaps_fetched")
@@ -291,16 +297,17 @@ class SitemapFetcher:
             self.task.incr("found", parser.invalid)
             self.task.incr("rejected", parser.invalid)
             self.task.incr("rejected_invalid", parser.invalid)
+        what = f"{read} URLs read before that ({kept} accepted)" if parser.kind != "index" else "sitemaps before that"
         if parser.truncated:
             self.task.incr("sitemaps_truncated")
-            self.task.log(f"sitemap: {url}: cut at sitemap.size.max={self.size_max} bytes (or by the fetch time "
-                          f"limit); the {urls} URLs read before the cut are kept")
+            self._log(f"sitemap: {url}: cut at sitemap.size.max={self.size_max} bytes (or by the fetch time limit); "
+                      f"{what} kept")
         if parser.error is not None:
             if info.guessed and parser.kind == "unknown":  # a guessed /sitemap.xml that is no sitemap at all
                 self.task.incr("sitemaps_not_found")
                 return
             self.task.incr("sitemaps_malformed")
-            self.task.log(f"sitemap: {url}: {parser.error}; {urls} URLs read before it are kept")
+            self._log(f"sitemap: {url}: {parser.error}; {what} kept")
 
     def _listed(self, entry: SitemapUrl, sitemap: str, info: _Sitemap) -> bool:
         """Hand one listed URL to the caller unless it is invalid, outside the sitemap's scope (strict) or filtered."""

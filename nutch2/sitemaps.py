@@ -162,13 +162,13 @@ class SitemapParser:
             self.error = f"malformed XML ({error})"
 
     def _root(self, elem: etree._Element) -> str | None:
-        docinfo = elem.getroottree().docinfo
-        if docinfo.internalDTD is not None or docinfo.doctype:
-            self.error = "has a DOCTYPE (refused: entities and DTDs are where XXE and entity bombs live)"
-            return None
         name = _local(elem)
         if name not in _ENTRY:
             self.error = f"not a sitemap (root element <{name}>)"
+            return None
+        docinfo = elem.getroottree().docinfo  # the DTD is parsed, never applied: no entity is expanded before this
+        if docinfo.internalDTD is not None or docinfo.doctype:
+            self.error = "has a DOCTYPE (refused: entities and DTDs are where XXE and entity bombs live)"
             return None
         self.kind = _KINDS[name]
         return _ENTRY[name]

@@ -153,7 +153,7 @@ HOSTILE_SITEMAPS: dict[str, str] = {  # on host 0, with sitemaps=True; linked fr
     "gzip_bomb": "/hostile/sitemaps/bomb.xml.gz",  # ~1 MB of gzip (no Content-Encoding) inflating to 1 GiB
     "loop": "/hostile/sitemaps/loop-a.xml",  # an index listing itself and loop-b.xml, which lists loop-a.xml
     "deep": "/hostile/sitemaps/deep/0.xml",  # deep/N.xml is an index of deep/N+1.xml, 200 levels
-    "wide": "/hostile/sitemaps/wide.xml",  # an index of 3000 sitemaps (wide/I.xml lists /hostile/l/I.html)
+    "wide": "/hostile/sitemaps/wide.xml",  # an index of 3000 sitemaps (wide/I.xml lists wide/I.html)
     "malformed": "/hostile/sitemaps/malformed.xml",  # three good entries, then broken XML
     "not_xml": "/hostile/sitemaps/page.html",  # an HTML page where a sitemap should be (a soft 404)
 }
@@ -956,13 +956,13 @@ class TestWeb:
         xml = "application/xml"
         fixed = {
             "xxe": '<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
-                   + _urlset(f"<url><loc>{u('/p/')}&xxe;</loc></url>", declaration=False),
-            "laughs": _BILLION_LAUGHS + _urlset(f"<url><loc>{u('/')}&lol9;</loc></url>", declaration=False),
+                   + _urlset(f"<url><loc>{u('/hostile/sitemaps/l/')}&xxe;</loc></url>", declaration=False),
+            "laughs": _BILLION_LAUGHS
+                      + _urlset(f"<url><loc>{u('/hostile/sitemaps/l/')}&lol9;</loc></url>", declaration=False),
             "loop": _sitemapindex([u(paths["loop"]), u("/hostile/sitemaps/loop-b.xml")]),
             "wide": _sitemapindex([u(f"/hostile/sitemaps/wide/{i}.xml") for i in range(3000)]),
-            "malformed": '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-                         + "".join(f"<url><loc>{u(f'/hostile/l/{i}.html')}</loc></url>" for i in range(3))
-                         + f"<url><loc>{u('/hostile/l/3.html')}</lo></url><url><loc>{u('/hostile/l/4.html')}</loc>",
+            "malformed": _urlset("".join(f"<url><loc>{u(f'/hostile/sitemaps/l/{i}.html')}</loc></url>"
+                                         for i in range(3)) + f"<url><loc>{u('/hostile/sitemaps/l/3')}</lo></url>"),
             "not_xml": _html_doc("Not a sitemap", "", ["<p>soft 404</p>"], ""),
         }
         for name, body in fixed.items():
@@ -974,8 +974,9 @@ class TestWeb:
             self._resources[(0, f"/hostile/sitemaps/deep/{n}.xml")] = _Resource(
                 200, xml, lambda n=n: _sitemapindex([u(f"/hostile/sitemaps/deep/{n + 1}.xml")]).encode())
         for i in range(3000):
+            entry = f"<url><loc>{u(f'/hostile/sitemaps/wide/{i}.html')}</loc></url>"
             self._resources[(0, f"/hostile/sitemaps/wide/{i}.xml")] = _Resource(
-                200, xml, lambda i=i: _urlset(f"<url><loc>{u(f'/hostile/l/{i}.html')}</loc></url>").encode())
+                200, xml, lambda e=entry: _urlset(e).encode())
         self._resources[(0, paths["huge"])] = _Resource(200, xml, stream=partial(_stream_huge_sitemap, u("/")))
         self._resources[(0, paths["gzip_bomb"])] = _Resource(200, "application/x-gzip", stream=_stream_raw_gzip_bomb)
 
@@ -1308,7 +1309,7 @@ def _stream_huge_sitemap(base: str, h: _Handler) -> None:
     """HUGE_SITEMAP_BYTES of a valid urlset (the same 1000 URLs over and over), until the client goes away."""
     head = _urlset("").split("</urlset>")[0].encode()
     tail = b"</urlset>\n"
-    block = "".join(f"<url><loc>{base}hostile/l/{i}.html</loc></url>" for i in range(1000)).encode()
+    block = "".join(f"<url><loc>{base}hostile/sitemaps/l/{i}.html</loc></url>" for i in range(1000)).encode()
     n_blocks = (HUGE_SITEMAP_BYTES - len(head) - len(tail)) // len(block)
     pad = HUGE_SITEMAP_BYTES - len(head) - len(tail) - n_blocks * len(block)
     h.send_response(200)
