@@ -105,7 +105,9 @@ class SitemapParser:
         except zlib.error as e:
             self.error = f"bad gzip data ({e})"
             return
-        if not d.eof:  # cut at the limit, or the gzip stream ends early (the body was cut)
+        if left == self.limit and not d.eof:
+            self.error = "bad gzip data (not a single byte inflates)"
+        elif not d.eof:  # cut at the limit, or the gzip stream ends early (the body was cut)
             self.truncated = True
 
     # ---------------------------------------------------------------- plain text
@@ -246,12 +248,12 @@ def _one_line(e: Exception) -> str:
     return " ".join(str(e).split())[:160]
 
 
+_HTTP_URL = re.compile(r"https?://[^\s/?#@]*@?[^\s/?#@:]+[^\s]*", re.IGNORECASE)
+
+
 def _is_http_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and not any(c.isspace() for c in url)
+    """An absolute http(s) URL with a host and no whitespace (the normalizer checks the rest)."""
+    return _HTTP_URL.fullmatch(url) is not None
 
 
 def _priority(text: str | None) -> float | None:
