@@ -268,11 +268,13 @@ class WarcReader:
         from warcio.exceptions import ArchiveLoadFailed
 
         with open(path, "rb") as f:
-            records = iter(ArchiveIterator(f, arc2warc=True))
+            iterator = ArchiveIterator(f, arc2warc=True)
+            records = iter(iterator)
             while True:
                 try:
                     record = next(records, None)
                     if record is None:
+                        self._check_end(path, iterator.offset, os.fstat(f.fileno()).st_size)
                         return
                     response = self._response(record)
                 except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
@@ -282,6 +284,13 @@ class WarcReader:
                     return
                 if response is not None:
                     yield response
+
+    def _check_end(self, path: Path, offset: int, size: int) -> None:
+        """Bytes after the last whole record: the file ends inside a record (a cut download or copy)."""
+        if offset < size:
+            self.skipped["truncated"] += 1
+            self.errors.append(f"{path}: the file ends inside a record (the {size - offset} bytes after offset "
+                               f"{offset} are not a whole record); it is skipped")
 
     def _response(self, record: Any) -> ArchivedResponse | None:
         from warcio.timeutils import iso_date_to_datetime
