@@ -20,6 +20,7 @@ import hashlib
 import io
 import ipaddress
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -220,8 +221,8 @@ def stale_files(folder: Path, prefix: str) -> list[Path]:
     """The files an earlier run of the same export left in `folder` (complete or not)."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.name.startswith(prefix + "-")
-                  and (p.name.endswith(".warc.gz") or p.name.endswith(".warc.gz" + OPEN_SUFFIX)))
+    ours = re.compile(re.escape(prefix) + r"-\d{5}-\d{5}\.warc\.gz(" + re.escape(OPEN_SUFFIX) + ")?")
+    return sorted(p for p in folder.iterdir() if ours.fullmatch(p.name))
 
 
 # ---------------------------------------------------------------------------------------------------- reading
