@@ -171,3 +171,26 @@ def test_hostile_sitemaps_are_bounded_and_reported(web: TestWeb, tmp_path: Path,
     assert "not a sitemap (root element <html>)" in err and table == {}
     assert set(HOSTILE_SITEMAPS) == {"xxe", "laughs", "huge", "gzip_bomb", "loop", "deep", "wide", "malformed",
                                      "not_xml"}
+
+
+def test_the_sitemaps_flag_changes_nothing_else() -> None:
+    """sitemaps=True adds a host, its pages and one link to it; every other page, word and robots.txt stays."""
+    with TestWeb(hosts=4, pages_per_host=5) as plain, TestWeb(hosts=4, pages_per_host=5, sitemaps=True) as web:
+        assert plain.sitemap_host is None and not plain.sitemap_entries
+        assert len(web.hosts) == len(plain.hosts) + 1 and web.sitemap_host == len(plain.hosts)
+
+        def shape(w: TestWeb) -> dict[str, tuple]:
+            def port(u: str) -> str:
+                return u.replace(f":{w.port}/", ":PORT/")
+
+            return {port(u): (s.title, s.unique_word, s.expected, [port(x) for x in s.links])
+                    for u, s in w.pages.items()}
+
+        before, after = shape(plain), shape(web)
+        sitemap_host = f"http://{web.hosts[web.sitemap_host]}:PORT/"
+        assert all(u.startswith(sitemap_host) for u in set(after) - set(before))
+        changed = {u for u in before if before[u] != after[u]}
+        home = plain.seed_url.replace(f":{plain.port}/", ":PORT/")
+        assert changed == {home} and after[home][3] == before[home][3] + [sitemap_host]
+        assert [plain.robots_txt(h) for h in range(len(plain.hosts))] == [web.robots_txt(h)
+                                                                        for h in range(len(plain.hosts))]
