@@ -124,11 +124,11 @@ class SitemapJob(Job):
         self._hosts: set[str] = set()
 
     def map(self, record: ListLine | WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        source = self._row_source(record, ctx) if isinstance(record, WebPage) else self._line_source(record, ctx)
+        source = self._row_source(record) if isinstance(record, WebPage) else self._line_source(record, ctx)
         if source is not None:
             yield queue_id(source.url, "byHost"), source
 
-    def _row_source(self, page: WebPage, ctx: TaskContext) -> SitemapSource | None:
+    def _row_source(self, page: WebPage) -> SitemapSource | None:
         try:
             root = root_of(unreverse_url(page.key))
         except ValueError:
