@@ -97,6 +97,7 @@ def _ip(page: WebPage, url: str) -> str | None:
 
 
 def _response_headers(headers: dict[str, str], length: int) -> list[tuple[str, str]]:
+    """The stored headers for a decoded body of `length` bytes (see the module docstring)."""
     out: list[tuple[str, str]] = []
     for name, value in headers.items():
         low = name.lower()
@@ -109,7 +110,8 @@ def _response_headers(headers: dict[str, str], length: int) -> list[tuple[str, s
 
 
 def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tuple[str, str]]) -> list[Any]:
-    """The request, response and metadata records of a fetched row (`builder`: a warcio writer)."""
+    """The request, response and metadata records of a fetched row (`builder`: a warcio RecordBuilder). A body the
+    fetch cut at http.content.limit is marked WARC-Truncated: length."""
     from warcio.statusandheaders import StatusAndHeaders
 
     date = warc_date(fetched_at(page))
