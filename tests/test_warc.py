@@ -305,3 +305,22 @@ def test_crawl_finishes_an_imported_batch(web: TestWeb, tmp_path: Path) -> None:
     assert len(done) == len(exported(original))  # parsed and updated by the crawl, as the original's rows were
     assert all((p.title, p.signature, p.parse_status) == (original[k].title, original[k].signature,
                                                           original[k].parse_status) for k, p in done.items())
+
+
+def test_records_of_a_cut_page_and_an_updated_row() -> None:
+    from warcio.recordbuilder import RecordBuilder
+
+    from nutch2.warc import page_records
+
+    page = WebPage("com.example:http/a", status=int(CrawlStatus.FETCHED), content=b"<p>cut", fetch_time=5_000_000,
+                   fetch_interval=1000, headers={"Content-Type": "text/html"}, outlinks={"http://example.com/b": ""},
+                   metadata={TRUNCATED_KEY: b"y"}, markers={Mark.UPDATEDB.value: "b1"})
+    request, response, metadata = page_records(RecordBuilder(warc_version="1.1"), page, "http://example.com/a",
+                                               [("User-Agent", "Bot")])
+    assert response.rec_headers.get_header("WARC-Truncated") == "length"
+    assert response.rec_headers.get_header("WARC-Date") == warc_date(4_000_000)  # updated: next fetch - interval
+    assert response.rec_headers.get_header("WARC-IP-Address") is None  # a host name: not known
+    assert request.http_headers.protocol == "GET" and request.http_headers.get_header("User-Agent") == "Bot"
+    assert metadata.rec_headers.get_header("WARC-Refers-To") == response.rec_headers.get_header("WARC-Record-ID")
+    page.markers = {Mark.FETCH.value: "b1"}
+    assert fetched_at(page) == 5_000_000  # fetched, not yet updated: its fetch time
