@@ -541,6 +541,53 @@ def bench_spark(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | Non
     return _emit(lines)
 
 
+# ---------------------------------------------------------------------------------------------- WARC out and in
+def bench_warc(quick: bool = False, runs: int = 3, rows: int | None = None) -> str:
+    """`nutch2 warc` of one batch of fetched pages, then `nutch2 warcimport` of its files: records/s, both runners."""
+    n = rows or (300 if quick else 5000)
+    web = generate_web(4 if quick else 200, 20 if quick else 100)
+    content = (web.root / host_addr(0) / "p" / "1.html").read_bytes()
+    variants = {
+        "local, 1 task": {"mapreduce_job_tasks": 1},
+        "processes, 2 workers": {"mapreduce_framework_name": "processes", "mapreduce_job_tasks": 2},
+    }
+    lines = _header(f"warc: export and import of one batch of {n:,} fetched pages ({len(content) // 1024} KB HTML), "
+                    "sqlite", "python -m bench warc" + (" --quick" if quick else ""))
+    lines += ["records/s = pages (response records, each with its request and metadata record) / the command's own "
+              "elapsed time ('warc: finished in X s', 'warcimport: finished in X s'; the import's includes reading the "
+              "files on the driver, not the digest of its inputs); process wall time in brackets. Runs interleaved.",
+              "", "| runner | export records/s (median) | runs | import records/s (median) | runs | WARC MB | "
+              "peak RSS MB export / import | load at start |", "|---|---|---|---|---|---|---|---|"]
+    results: dict[str, list[tuple[float, float, float, float, float, float, float, float, float]]] = defaultdict(list)
+    for _ in range(runs):
+        for name, extra in variants.items():
+            data = _tmp("warc")
+            try:
+                _put_rows(data, _url_rows(18777, n, 200, "b1", fetched_batch=n, content=content))
+                load = loadavg()
+                out = data / "out"
+                r = run(NUTCH2 + ["warc", str(out), "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
+                export_s = float(re.search(r"^warc: finished in ([\d.]+) s", r.stderr, re.M).group(1))
+                files = sorted(str(p) for p in out.glob("*.warc.gz"))
+                size = sum(Path(p).stat().st_size for p in files) / 1e6
+                r2 = run(NUTCH2 + ["warcimport", *files, "-crawlId", "bench2"] + _defines(data, **extra), cwd=REPO)
+                import_s = float(re.search(r"^warcimport: finished in ([\d.]+) s", r2.stderr, re.M).group(1))
+                results[name].append((n / export_s, r.seconds, n / import_s, r2.seconds, size, r.peak_rss_mb,
+                                      r2.peak_rss_mb, load, 0.0))
+                print(f"warc {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+            finally:
+                shutil.rmtree(data, ignore_errors=True)
+    for name in variants:
+        rs = results[name]
+        lines.append(f"| {name} | {median([r[0] for r in rs]):.0f} ({median([r[1] for r in rs]):.1f} s wall) | "
+                     f"{', '.join(f'{r[0]:.0f}' for r in rs)} | {median([r[2] for r in rs]):.0f} "
+                     f"({median([r[3] for r in rs]):.1f} s wall) | {', '.join(f'{r[2]:.0f}' for r in rs)} | "
+                     f"{median([r[4] for r in rs]):.1f} | {median([r[5] for r in rs]):.0f} / "
+                     f"{median([r[6] for r in rs]):.0f} | {' '.join(f'{r[7]:.1f}' for r in rs)} |")
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
 def _emit(lines: list[str]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
@@ -555,4 +602,5 @@ BENCHMARKS = {
     "tablesize": bench_tablesize,
     "parse": bench_parse,
     "spark": bench_spark,
+    "warc": bench_warc,
 }

@@ -67,6 +67,106 @@ def _inject_args(p: argparse.ArgumentParser) -> None:
 inject_cmd.arguments = _inject_args
 
 
+@command("sitemap", "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table")
+def sitemap_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.sitemap import SitemapJob
+
+    if not args.sitemap_urls and not args.from_robots:
+        raise UsageError("nutch2 sitemap: error: give -sitemapUrls FILE|DIR, -fromRobots or both "
+                         "(see nutch2 sitemap --help)")
+    conf = conf.copy()
+    for flag, key in ((args.no_strict, "sitemap.strict.parsing"), (args.no_filter, "sitemap.url.filter"),
+                      (args.no_normalize, "sitemap.url.normalize")):
+        if flag:
+            conf.set(key, False)
+    job = SitemapJob(conf, Path(args.sitemap_urls) if args.sitemap_urls else None, args.from_robots, args.threads)
+    lock = crawl_lock(conf, args.crawl_id, "sitemap")
+    try:
+        with open_store(conf, args.crawl_id) as store:
+            c = make_runner(conf, _num_tasks(args)).run(job, store)
+    finally:
+        lock.release()
+    log(c.summary())
+    print(f"sitemap: {c.get('found')} URLs found in {c.get('sitemaps_fetched')} sitemaps: {c.get('injected')} "
+          f"injected, {c.get('updated')} updated, {c.get('known')} already known, {c.get('rejected')} rejected")
+    return 0
+
+
+def _sitemap_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-sitemapUrls", dest="sitemap_urls", metavar="FILE|DIR",
+                   help="a file (or folder of files) with one sitemap URL, or host name, per line")
+    p.add_argument("-fromRobots", dest="from_robots", action="store_true",
+                   help="the sitemaps named in the robots.txt of every host in the table")
+    p.add_argument("-noStrict", dest="no_strict", action="store_true",
+                   help="accept URLs outside a sitemap's folder (sitemap.strict.parsing=false)")
+    p.add_argument("-noFilter", dest="no_filter", action="store_true", help="do not apply URL filters")
+    p.add_argument("-noNormalize", dest="no_normalize", action="store_true", help="do not normalize URLs")
+    p.add_argument("-threads", type=int, metavar="N", help="fetcher threads per task (fetcher.threads.fetch)")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+sitemap_cmd.arguments = _sitemap_args
+
+
+@command("warc", "write the fetched pages of a batch (or -all) as WARC/1.1 files")
+def warc_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.warc import export
+
+    batch = _batch(args, "warc")
+    max_mb = args.max_size if args.max_size is not None else conf.get_float("warc.export.max.size.mb")
+    out = Path(args.outdir)
+    with open_store(conf, args.crawl_id, create=False) as store:
+        counters, files = export(conf, store, out, batch, args.crawl_id, max_mb, make_runner(conf, _num_tasks(args)))
+    log(counters.summary())
+    print(f"warc: {counters.get('exported')} pages in {len(files)} files under {out}; skipped "
+          f"{counters.get('skipped_not_fetched')} rows not fetched and {counters.get('skipped_no_content')} without "
+          "stored content")
+    return 0
+
+
+def _warc_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("outdir", metavar="OUTDIR", help="folder for the .warc.gz files")
+    _batch_arg(p)
+    p.add_argument("-maxSize", dest="max_size", type=float, metavar="MB",
+                   help="start a new file once one holds this many MB (warc.export.max.size.mb)")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks (one file set each)")
+
+
+warc_cmd.arguments = _warc_args
+
+
+@command("warcimport", "load the HTTP responses of WARC files as a fetched batch (prints its id)")
+def warcimport_cmd(args: argparse.Namespace, conf: Configuration) -> int:
+    from nutch2.jobs.warc import import_id, run_import
+
+    paths = [Path(p) for p in args.files]
+    for path in paths:
+        if not path.is_file():
+            raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
+    try:
+        batch = import_id(paths)  # the files' digest: the same files, the same batch
+    except OSError as e:
+        raise NutchError(f"cannot read {e.filename}: {e.strerror}; check its permissions") from None
+    lock = crawl_lock(conf, args.crawl_id, "warcimport")
+    try:
+        with open_store(conf, args.crawl_id) as store, BatchLock(conf, args.crawl_id, batch, "warcimport"):
+            counters = Counters("warcimport")
+            run_import(conf, store, paths, batch, make_runner(conf, _num_tasks(args)), counters)
+    finally:
+        lock.release()
+    log(counters.summary())
+    print(batch)
+    return 0
+
+
+def _warcimport_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help="WARC files (.warc or .warc.gz), e.g. Common Crawl's")
+    p.add_argument("-numTasks", dest="num_tasks", type=int, metavar="N", help="parallel tasks")
+
+
+warcimport_cmd.arguments = _warcimport_args
+
+
 @command("readdb", "read the webpage table: -stats, -url U or -dump DIR")
 def readdb_cmd(args: argparse.Namespace, conf: Configuration) -> int:
     from nutch2.jobs.readdb import DumpJob, StatsJob
@@ -333,7 +433,11 @@ def _finish_interrupted(conf: Configuration, args: argparse.Namespace) -> int:
         pending = sorted(store.mark_values(Mark.GENERATE.value) | {
             r.batch_id for r in journal.batches() if r.state == UPDATING and r.batch_id != ALL_BATCHES},
             key=lambda b: (order.get(b, -1), b))
-        unfinished = [b for b in pending if (rec := journal.batch(b)) is None or rec.state != GENERATING]
+        importing = journal.importing()
+        unfinished = [b for b in pending if b not in importing
+                      and ((rec := journal.batch(b)) is None or rec.state != GENERATING)]
+    for batch in importing:
+        log(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that warcimport")
     if state is not None:
         log(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; finishing it")
     for batch in unfinished:

@@ -49,6 +49,9 @@ class FetchItem:
     metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
     signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
     repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
+    # only the host's robots.txt is wanted (sitemap discovery): once its rules are known the output gets
+    # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
+    robots_only: bool = False
 
 
 @dataclass
@@ -280,13 +283,14 @@ class Fetcher:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self.stats = _Stats()
+        self._queues: FetchItemQueues | None = None
 
     def close(self) -> None:
         self.robots.close()
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
-        queues = FetchItemQueues(self.conf)
+        queues = self._queues = FetchItemQueues(self.conf)
         feeder = threading.Thread(target=self._feed, args=(items, queues), name="QueueFeeder", daemon=True)
         feeder.start()
         workers = [threading.Thread(target=self._fetch_loop, args=(queues,), name=f"FetcherThread-{i}",
@@ -301,6 +305,28 @@ class Fetcher:
             w.join()
         if self.fatal is not None:
             raise self.fatal
+
+    def idle(self) -> bool:
+        """No item waits in a queue or is being fetched and no output is running, or the fetch was aborted.
+
+        For a feed that grows from the outputs (sitemaps found in sitemaps): the items iterator, asked for more
+        by the feeder, may end once this holds and the outputs gave it nothing new. The order of the reads makes
+        it safe: a thread holds its queue slot (busy) from get() until its request is done, and counts as active
+        from just after get() until its output has returned, so an item in hand is always seen by one of them.
+        """
+        queues = self._queues
+        if queues is None:
+            return False
+        if queues.aborted:
+            return True
+        with queues.lock:
+            waiting = queues.total > 0 or queues._busy()
+        return not waiting and self.stats.active == 0
+
+    def stop(self) -> None:
+        """Drop every queued item and let the threads end (the caller gave up on the run)."""
+        if self._queues is not None:
+            self.counters.incr("dropped_by_stop", self._queues.abort())
 
     def _feed(self, items: Iterator[FetchItem], queues: FetchItemQueues) -> None:
         try:
@@ -401,6 +427,10 @@ class Fetcher:
                 for other in (item, *dropped):
                     self._unreachable(other, rules)
                 return
+            if item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
+                queues.finish(item, q)
+                self.output(item, ProtocolStatusCode.SUCCESS, [], None)
+                return
             if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
                 queues.finish(item, q, requeue=True)
                 return
@@ -411,6 +441,10 @@ class Fetcher:
         if rules.state == UNREACHABLE:
             queues.finish(item, q, requested=False)
             self._unreachable(item, rules)
+            return
+        if item.robots_only:
+            queues.finish(item, q, requested=False)
+            self.output(item, ProtocolStatusCode.SUCCESS, [], None)
             return
         if not rules.allowed(item.url, self.robots_agent):
             queues.finish(item, q, requested=False)

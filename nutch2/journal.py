@@ -3,6 +3,7 @@
 Marks say where each row is; the journal says whether a job that writes many rows finished writing them:
 
     batch/<id>  {"state": "generating"}              generate is writing the batch's marks
+                {"state": "importing"}               warcimport is writing the batch's rows (id: the input's digest)
                 {"state": "generated", "rows": n}    every mark is durable; the id was printed
                 {"state": "fetched" | "parsed", ...} the fetch (parse) job of the batch ran to its end
                 {"state": "updating", "run": r, ...} updatedb started (r: its run id, reused by a rerun)
@@ -26,9 +27,9 @@ from nutch2.runner import Counters, log
 from nutch2.stores.base import DataStore
 
 _PAST = {"generate": "generated", "fetch": "fetched", "updatedb": "updated"}
-GENERATING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED = (
-    "generating", "generated", "fetched", "parsed", "updating", "updated")
-ORDER = (GENERATING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED)
+GENERATING, IMPORTING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED = (
+    "generating", "importing", "generated", "fetched", "parsed", "updating", "updated")
+ORDER = (GENERATING, IMPORTING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED)
 
 
 @dataclass
@@ -89,6 +90,17 @@ class Journal:
                 raise NutchError(f"updatedb of batch {rec.batch_id} was interrupted; finish it first: "
                                  f"nutch2 updatedb {rec.batch_id} (or run the same `nutch2 crawl` again)")
 
+    def importing(self) -> list[str]:
+        """Batches warcimport is writing, or was killed writing."""
+        return [rec.batch_id for rec in self.batches() if rec.state == IMPORTING]
+
+    def check_no_import(self, batch_id: str, job: str) -> None:
+        """A batch warcimport is still writing (or was killed writing) is not ready for any other job."""
+        for rec in self.batches():
+            if rec.state == IMPORTING and batch_id in (rec.batch_id, ALL_BATCHES):
+                raise NutchError(f"{job}: batch {rec.batch_id} is being imported, or its `nutch2 warcimport` was "
+                                 "interrupted; run that same warcimport command again to finish it first")
+
     # ---------------------------------------------------------------- the crawl command
     def crawl(self) -> dict[str, Any] | None:
         raw = self.store.get_state("crawl")
@@ -101,6 +113,7 @@ class Journal:
 def has_rows(store: DataStore, mark: Mark, batch: str, job: str, producer: str, counters: Counters) -> bool:
     """Does the batch have rows for this job? A known batch with none (nothing was fetched in it, or it was
     updated already) is a normal no-op, said in a counter; an unknown batch id is a user error."""
+    Journal(store).check_no_import(batch, job)
     if batch == ALL_BATCHES or store.count(mark=(mark.value, batch)) > 0:
         return True
     rec = Journal(store).batch(batch)

@@ -35,6 +35,14 @@ Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyo
   linked from host 0's home page: a Chinese page in GBK (`SEARCHER_PAGES`), a page whose
   script would change its title and reach for the app that shows it, a page whose title
   and anchor text are HTML/script, and the target of that anchor (a URL with quotes).
+* Sitemaps (only with ``sitemaps=True``): one more host, `sitemap_host`, appended after the others, whose pages
+  ``/s/{i}.html`` no page links to: only its sitemaps list them.  Its robots.txt names ``/sitemap_index.xml``, an
+  index of a gzipped XML sitemap (lastmod, changefreq, priority; `sitemap_entries` has what each URL's entry says),
+  a plain-text sitemap, an RSS feed and ``/sub/sitemap.xml``, whose ``/outside.html`` and the gzip child's URL on
+  host 0 a strict sitemap parser rejects (`sitemap_strict_rejected`).  Host 0's home page links to the sitemap
+  host's home page (which links nowhere), so a crawl knows the host.  Hostile sitemaps are served on host 0 under
+  ``/hostile/sitemaps/`` (`hostile_sitemap_urls`), linked from nowhere: XXE, billion laughs, 100 MB, a gzip bomb,
+  an index loop, endless nesting, an index of 3000 sitemaps, malformed XML, an HTML page.
 * Unknown paths answer 404.  Every request is logged (`requests`, `count`,
   `in_flight_max`, `reset_log`), robots.txt included.
 
@@ -137,6 +145,24 @@ HOSTILE_PATHS: dict[str, str] = {
     "deep_nesting": "/hostile/deep.html",  # 100 000 nested <div>
     "redirect_loop": "/hostile/loop1",  # /hostile/loop1 -> /hostile/loop2 -> /hostile/loop1 (301)
 }
+
+HOSTILE_SITEMAPS: dict[str, str] = {  # on host 0, with sitemaps=True; linked from nowhere
+    "xxe": "/hostile/sitemaps/xxe.xml",  # an external entity naming file:///etc/passwd
+    "laughs": "/hostile/sitemaps/laughs.xml",  # billion laughs: 10^9 "lol"s from a 1 KB DTD
+    "huge": "/hostile/sitemaps/huge.xml",  # 100 MB of <url> entries, with Content-Length
+    "gzip_bomb": "/hostile/sitemaps/bomb.xml.gz",  # ~1 MB of gzip (no Content-Encoding) inflating to 1 GiB
+    "loop": "/hostile/sitemaps/loop-a.xml",  # an index listing itself and loop-b.xml, which lists loop-a.xml
+    "deep": "/hostile/sitemaps/deep/0.xml",  # deep/N.xml is an index of deep/N+1.xml, 200 levels
+    "wide": "/hostile/sitemaps/wide.xml",  # an index of 3000 sitemaps (wide/I.xml lists wide/I.html)
+    "malformed": "/hostile/sitemaps/malformed.xml",  # three good entries, then broken XML
+    "not_xml": "/hostile/sitemaps/page.html",  # an HTML page where a sitemap should be (a soft 404)
+}
+HUGE_SITEMAP_BYTES = 100 * 1024 * 1024
+_BILLION_LAUGHS = (
+    '<?xml version="1.0"?>\n<!DOCTYPE urlset [\n <!ENTITY lol "lol">\n'
+    + "".join(f' <!ENTITY lol{i} "{f"&lol{i - 1};" * 10 if i > 1 else "&lol;" * 10}">\n' for i in range(1, 10))
+    + "]>\n"
+)
 
 _HOSTILE_EXPECTED: dict[str, str] = {
     "big": "FETCHED",  # content truncated at the crawler's content limit
@@ -352,6 +378,7 @@ class TestWeb:
         slow_seconds: float = 3.0,
         page_bytes: int = 2048,
         endless_interval: float = 0.5,
+        sitemaps: bool = False,
     ) -> None:
         if hosts < 1 or pages_per_host < 1:
             raise ValueError("need at least one host and one page per host")
@@ -367,7 +394,13 @@ class TestWeb:
         self.page_bytes = page_bytes
         self.endless_interval = endless_interval
         self.robots_503_host: int | None = hosts if traps else None
-        total = hosts + (1 if traps else 0)
+        self.sitemaps = sitemaps
+        total = hosts + (1 if traps else 0) + (1 if sitemaps else 0)
+        self.sitemap_host: int | None = total - 1 if sitemaps else None
+        # with sitemaps=True: URL -> (lastmod ms, changefreq, priority) of every URL a strict parser accepts from
+        # the sitemap host's sitemaps (None where the entry gives nothing), and the URLs it must reject
+        self.sitemap_entries: dict[str, tuple[int | None, str | None, float | None]] = {}
+        self.sitemap_strict_rejected: set[str] = set()
         self.hosts: list[str] = [host_ip(i) for i in range(total)]
         self.port: int = 0
         self.pages: dict[str, PageSpec] = {}
@@ -472,6 +505,10 @@ class TestWeb:
         """URL of normal page `i` of a host (0 is the home page)."""
         return self.url(host_index, "/" if i == 0 else f"/p/{i}.html")
 
+    def hostile_sitemap_urls(self) -> dict[str, str]:
+        """Hostile sitemap URLs by name (served with ``sitemaps=True``)."""
+        return {name: self.url(0, path) for name, path in HOSTILE_SITEMAPS.items()}
+
     def hostile_urls(self) -> dict[str, str]:
         """Hostile page URLs by name (served whether or not ``hostile=True``)."""
         return {name: self.url(0, path) for name, path in HOSTILE_PATHS.items()}
@@ -484,6 +521,8 @@ class TestWeb:
         """(status, body) of a host's robots.txt."""
         if self.traps and host_index == self.robots_503_host:
             return 503, "Service Unavailable\n"
+        if host_index == self.sitemap_host:
+            return 200, f"User-agent: *\nDisallow:\n\nSitemap: {self.url(host_index, '/sitemap_index.xml')}\n"
         if self.traps and host_index == 2:
             return 404, "Not Found\n"
         if self.traps and host_index == 0:
@@ -656,6 +695,9 @@ class TestWeb:
         self._build_hostile()
         if self.searcher:
             self._build_searcher()
+        if self.sitemaps:
+            self._build_sitemaps()
+            self._build_hostile_sitemaps()
 
     def _html_resource(self, spec: PageSpec) -> _Resource:
         return _Resource(200, spec.content_type, partial(self._page_body, spec), conditional=True)
@@ -847,6 +889,96 @@ class TestWeb:
         )
         home = self.pages[self.seed_url]
         home.links = _dedup(home.links + list(hu.values()), home.url)
+
+    def _build_sitemaps(self) -> None:
+        """The sitemap host (see the module docstring); built after everything else, so the unique words of the
+        other pages stay what they are."""
+        sh = self.sitemap_host
+        assert sh is not None
+        u = partial(self.url, sh)
+        mtime = 1_704_067_200 + 9 * 86400
+
+        def page(path: str, title: str) -> str:
+            spec = PageSpec(u(path), 200, "html", title, [], "utf-8", "FETCHED", self._next_word(),
+                            content_type="text/html; charset=utf-8", host_index=sh)
+            self._mtimes[spec.url] = mtime
+            self._add(spec, self._html_resource(spec))
+            return spec.url
+
+        home = page("/", "Sitemap host home")
+        self.pages[self.seed_url].links = _dedup(self.pages[self.seed_url].links + [home], self.seed_url)
+        freqs = ["daily", "weekly", "monthly", "hourly", "yearly", "never"]
+        prios: list[float | None] = [0.9, 0.8, 0.7, 0.6, 0.3, None]
+        xml_urls = []
+        for i in range(1, 7):
+            url = page(f"/s/{i}.html", f"Sitemap page {i}")
+            lastmod = 1_709_287_200_000 + i * 86_400_000  # 2024-03-0{i+1}T10:00:00Z
+            self.sitemap_entries[url] = (lastmod, freqs[i - 1], prios[i - 1])
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(lastmod / 1000))
+            xml_urls.append(f"<url><loc>{html.escape(url)}</loc><lastmod>{stamp}</lastmod>"
+                            f"<changefreq>{freqs[i - 1]}</changefreq>"
+                            + (f"<priority>{prios[i - 1]}</priority>" if prios[i - 1] is not None else "") + "</url>")
+        cross = self.page_url(0, 1)  # another host's page: a strict parser rejects it
+        self.sitemap_strict_rejected.add(cross)
+        xml_urls.append(f"<url><loc>{cross}</loc></url>")
+        urlset = _urlset("".join(xml_urls)).encode()
+        self._resources[(sh, "/sitemap-pages.xml.gz")] = _Resource(
+            200, "application/x-gzip", lambda: _gzip(urlset))
+        text_urls = [page(f"/s/{i}.html", f"Sitemap page {i}") for i in range(7, 10)]
+        for url in text_urls:
+            self.sitemap_entries[url] = (None, None, None)
+        text = "\n".join(text_urls) + "\nnot a URL\n"
+        self._resources[(sh, "/sitemap-more.txt")] = _Resource(200, "text/plain; charset=utf-8", lambda: text.encode())
+        items = []
+        for i in range(10, 13):
+            url = page(f"/s/{i}.html", f"Sitemap page {i}")
+            pub = 1_714_979_289_000 + i * 3_600_000
+            self.sitemap_entries[url] = (pub, None, None)
+            items.append(f"<item><title>Item {i}</title><link>{html.escape(url)}</link>"
+                         f"<pubDate>{email.utils.formatdate(pub / 1000, usegmt=True)}</pubDate></item>")
+        feed = (f'<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel><title>News</title>'
+                f"<link>{u('/')}</link>{''.join(items)}</channel></rss>\n")
+        self._resources[(sh, "/feed.xml")] = _Resource(200, "application/rss+xml", lambda: feed.encode())
+        inside = page("/sub/in.html", "Inside the sub folder")
+        outside = page("/outside.html", "Outside the sub folder")
+        self.sitemap_entries[inside] = (None, None, None)
+        self.sitemap_strict_rejected.add(outside)
+        sub = _urlset(f"<url><loc>{inside}</loc></url><url><loc>{outside}</loc></url>")
+        self._resources[(sh, "/sub/sitemap.xml")] = _Resource(200, "application/xml", lambda: sub.encode())
+        children = [u(p) for p in ("/sitemap-pages.xml.gz", "/sitemap-more.txt", "/feed.xml", "/sub/sitemap.xml")]
+        index = _sitemapindex(children)
+        self._resources[(sh, "/sitemap_index.xml")] = _Resource(200, "application/xml", lambda: index.encode())
+
+    def _build_hostile_sitemaps(self) -> None:
+        """Hostile sitemaps on host 0 (HOSTILE_SITEMAPS); a crawler must read what it safely can and go on."""
+        u = self.trap_url
+        paths = HOSTILE_SITEMAPS
+        xml = "application/xml"
+        fixed = {
+            "xxe": '<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
+                   + _urlset(f"<url><loc>{u('/hostile/sitemaps/l/')}&xxe;</loc></url>", declaration=False),
+            "laughs": _BILLION_LAUGHS
+                      + _urlset(f"<url><loc>{u('/hostile/sitemaps/l/')}&lol9;</loc></url>", declaration=False),
+            "loop": _sitemapindex([u(paths["loop"]), u("/hostile/sitemaps/loop-b.xml")]),
+            "wide": _sitemapindex([u(f"/hostile/sitemaps/wide/{i}.xml") for i in range(3000)]),
+            "malformed": _urlset("".join(f"<url><loc>{u(f'/hostile/sitemaps/l/{i}.html')}</loc></url>"
+                                         for i in range(3)) + f"<url><loc>{u('/hostile/sitemaps/l/3')}</lo></url>"),
+            "not_xml": _html_doc("Not a sitemap", "", ["<p>soft 404</p>"], ""),
+        }
+        for name, body in fixed.items():
+            ctype = "text/html; charset=utf-8" if name == "not_xml" else xml
+            self._resources[(0, paths[name])] = _Resource(200, ctype, lambda b=body: b.encode())
+        self._resources[(0, "/hostile/sitemaps/loop-b.xml")] = _Resource(
+            200, xml, lambda: _sitemapindex([u(paths["loop"])]).encode())
+        for n in range(200):  # each level an index of the next one: endless for any sane depth cap
+            self._resources[(0, f"/hostile/sitemaps/deep/{n}.xml")] = _Resource(
+                200, xml, lambda n=n: _sitemapindex([u(f"/hostile/sitemaps/deep/{n + 1}.xml")]).encode())
+        for i in range(3000):
+            entry = f"<url><loc>{u(f'/hostile/sitemaps/wide/{i}.html')}</loc></url>"
+            self._resources[(0, f"/hostile/sitemaps/wide/{i}.xml")] = _Resource(
+                200, xml, lambda e=entry: _urlset(e).encode())
+        self._resources[(0, paths["huge"])] = _Resource(200, xml, stream=partial(_stream_huge_sitemap, u("/")))
+        self._resources[(0, paths["gzip_bomb"])] = _Resource(200, "application/x-gzip", stream=_stream_raw_gzip_bomb)
 
     # ------------------------------------------------------------------ bodies
 
@@ -1141,6 +1273,62 @@ def _stream_gzip_bomb(h: _Handler) -> None:
     h.send_response(200)
     h.send_header("Content-Type", "text/html; charset=utf-8")
     h.send_header("Content-Encoding", "gzip")
+    h.send_header("Content-Length", str(len(first) + len(block) * repeat + len(tail)))
+    h.end_headers()
+    if not h.write(first):
+        return
+    group = block * 64
+    left = repeat
+    while left > 0:
+        k = min(64, left)
+        if not h.write(group if k == 64 else block * k):
+            return
+        left -= k
+    h.write(tail)
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def _urlset(entries: str, declaration: bool = True) -> str:
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n' if declaration else ""
+    return f'{head}<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>\n'
+
+
+
+def _sitemapindex(urls: list[str]) -> str:
+    entries = "".join(f"<sitemap><loc>{html.escape(x)}</loc></sitemap>" for x in urls)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"{entries}</sitemapindex>\n")
+
+
+def _stream_huge_sitemap(base: str, h: _Handler) -> None:
+    """HUGE_SITEMAP_BYTES of a valid urlset (the same 1000 URLs over and over), until the client goes away."""
+    head = _urlset("").split("</urlset>")[0].encode()
+    tail = b"</urlset>\n"
+    block = "".join(f"<url><loc>{base}hostile/sitemaps/l/{i}.html</loc></url>" for i in range(1000)).encode()
+    n_blocks = (HUGE_SITEMAP_BYTES - len(head) - len(tail)) // len(block)
+    pad = HUGE_SITEMAP_BYTES - len(head) - len(tail) - n_blocks * len(block)
+    h.send_response(200)
+    h.send_header("Content-Type", "application/xml")
+    h.send_header("Content-Length", str(HUGE_SITEMAP_BYTES))
+    h.end_headers()
+    if not h.write(head + b" " * pad):
+        return
+    for _ in range(n_blocks):
+        if not h.write(block):
+            return
+    h.write(tail)
+
+
+def _stream_raw_gzip_bomb(h: _Handler) -> None:
+    """The 1 GiB gzip bomb as a .gz file (no Content-Encoding: the client gets the gzip bytes as they are)."""
+    first, block, repeat, tail = _gzip_bomb_parts()
+    h.send_response(200)
+    h.send_header("Content-Type", "application/x-gzip")
     h.send_header("Content-Length", str(len(first) + len(block) * repeat + len(tail)))
     h.end_headers()
     if not h.write(first):

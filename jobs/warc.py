@@ -1,0 +1,309 @@
+"""WARC out and in: `nutch2 warc` (WarcExportJob) and `nutch2 warcimport` (WarcImportJob), on nutch2/warc.py.
+
+Export, map-only over the rows of a batch (its fetch mark, or after updatedb its updatedb mark) or every row:
+each fetched row with stored content becomes a request, a response and a metadata record in the task's own
+rotated files in OUTDIR (written under a temporary name, renamed when complete); other rows are counted. A rerun
+first removes what an earlier run of the same export left in OUTDIR, so its output replaces it whole.
+
+Import: the driver reads the files' HTTP responses (warcio), normalizes and filters their URLs, skips the second
+and later response for one URL, and ships them in chunks of warc.import.chunk.mb to map tasks that write each as
+a fetched row of one new batch: generate and fetch marks, status, protocol status, content, headers, fetch time
+(WARC-Date) — what a fetch would have written — so parse, updatedb and index run on it. The batch id is the
+inputs' digest, recorded in the journal as `importing` until every row is durable, then `fetched`: a killed import
+run again continues the same batch (rows it already wrote are skipped), and importing the same files again is a
+no-op that prints the same id.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+from nutch2 import failpoints
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, NutchError
+from nutch2.fetcher import user_agent
+from nutch2.journal import FETCHED, IMPORTING, Journal
+from nutch2.marks import ALL_BATCHES, Mark, set_distance
+from nutch2.parseutil import TRUNCATED_KEY
+from nutch2.runner import Counters, Job, Runner, TaskContext, log
+from nutch2.scoring import OpicScoring
+from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status
+from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls import UrlChecker, choose_repr, strip_credentials
+from nutch2.warc import (
+    IP_KEY,
+    ArchivedResponse,
+    WarcFileWriter,
+    WarcReader,
+    inputs_digest,
+    page_records,
+    require_warcio,
+    stale_files,
+    warcinfo,
+)
+from nutch2.webpage import ProtocolStatus, WebPage
+
+EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
+                 "metadata", "outlinks", "signature", "score", "modified_time")
+EXPORTED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)  # rows whose stored content is a fetched page
+IMPORT_FIELDS = ("markers", "metadata", "fetch_time")
+
+
+# ---------------------------------------------------------------------------------------------------- export
+class WarcExportJob(Job):
+    """Map-only: each task writes its rows into its own rotated WARC files."""
+
+    name = "warc"
+    fields = EXPORT_FIELDS
+
+    def __init__(self, conf: Configuration, out_dir: Path, prefix: str, max_bytes: int,
+                 mark: MarkFilter | None, description: str) -> None:
+        super().__init__(conf)
+        require_warcio()
+        self.out_dir = out_dir
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.mark = mark
+        self.files: list[str] = []
+        agent = user_agent(conf)
+        self.info = warcinfo(prefix, agent, description)
+        self.request_headers = [("User-Agent", agent), ("Accept", conf.get_str("http.accept")),
+                                ("Accept-Language", conf.get_str("http.accept.language")),
+                                ("Accept-Encoding", "gzip, deflate")]
+
+    def mark_filter(self) -> MarkFilter | None:
+        return self.mark
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.writer = WarcFileWriter(self.out_dir, self.prefix, ctx.task, self.max_bytes, self.info)
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+        if page.status not in EXPORTED:
+            ctx.incr("skipped_not_fetched")
+        elif page.content is None:
+            ctx.incr("skipped_no_content")
+        else:
+            self.writer.write(page_records(self.writer.builder, page, unreverse_url(page.key),
+                                           self.request_headers))
+            ctx.incr("exported")
+            failpoints.reach("warc.record")
+        return ()
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        if sys.exc_info()[0] is None:
+            self.writer.close()
+        else:  # a failed task leaves no file behind
+            self.writer.abort()
+
+    def result(self, ctx: TaskContext) -> Any:
+        return self.writer.files
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        self.files = sorted(name for names in results for name in names)
+
+
+def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str, crawl_id: str | None,
+           max_mb: float, runner: Runner) -> tuple[Counters, list[str]]:
+    """Export a batch's fetched rows (or every row's, with -all) into `out_dir`; the counters and the files."""
+    if max_mb <= 0:
+        raise ConfigError(f"-maxSize {max_mb:g} must be > 0 (MB per WARC file)")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NutchError(f"{out_dir} is a file; give a folder for the WARC files")
+    mark = None if batch == ALL_BATCHES else _batch_mark(store, batch)
+    prefix = f"{crawl_id or 'webpage'}-{'all' if batch == ALL_BATCHES else batch}"
+    description = f"nutch2 crawl {crawl_id or 'webpage'}, " + ("every row" if mark is None else f"batch {batch}")
+    job = WarcExportJob(conf, out_dir, prefix, int(max_mb * 1024 * 1024), mark, description)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stale = stale_files(out_dir, prefix)
+    for path in stale:  # what an earlier (killed or finished) run of this export wrote: replaced whole
+        path.unlink()
+    if stale:
+        log(f"warc: removed {len(stale)} files of an earlier run of this export from {out_dir}")
+    counters = runner.run(job, store)
+    return counters, job.files
+
+
+def _batch_mark(store: DataStore, batch: str) -> MarkFilter:
+    """Which mark selects a batch's fetched rows: the fetch mark until updatedb, then the updatedb mark."""
+    for mark in (Mark.FETCH, Mark.UPDATEDB):
+        if store.count(mark=(mark.value, batch)) > 0:
+            return (mark.value, batch)
+    if Journal(store).batch(batch) is None and store.count(mark=(Mark.GENERATE.value, batch)) == 0:
+        raise NutchError(f"warc: no rows carry batch id {batch!r}; check the id printed by `nutch2 generate` "
+                         "(or use -all)")
+    return (Mark.FETCH.value, batch)  # a known batch with nothing fetched: an empty export
+
+
+# ---------------------------------------------------------------------------------------------------- import
+class WarcImportJob(Job):
+    """Map over shipped responses: each becomes a fetched row of the import's batch."""
+
+    name = "warcimport"
+
+    def __init__(self, conf: Configuration, batch_id: str) -> None:
+        super().__init__(conf)
+        self.batch_id = batch_id
+        self.chunk: list[ArchivedResponse] = []
+        self.scoring = OpicScoring(conf)
+        self.default_score = conf.get_float("db.score.injected")
+        self.default_interval = conf.get_int("db.fetch.interval.default")
+        self.redirect_checker = UrlChecker(conf, "fetcher")
+
+    def inputs(self, store: DataStore, n: int) -> list[Any]:
+        """The driver's current chunk, in n parts; it leaves the job here, so the tasks' copies do not carry it."""
+        chunk, self.chunk = self.chunk, []
+        size = max(1, -(-len(chunk) // n))
+        return [chunk[i:i + size] for i in range(0, len(chunk), size)] or [[]]
+
+    def read(self, split: list[ArchivedResponse], store: DataStore) -> Iterable[ArchivedResponse]:
+        return split
+
+    def map(self, resp: ArchivedResponse, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        old = ctx.store.get(resp.key, list(IMPORT_FIELDS))
+        if old is not None and Mark.FETCH.check(old) == self.batch_id:
+            ctx.incr("already_imported")  # written by this import before it was killed
+            return iter(())
+        ctx.write(self._row(resp, old))
+        ctx.incr("imported")
+        failpoints.reach("warcimport.row")
+        return iter(())
+
+    def _row(self, resp: ArchivedResponse, old: WebPage | None) -> WebPage:
+        """The row as the fetch job would have written it for this response."""
+        code = http_to_protocol_status(resp.status)
+        status = protocol_to_crawl_status(code) or CrawlStatus.RETRY
+        args: list[str] = [] if code == ProtocolStatusCode.SUCCESS else [str(resp.status)]
+        target = None
+        if code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+            location = next((v for k, v in resp.headers.items() if k.lower() == "location"), "")
+            target = self._target(resp.url, location)
+            args = [target] if target else [f"{resp.status} redirect without Location"]
+        if old is None:
+            page = WebPage(resp.key)
+            page.fetch_interval = self.default_interval
+            self.scoring.injected(page, self.default_score)
+            set_distance(page, 0)
+            page.prev_fetch_time = 0
+        else:
+            page = old
+            page.prev_fetch_time = old.fetch_time
+        page.status = int(status)
+        page.fetch_time = resp.date_ms
+        last_modified = _http_date_ms(next((v for k, v in resp.headers.items() if k.lower() == "last-modified"), ""))
+        page.protocol_status = ProtocolStatus(int(code), args, last_modified or 0)
+        if status != CrawlStatus.NOTMODIFIED:  # a 304 keeps the content of the fetch before it
+            page.content = resp.content
+            page.content_type = next((v for k, v in resp.headers.items() if k.lower() == "content-type"), None)
+            page.headers = dict(resp.headers)
+            page.base_url = resp.url
+            if resp.truncated:
+                page.metadata[TRUNCATED_KEY] = b"y"
+            else:
+                page.metadata.pop(TRUNCATED_KEY, None)
+        if target is not None:
+            page.outlinks = {target: ""}
+            page.repr_url = choose_repr(resp.url, target, code == ProtocolStatusCode.TEMP_MOVED)
+        if resp.ip:
+            page.metadata[IP_KEY] = resp.ip.encode("ascii", "replace")
+        Mark.PARSE.remove(page)  # new content: the parse of the old one no longer holds
+        Mark.GENERATE.put(page, self.batch_id)
+        Mark.FETCH.put(page, self.batch_id)
+        page.batch_id = self.batch_id
+        return page
+
+    def _target(self, url: str, location: str) -> str | None:
+        if not location.strip():
+            return None
+        target = self.redirect_checker.check(strip_credentials(urljoin(url, location.strip())))
+        try:
+            return target if target and reverse_url(target) else None
+        except ValueError:
+            return None
+
+
+def import_id(paths: list[Path]) -> str:
+    """The batch id of an import: from the digest of its files, so the same files give the same batch."""
+    return "warc-" + inputs_digest(paths)[:24]
+
+
+def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: str, runner: Runner,
+               counters: Counters) -> None:
+    """Import the HTTP responses of `paths` as the fetched batch `batch` (import_id; see the module docstring)."""
+    require_warcio()
+    for path in paths:
+        WarcReader.check(path)
+    journal = Journal(store)
+    rec = journal.batch(batch)
+    if rec is not None and rec.state != IMPORTING:
+        log(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
+        return
+    journal.check_no_interrupted_update()
+    if rec is None:
+        journal.record(batch, IMPORTING)
+    else:
+        log(f"warcimport: continuing the interrupted import of batch {batch}")
+    limit = int(conf.get_float("warc.import.chunk.mb") * 1024 * 1024)
+    if limit <= 0:
+        raise ConfigError("warc.import.chunk.mb must be > 0 (MB of records held on the driver at once)")
+    job = WarcImportJob(conf, batch)
+    reader = WarcReader(conf.get_int("http.content.limit"))
+    checker = UrlChecker(conf, "fetcher")
+    seen: set[str] = set()
+    size = 0
+    started = time.monotonic()
+    for path in paths:
+        for resp in reader.responses(path):
+            counters.incr("records")
+            key = _key(resp.url, checker)
+            if key is None:
+                counters.incr("filtered")
+                continue
+            if key in seen:
+                counters.incr("skipped_duplicate")
+                continue
+            seen.add(key)
+            resp.key = key
+            job.chunk.append(resp)
+            size += len(resp.content) + 512
+            if size >= limit:
+                runner.run(job, store, counters)
+                size = 0
+        for error in reader.errors:
+            log(f"warcimport: {error}")
+        reader.errors.clear()
+    if job.chunk:
+        runner.run(job, store, counters)
+    for reason, n in reader.skipped.items():
+        counters.incr(f"skipped_{reason}", n)
+    rows = counters.get("imported") + counters.get("already_imported")
+    if rows == 0:
+        journal.forget(batch)
+        raise NutchError(f"no HTTP response record could be imported from {len(paths)} file(s) "
+                         f"({counters.get('records')} responses read); check that they are WARC files of a web crawl")
+    journal.record(batch, FETCHED, rows)
+    elapsed = max(time.monotonic() - started, 1e-6)
+    log(f"warcimport: batch {batch}: {rows} rows in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
+
+
+def _http_date_ms(value: str) -> int | None:
+    try:
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def _key(url: str, checker: UrlChecker) -> str | None:
+    try:
+        norm = checker.check(url)
+        return reverse_url(norm) if norm else None
+    except ValueError:
+        return None

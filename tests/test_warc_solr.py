@@ -1,0 +1,80 @@
+"""The WARC round trip in the real Solr (docker/services.sh start solr): a crawl of the test web indexed, exported
+with `nutch2 warc`, imported into another crawl id with `nutch2 warcimport`, parsed, updated and indexed: the same
+documents. Only this test's documents are read and deleted (by id), not the rest of the shared core."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import requests
+
+from nutch2.jobs.index import indexable
+from tests.crawlutil import cli, conf_for, defines, rows
+from tests.testweb import TestWeb
+
+SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# what may differ: the batch, and the boost (the OPIC score, which comes from the crawl's own link history)
+DIFFERENT = {"batchId", "boost", "_version_"}
+
+
+@pytest.fixture(scope="module")
+def solr() -> str:
+    try:
+        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
+    except requests.RequestException:
+        if os.environ.get("CI"):
+            pytest.fail(f"Solr not answering at {SOLR} in CI")
+        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
+    return SOLR
+
+
+def documents(ids: list[str]) -> dict[str, dict]:
+    r = requests.post(f"{SOLR}/select", data={"q": "{!terms f=id}" + ",".join(ids), "rows": len(ids) + 10,
+                                              "wt": "json", "fl": "*"}, timeout=30)
+    r.raise_for_status()
+    return {doc["id"]: doc for doc in r.json()["response"]["docs"]}
+
+
+def delete(ids: list[str]) -> None:
+    requests.post(f"{SOLR}/update?commit=true", json={"delete": ids}, timeout=30).raise_for_status()
+
+
+def comparable(doc: dict) -> dict:
+    return {k: sorted(v) if isinstance(v, list) else v for k, v in doc.items() if k not in DIFFERENT}
+
+
+def test_export_import_index_gives_the_same_documents(solr: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    d = defines(tmp_path, "sqlite")
+    conf = conf_for(tmp_path, "sqlite")
+    with TestWeb(hosts=4, pages_per_host=6, slow_seconds=0.3) as web:
+        (tmp_path / "seeds.txt").write_text(web.seed_url + "\n")
+        assert cli("crawl", tmp_path / "seeds.txt", "-crawlId", "wa", "-rounds", 3, *d) == 0
+    ids = sorted(k for k, p in rows(conf, "wa").items() if indexable(p))
+    assert len(ids) > 20
+    try:
+        assert cli("index", "-all", "-crawlId", "wa", "-solr", solr, *d) == 0
+        original = documents(ids)
+        assert set(original) == set(ids)
+        delete(ids)
+        assert documents(ids) == {}
+
+        assert cli("warc", tmp_path / "warc", "-all", "-crawlId", "wa", *d) == 0  # the web is gone now
+        capsys.readouterr()
+        assert cli("warcimport", *sorted((tmp_path / "warc").iterdir()), "-crawlId", "wb", *d) == 0
+        batch = capsys.readouterr().out.strip()
+        for step in ("parse", "updatedb"):
+            assert cli(step, batch, "-crawlId", "wb", *d) == 0
+        assert cli("index", batch, "-crawlId", "wb", "-solr", solr, *d) == 0
+        again = documents(ids)
+        assert set(again) == set(original)
+        for doc_id, doc in original.items():
+            assert comparable(again[doc_id]) == comparable(doc), doc_id
+        assert all(doc["batchId"] == batch for doc in again.values())
+        compared = set().union(*(comparable(doc) for doc in original.values()))
+        assert {"url", "title", "content", "anchor", "digest", "tstamp", "lastModified", "contentLength"} <= compared
+    finally:
+        delete(ids)
