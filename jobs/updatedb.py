@@ -7,8 +7,9 @@ merge inlinks (Nutch 2 replaced them), update score and distance, clear the batc
 Crash safety: a batch row is the input of the job until the job is done, so it must not change before every
 row it gives links to is durable. The job therefore runs in two steps under one run id (the journal keeps it,
 so a rerun uses the same one):
-1. DbUpdaterJob: link targets outside the batch are written at once, carrying `updrun` = the run id; the new
-   state of each batch row is only staged: kept in its own metadata (STAGE_KEY), the row otherwise untouched.
+1. DbUpdaterJob: link targets outside the batch are written at once, carrying the run id in their metadata
+   (UPDATE_RUN); the new state of each batch row is only staged: kept in its own metadata (STAGE_KEY), the row
+   otherwise untouched.
    A rerun skips targets and batch rows already written by this run, and recomputes the rest from unchanged
    inputs: the same values.
 2. UpdateCommitJob, once step 1 has finished: each batch row takes its staged state in one row write, which
@@ -41,7 +42,8 @@ from nutch2.webpage import ALL_FIELDS, WebPage
 
 UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))
 TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
-UPDATE_RUN = "updrun"  # marker: the updatedb run that last wrote this row's links (not an indexed mark)
+UPDATE_RUN = "_updrun_"  # metadata: the updatedb run that last wrote this row's links (metadata, not a marker: a
+# marker change rewrites the row's mark index entries)
 STAGE_KEY = "_updstg_"  # metadata: "<run id>\n<JSON of the row's new values>" until the commit step
 
 
@@ -133,18 +135,18 @@ class DbUpdaterJob(Job):
             if not self.additions:
                 return
             page = self._new_row(key, ctx)
-        elif page.markers.get(UPDATE_RUN) == self.run:
+        elif page.metadata.get(UPDATE_RUN) == self.run.encode():
             ctx.incr("already_linked")
             return
         self._apply_links(page, links)
-        page.markers[UPDATE_RUN] = self.run
+        page.metadata = {**page.metadata, UPDATE_RUN: self.run.encode()}
         ctx.write(page)
 
     def _stage(self, page: WebPage, base_metadata: dict[str, bytes], ctx: TaskContext) -> None:
         """Keep the row's new values in its metadata until the commit step; change nothing else yet."""
-        page.markers[UPDATE_RUN] = self.run
         page.metadata.pop(STAGE_KEY, None)
-        page.mark_dirty("metadata")  # the commit rewrites metadata (dropping the staged copy) and markers
+        page.metadata[UPDATE_RUN] = self.run.encode()
+        page.mark_dirty("metadata")  # the commit rewrites metadata, dropping the staged copy
         staged = WebPage(page.key)
         staged.metadata = {**base_metadata,
                            STAGE_KEY: f"{self.run}\n{values_to_json(page.dirty_values())}".encode()}

@@ -66,6 +66,7 @@ class RobotRules:
     sitemaps: list[str] = field(default_factory=list)
     text: str = field(default="", repr=False, compare=False)
     _delays: dict[tuple[str, ...], float | None] = field(default_factory=dict, repr=False, compare=False)
+    _deciders: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False, compare=False)
     reason: str = ""
 
     @classmethod
@@ -83,8 +84,11 @@ class RobotRules:
             return False
         if not self.text or _is_robots_txt(url):
             return True
-        allowed, _ = self._match(url, _agent_tuple(agents))
-        return allowed
+        key = _agent_tuple(agents)
+        decider = self._deciders.get(key)
+        if decider is None:
+            decider = self._deciders[key] = self._decider(key)
+        return bool(_matcher().is_allowed(self.text, decider, url))
 
     def crawl_delay(self, agents: str | Sequence[str]) -> float | None:
         """Crawl-delay in seconds of the group that applies to these agents (None when not set)."""
@@ -94,6 +98,16 @@ class RobotRules:
         if key not in self._delays:
             self._delays[key] = self._match("http://robots.invalid/", key)[1]
         return self._delays[key]
+
+    def _decider(self, agents: tuple[str, ...]) -> str:
+        """The agent whose group decides: the first with a group of its own, else the first (the ``*`` group
+        then applies). Which groups exist does not depend on the URL, so this is found once per rules."""
+        for agent in agents:
+            matcher = _matcher()
+            matcher.is_allowed(self.text, agent, "http://robots.invalid/")
+            if matcher.ever_seen_specific_agent:
+                return agent
+        return agents[0] if agents else "*"
 
     def _match(self, url: str, agents: tuple[str, ...]) -> tuple[bool, float | None]:
         """(allowed, crawl delay) for the first agent with a group of its own, else for the ``*`` group."""
@@ -107,6 +121,18 @@ class RobotRules:
             fallback = fallback or result
         assert fallback is not None
         return fallback
+
+
+_MATCHERS = threading.local()
+
+
+def _matcher() -> RobotsMatcher:
+    """This thread's matcher: one foreign call per check instead of five (each call lets go of the GIL, which a
+    fetcher thread then waits to take back while the others run)."""
+    matcher = getattr(_MATCHERS, "matcher", None)
+    if matcher is None:
+        matcher = _MATCHERS.matcher = RobotsMatcher()
+    return matcher
 
 
 def decode_robots(content: bytes) -> str:

@@ -5,13 +5,11 @@ holds a request for as long as it likes. Here a request is *armed* with a deadli
 long as it runs; the connection classes of :class:`DeadlineAdapter` hand every socket the request opens or reuses
 to the armed :class:`Guard` of the calling thread, and the one watchdog thread of the process calls
 ``shutdown()`` on it at the deadline: the blocked read returns at once (connect is bounded by its own timeout,
-which the caller keeps below the time left). One thread and one heap entry per request, no thread per request.
+which the caller keeps below the time left). One thread per process, no thread per request.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import os
 import socket
 import threading
@@ -24,21 +22,21 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 __all__ = ["DeadlineAdapter", "Guard", "WATCHDOG", "Watchdog"]
 
-_GRANULARITY = 0.05  # seconds: deadlines are kept to within this; bounds the watchdog's wake-ups
-_MAX_SLEEP = 60.0  # seconds: a far deadline is looked at again (a wait too long for the platform fails)
-_COMPACT_AFTER = 4096  # finished requests left in the heap before it is rebuilt without them
+_GRANULARITY = 0.05  # seconds: deadlines are kept to within this; the watchdog looks this often while requests run
 
 
 class Guard:
-    """The deadline of one request and the sockets it uses; ``expired`` once the watchdog cut them."""
+    """The deadline of one request and the sockets it uses; ``expired`` once the watchdog cut them. Its own lock
+    orders a cut against :meth:`Watchdog.disarm`, so requests never wait for each other."""
 
-    __slots__ = ("deadline", "expired", "done", "socks")
+    __slots__ = ("deadline", "expired", "done", "socks", "lock")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.expired = False
         self.done = False
         self.socks: list[socket.socket] = []
+        self.lock = threading.Lock()
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -50,51 +48,47 @@ def _shutdown(sock: socket.socket) -> None:
 
 
 class Watchdog:
-    """One daemon thread that cuts the sockets of requests whose deadline passed."""
+    """One daemon thread that cuts the sockets of requests whose deadline passed. Arming and disarming take no
+    shared lock (a dict insert and pop): with many fetcher threads a shared lock is where they would queue."""
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._heap: list[tuple[float, int, Guard]] = []
-        self._finished = 0  # entries of the heap whose request is over (popped at their deadline, or compacted)
-        self._seq = itertools.count()
+        self._active: dict[int, Guard] = {}
+        self._wake = threading.Event()
+        self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._local = threading.local()
 
     def arm(self, deadline: float) -> Guard:
         """Start watching a request of this thread; sockets it uses until :meth:`disarm` are cut at ``deadline``."""
         guard = Guard(deadline)
-        with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="nutch2-watchdog", daemon=True)
-                self._thread.start()
-            if self._finished > _COMPACT_AFTER and 2 * self._finished > len(self._heap):
-                self._heap = [entry for entry in self._heap if not entry[2].done]
-                heapq.heapify(self._heap)
-                self._finished = 0
-            if not self._heap or deadline < self._heap[0][0]:
-                self._cond.notify()
-            heapq.heappush(self._heap, (deadline, next(self._seq), guard))
+        if self._thread is None or not self._thread.is_alive():
+            with self._start_lock:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, name="nutch2-watchdog", daemon=True)
+                    self._thread.start()
+        self._active[id(guard)] = guard
         self._local.guard = guard
+        if not self._wake.is_set():
+            self._wake.set()
         return guard
 
     def disarm(self, guard: Guard) -> None:
         """The request is over: its sockets are never cut after this returns."""
         self._local.guard = None
-        with self._cond:
+        self._active.pop(id(guard), None)
+        with guard.lock:
             guard.done = True
             guard.socks.clear()
-            if not guard.expired:  # still in the heap (an expired one was popped when it fired)
-                self._finished += 1
 
     def attach(self, sock: socket.socket) -> None:
         """A socket the current thread's armed request uses (cut at once when the deadline already passed)."""
         guard: Guard | None = getattr(self._local, "guard", None)
         if guard is None:
             return
-        with self._cond:
+        with guard.lock:
             if guard.done:
                 return
             guard.socks.append(sock)
@@ -102,19 +96,20 @@ class Watchdog:
                 _shutdown(sock)
 
     def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._heap and self._heap[0][0] <= now:
-                    guard = heapq.heappop(self._heap)[2]
-                    if guard.done:
-                        self._finished -= 1
-                    else:
-                        guard.expired = True
-                        for sock in guard.socks:
-                            _shutdown(sock)
-                timeout = min(max(self._heap[0][0] - now, _GRANULARITY), _MAX_SLEEP) if self._heap else None
-                self._cond.wait(timeout)
+        while True:
+            if not self._active:
+                self._wake.clear()
+                if not self._active:  # armed between the look and the clear: it set the event again
+                    self._wake.wait()
+            time.sleep(_GRANULARITY)
+            now = time.monotonic()
+            for guard in list(self._active.values()):
+                if guard.deadline <= now and not guard.expired:
+                    with guard.lock:
+                        if not guard.done:
+                            guard.expired = True
+                            for sock in guard.socks:
+                                _shutdown(sock)
 
 
 WATCHDOG = Watchdog()

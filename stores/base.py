@@ -19,7 +19,7 @@ Split = Any  # what splits() returns and scan_split() takes: a KeyRange for sort
 
 def is_mark(name: str) -> bool:
     """Marker names that start with '_' are marks (Nutch's _gnmrk_, _ftcmrk_, __prsmrk__, _updmrk_, _idxmrk_,
-    _injmrk_): every backend indexes them. Other markers (dist, updrun) are row data, not indexed."""
+    _injmrk_): every backend indexes them. Other markers (dist) are row data, not indexed."""
     return name.startswith("_")
 
 

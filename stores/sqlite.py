@@ -1,8 +1,11 @@
 """SQLite store: the embedded, durable default. One file per crawl id, WAL mode, batched writes.
 
-Layout: table `<table>` has one column per WebPage field (maps and status records as JSON text, content
-as BLOB); table `<table>_marks` (name, value, key) indexes the markers so one batch or mark is selected
-through an index, not by reading every row. Other processes can read while a job writes (WAL).
+Layout: table `<table>` has one column per WebPage field (maps and status records as JSON text), except the
+large ones (content, text): each has a table of its own, `<table>_content` and `<table>_text` (key, value),
+because SQLite rewrites a whole row, large values included, whenever one column of it changes (every mark a job
+sets). Table `<table>_marks` (name, value, key) indexes the markers so one batch or mark is selected through an
+index, not by reading every row. Other processes can read while a job writes (WAL). A table made before the
+large fields moved out keeps them in its own columns.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
 
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
+LARGE_FIELDS = ("content", "text")  # each in a table of its own
 
 
 class SqliteStore(BufferedStore):
@@ -37,6 +41,7 @@ class SqliteStore(BufferedStore):
         self._q = f'"{table}"'
         self._qm = f'"{table}_marks"'
         self._qs = f'"{table}_state"'
+        self._side_tables: dict[str, str] | None = None  # large field -> its table ({} for an older layout)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn()
@@ -76,10 +81,14 @@ class SqliteStore(BufferedStore):
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
+        side = self._sides()
         cols = ", ".join(
-            f"{n} {_SQL_TYPES.get(kind, 'TEXT')}" for n, (kind, _) in FIELDS.items()
+            f"{n} {_SQL_TYPES.get(kind, 'TEXT')}" for n, (kind, _) in FIELDS.items() if n not in side
         )
         self._exec(f"CREATE TABLE IF NOT EXISTS {self._q} (key TEXT PRIMARY KEY, {cols})")
+        for name, q in side.items():
+            kind = _SQL_TYPES.get(FIELDS[name][0], "TEXT")
+            self._exec(f"CREATE TABLE IF NOT EXISTS {q} (key TEXT PRIMARY KEY, value {kind})")
         self._exec(
             f"CREATE TABLE IF NOT EXISTS {self._qm} (name TEXT NOT NULL, value TEXT NOT NULL, key TEXT NOT NULL,"
             " PRIMARY KEY (name, value, key)) WITHOUT ROWID"
@@ -92,8 +101,29 @@ class SqliteStore(BufferedStore):
 
     def drop_schema(self) -> None:
         self.discard_pending()
-        for q in (self._q, self._qm, self._qs):
+        for q in (self._q, self._qm, self._qs, *(f'"{self.table}_{n}"' for n in LARGE_FIELDS)):
             self._exec(f"DROP TABLE IF EXISTS {q}")
+        self._side_tables = None
+
+    def _sides(self) -> dict[str, str]:
+        """Where the large fields live: their own tables, or (a table made by an older nutch2) the row."""
+        if self._side_tables is None:
+            cols = {r[1] for r in self._exec(f"PRAGMA table_info({self._q})").fetchall()}
+            self._side_tables = {} if cols & set(LARGE_FIELDS) else {
+                n: f'"{self.table}_{n}"' for n in LARGE_FIELDS}
+        return self._side_tables
+
+    def _select(self, names: tuple[str, ...]) -> tuple[str, str]:
+        """(columns, joins) selecting ``names`` from the row ``w`` and the large fields' tables."""
+        side = self._sides()
+        cols, joins = [], []
+        for n in names:
+            if n in side:
+                joins.append(f"LEFT JOIN {side[n]} s_{n} ON s_{n}.key = w.key")
+                cols.append(f"s_{n}.value")
+            else:
+                cols.append(f"w.{n}")
+        return ", ".join(cols), " ".join(joins)
 
     def schema_exists(self) -> bool:
         row = self._exec("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (self.table,)).fetchone()
@@ -106,7 +136,8 @@ class SqliteStore(BufferedStore):
     def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
         names = check_fields(fields)
         self.flush_key(key)
-        row = self._exec(f"SELECT {', '.join(names)} FROM {self._q} WHERE key = ?", (key,)).fetchone()
+        cols, joins = self._select(names)
+        row = self._exec(f"SELECT {cols} FROM {self._q} w {joins} WHERE w.key = ?", (key,)).fetchone()
         return None if row is None else self._page(key, names, row)
 
     def scan(
@@ -119,17 +150,17 @@ class SqliteStore(BufferedStore):
         names = check_fields(fields)
         check_mark(mark)
         self.flush()
-        cols = ", ".join(f"w.{n}" for n in names)
+        cols, joins = self._select(names)
         where, params = self._range("w.key", start, end)
         if mark is None:
-            sql = f"SELECT w.key, {cols} FROM {self._q} w {where} ORDER BY w.key"
+            sql = f"SELECT w.key, {cols} FROM {self._q} w {joins} {where} ORDER BY w.key"
         else:
             name, value = mark
             cond = "m.name = ?" + ("" if value is None else " AND m.value = ?")
             mparams = [name] if value is None else [name, value]
             mwhere, params = self._range("m.key", start, end)
             mwhere = (mwhere + " AND " if mwhere else "WHERE ") + cond
-            sql = (f"SELECT w.key, {cols} FROM {self._qm} m JOIN {self._q} w ON w.key = m.key "
+            sql = (f"SELECT w.key, {cols} FROM {self._qm} m JOIN {self._q} w ON w.key = m.key {joins} "
                    f"{mwhere} ORDER BY m.key")
             params = params + mparams
         # a private connection: the scan's cursor stays open while the caller writes through this store
@@ -240,13 +271,23 @@ class SqliteStore(BufferedStore):
             raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
 
     def _write_row(self, conn: sqlite3.Connection, key: str, values: dict[str, Any]) -> None:
+        side = self._sides()
         if values.get("__delete__"):
-            conn.execute(f"DELETE FROM {self._q} WHERE key = ?", (key,))
-            conn.execute(f"DELETE FROM {self._qm} WHERE key = ?", (key,))
+            for q in (self._q, self._qm, *side.values()):
+                conn.execute(f"DELETE FROM {q} WHERE key = ?", (key,))
             if len(values) == 1:
                 return
         markers = values.pop("__markers__", None)
-        names = [n for n in values if n in FIELDS]
+        names = [n for n in values if n in FIELDS and n not in side]
+        large = [n for n in values if n in side]
+        if large and not names:
+            conn.execute(f"INSERT INTO {self._q} (key) VALUES (?) ON CONFLICT(key) DO NOTHING", (key,))
+        for n in large:
+            if values[n] is None:
+                conn.execute(f"DELETE FROM {side[n]} WHERE key = ?", (key,))
+            else:
+                conn.execute(f"INSERT INTO {side[n]} (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                             "value = excluded.value", (key, values[n]))
         if names:
             cols = ", ".join(names)
             marks = ", ".join("?" for _ in names)

@@ -52,13 +52,13 @@ def comparable(page: WebPage, batch_names: dict[str, str]) -> dict:
     for name in sorted(page.loaded()):
         value = getattr(page, name)
         if name == "markers":
-            value = {k: batch_names.get(v, v) for k, v in value.items() if k != "updrun"}
+            value = {k: batch_names.get(v, v) for k, v in value.items()}
         elif name == "batch_id":
             value = batch_names.get(value, value)
         elif name == "score":
             value = round(value, 9)
         elif name == "metadata":
-            value = {k: (round(float(v), 9) if k == "_csh_" else v) for k, v in value.items()}
+            value = {k: (round(float(v), 9) if k == "_csh_" else v) for k, v in value.items() if k != "_updrun_"}
         elif name in ("fetch_time", "prev_fetch_time") and page.status == CrawlStatus.UNFETCHED:
             continue
         elif name in ("fetch_time", "prev_fetch_time", "modified_time", "prev_modified_time", "headers",

@@ -358,6 +358,55 @@ def test_sqlite_mark_scan_uses_index(tmp_path) -> None:
     s.close()
 
 
+def test_sqlite_keeps_large_fields_out_of_the_row(tmp_path) -> None:
+    """content and text live in tables of their own: a mark set on a row does not rewrite its page."""
+    import sqlite3
+
+    conf = make_conf(tmp_path, "sqlite")
+    s = open_store(conf, "side")
+    s.put("com.a:http/", WebPage("com.a:http/", content=b"<p>x</p>" * 1000, text="words", title="t"))
+    s.put("com.b:http/", WebPage("com.b:http/", title="no content"))
+    s.flush()
+    s.put("com.a:http/", WebPage("com.a:http/", markers={Mark.GENERATE.value: "b"}))
+    s.flush()
+    db = sqlite3.connect(tmp_path / "crawl" / "side_webpage.sqlite")
+    cols = {r[1] for r in db.execute("PRAGMA table_info(side_webpage)")}
+    assert "content" not in cols and "text" not in cols and "title" in cols
+    assert db.execute("SELECT key FROM side_webpage_content").fetchall() == [("com.a:http/",)]
+    page = s.get("com.a:http/")
+    assert page.content == b"<p>x</p>" * 1000 and page.text == "words" and page.markers == {"_gnmrk_": "b"}
+    assert s.get("com.b:http/").content is None
+    assert [p.key for p in s.scan(fields=["content"], mark=(Mark.GENERATE.value, "b"))] == ["com.a:http/"]
+    s.put("com.a:http/", WebPage("com.a:http/", content=None))
+    s.delete("com.b:http/")
+    s.flush()
+    assert s.get("com.a:http/", ["content", "text"]).content is None and s.get("com.b:http/") is None
+    assert db.execute("SELECT count(*) FROM side_webpage_content").fetchone()[0] == 0
+    s.close()
+
+
+def test_sqlite_reads_and_writes_a_table_made_before_large_fields_moved_out(tmp_path) -> None:
+    import sqlite3
+
+    from nutch2.webpage import FIELDS
+
+    (tmp_path / "crawl").mkdir()
+    db = sqlite3.connect(tmp_path / "crawl" / "old_webpage.sqlite")
+    kinds = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
+    cols = ", ".join(f"{n} {kinds.get(k, 'TEXT')}" for n, (k, _) in FIELDS.items())
+    db.execute(f"CREATE TABLE old_webpage (key TEXT PRIMARY KEY, {cols})")
+    db.execute("INSERT INTO old_webpage (key, content, text) VALUES ('com.a:http/', x'3c703e', 'old words')")
+    db.commit()
+    s = open_store(make_conf(tmp_path, "sqlite"), "old")
+    assert s.get("com.a:http/").content == b"<p>" and s.get("com.a:http/").text == "old words"
+    s.put("com.b:http/", WebPage("com.b:http/", content=b"new", text="new words"))
+    s.flush()
+    assert [(p.key, p.content) for p in s.scan(fields=["content"])] == [("com.a:http/", b"<p>"),
+                                                                        ("com.b:http/", b"new")]
+    assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'old_webpage_content'").fetchall()
+    s.close()
+
+
 def test_table_names(tmp_path) -> None:
     from nutch2.stores import table_name
 
