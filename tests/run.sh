@@ -28,11 +28,23 @@ for s in ${NUTCH2_SERVICES:-solr cassandra hbase spark}; do
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" || true; done; }
 trap cleanup EXIT
+# started side by side (each waits for its own port); a failed start shows its log and stops the run
 stores=()
+logs="$(mktemp -d)"
+pids=()
 for s in "${services[@]}"; do
-  bash docker/services.sh start "$s" || { echo "tests/run.sh: could not start $s" >&2; exit 1; }
+  bash docker/services.sh start "$s" >"$logs/$s.log" 2>&1 &
+  pids+=($!)
   case "$s" in cassandra|hbase) stores+=("$s") ;; esac
 done
+failed=0
+for i in "${!services[@]}"; do
+  if wait "${pids[$i]}"; then cat "$logs/${services[$i]}.log"; else
+    cat "$logs/${services[$i]}.log" >&2; echo "tests/run.sh: could not start ${services[$i]}" >&2; failed=1
+  fi
+done
+rm -rf "$logs"
+[ $failed -eq 0 ] || exit 1
 # the store contract suite and the end-to-end crawls also run on every store whose server is up
 NUTCH2_TEST_STORES="$(IFS=,; echo "${stores[*]:-}")"
 export NUTCH2_TEST_STORES

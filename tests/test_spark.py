@@ -179,9 +179,9 @@ def test_python_worker_killed_mid_fetch(tmp_path: Path) -> None:
     d = defines(tmp_path, "sqlite", **props)
     local = defines(tmp_path, "sqlite", **{**props, "mapreduce.framework.name": "local"})  # inject, generate
     conf = conf_for(tmp_path, "sqlite", **props)
-    with TestWeb(hosts=4, pages_per_host=40, traps=False) as web:
+    with TestWeb(hosts=4, pages_per_host=25, traps=False) as web:
         seeds = tmp_path / "seeds.txt"
-        urls = [web.page_url(h, i) for h in range(4) for i in range(40)]
+        urls = [web.page_url(h, i) for h in range(4) for i in range(25)]
         seeds.write_text("".join(u + "\n" for u in urls))
         assert nutch2("inject", seeds, "-crawlId", "kf", *local).returncode == 0
         batch = nutch2("generate", "-crawlId", "kf", *local).stdout.strip()

@@ -19,7 +19,8 @@ resolve_jars() {
 </project>
 POM
   echo "resolving $gav from Maven Central into $dir/lib ..." >&2
-  mvn -q -B -f "$dir/pom.xml" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+  # one resolution at a time (services may start side by side; Maven 3.8 does not lock its local repository)
+  flock "$NUTCH2_SERVICES_DIR/.maven.lock" mvn -q -B -f "$dir/pom.xml" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
       -DoutputDirectory="$dir/lib" -DincludeScope=runtime -Dstyle.color=never >&2 || { echo "resolving $gav failed" >&2; return 1; }
   echo "$gav" >"$dir/lib/.complete"
 }
