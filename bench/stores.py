@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one run: a smoke test")
     args = ap.parse_args(argv)
     backends = [b for b in args.backends.split(",") if b]
-    rows, runs = (500, 1) if args.quick else (args.rows, args.runs)
-    sizes = (2000, 4000) if args.quick else (10_000, 100_000)
+    rows, runs = (300, 1) if args.quick else (args.rows, args.runs)
+    sizes = (1000, 2000) if args.quick else (10_000, 100_000)
     batch_rows = 100 if args.quick else 1000
     data = Path(tempfile.mkdtemp(prefix="nutch2-bench-"))
     load = os.getloadavg()[0]

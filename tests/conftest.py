@@ -62,3 +62,20 @@ def store(backend: str, tmp_path: Path):
     yield s
     s.drop_schema()
     s.close()
+
+
+SOLR_URL = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
+
+
+@pytest.fixture(scope="module")
+def solr_up() -> str:
+    """The real Solr core (docker/services.sh start solr): a failure in CI, a skip elsewhere when it is down."""
+    import requests
+
+    try:
+        requests.get(f"{SOLR_URL}/admin/ping", timeout=5).raise_for_status()
+    except requests.RequestException:
+        if os.environ.get("CI"):
+            pytest.fail(f"Solr not answering at {SOLR_URL} in CI")
+        pytest.skip(f"Solr not answering at {SOLR_URL}; run: docker/services.sh start solr")
+    return SOLR_URL

@@ -250,13 +250,16 @@ def _shot(driver, shots: Path, name: str) -> None:
 
 def _search(driver, server: SearchServer, q: str) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(server.url + "/")
     box = driver.find_element(By.NAME, "q")
     box.clear()
     box.send_keys(q)
     driver.find_element(By.CSS_SELECTOR, "form.box button").click()
-    assert driver.find_element(By.ID, "summary")
+    # the click starts the navigation; the results page may not be there yet when it returns
+    WebDriverWait(driver, 30).until(lambda d: "/search?" in d.current_url and d.find_elements(By.ID, "summary"),
+                                    message=f"no results page for {q!r}")
 
 
 def test_browser_search_paging_and_host_facet(browser, server: SearchServer, web: TestWeb, shots: Path) -> None:

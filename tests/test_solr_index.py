@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,24 +13,16 @@ from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url
+
+# the core the tests wipe; NUTCH2_SOLR_URL points them at another Solr (e.g. one started with SOLR_PORT=8984)
+from tests.conftest import SOLR_URL as SOLR
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.proxy import Proxy
 from tests.testweb import TestWeb
 
-# the core the tests wipe; NUTCH2_SOLR_URL points them at another Solr (e.g. one started with SOLR_PORT=8984)
-SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def solr_up() -> str:
-    try:
-        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
-    except requests.RequestException:
-        if os.environ.get("CI"):
-            pytest.fail(f"Solr not answering at {SOLR} in CI")
-        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
-    return SOLR
 
 
 @pytest.fixture

@@ -5,27 +5,14 @@ Checks the schema round-trips Nutch's fields, the catch-all `text` default field
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 import requests
 
-SOLR_URL = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
-
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def solr() -> str:
-    try:
-        r = requests.get(f"{SOLR_URL}/admin/ping", params={"wt": "json"}, timeout=5)
-        ok = r.status_code == 200 and r.json().get("status") == "OK"
-    except (requests.RequestException, ValueError):
-        ok = False
-    if not ok:
-        pytest.skip(f"Solr not answering at {SOLR_URL}; run: docker/services.sh start solr")
-    return SOLR_URL
 
 
 def _update(solr: str, body: object) -> None:
@@ -40,7 +27,8 @@ def _select(solr: str, **params: object) -> dict:
     return r.json()
 
 
-def test_fields_text_field_and_highlighting(solr: str) -> None:
+def test_fields_text_field_and_highlighting(solr_up: str) -> None:
+    solr = solr_up
     run = uuid.uuid4().hex[:12]
     word = f"zebra{run}"  # unique per run: concurrent runs and leftovers from old runs do not interfere
     docs = [

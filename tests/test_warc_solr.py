@@ -4,31 +4,21 @@ documents. Only this test's documents are read and deleted (by id), not the rest
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import requests
 
 from nutch2.jobs.index import indexable
+from tests.conftest import SOLR_URL as SOLR
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
 
-SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 # what may differ: the batch, and the boost (the OPIC score, which comes from the crawl's own link history)
 DIFFERENT = {"batchId", "boost", "_version_"}
 
 
-@pytest.fixture(scope="module")
-def solr() -> str:
-    try:
-        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
-    except requests.RequestException:
-        if os.environ.get("CI"):
-            pytest.fail(f"Solr not answering at {SOLR} in CI")
-        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
-    return SOLR
 
 
 def documents(ids: list[str]) -> dict[str, dict]:
@@ -46,7 +36,7 @@ def comparable(doc: dict) -> dict:
     return {k: sorted(v) if isinstance(v, list) else v for k, v in doc.items() if k not in DIFFERENT}
 
 
-def test_export_import_index_gives_the_same_documents(solr: str, tmp_path: Path,
+def test_export_import_index_gives_the_same_documents(solr_up: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     d = defines(tmp_path, "sqlite")
     conf = conf_for(tmp_path, "sqlite")
@@ -56,7 +46,7 @@ def test_export_import_index_gives_the_same_documents(solr: str, tmp_path: Path,
     ids = sorted(k for k, p in rows(conf, "wa").items() if indexable(p))
     assert len(ids) > 20
     try:
-        assert cli("index", "-all", "-crawlId", "wa", "-solr", solr, *d) == 0
+        assert cli("index", "-all", "-crawlId", "wa", "-solr", solr_up, *d) == 0
         original = documents(ids)
         assert set(original) == set(ids)
         delete(ids)
@@ -68,7 +58,7 @@ def test_export_import_index_gives_the_same_documents(solr: str, tmp_path: Path,
         batch = capsys.readouterr().out.strip()
         for step in ("parse", "updatedb"):
             assert cli(step, batch, "-crawlId", "wb", *d) == 0
-        assert cli("index", batch, "-crawlId", "wb", "-solr", solr, *d) == 0
+        assert cli("index", batch, "-crawlId", "wb", "-solr", solr_up, *d) == 0
         again = documents(ids)
         assert set(again) == set(original)
         for doc_id, doc in original.items():

@@ -1268,11 +1268,16 @@ def _stream_endless(h: _Handler) -> None:
             return
 
 
-def _stream_gzip_bomb(h: _Handler) -> None:
+def _stream_gzip_bomb(h: _Handler, as_file: bool = False) -> None:
+    """The 1 GiB gzip bomb as a gzip-encoded page, or (as_file) as a .gz file whose bytes the client gets as they
+    are (no Content-Encoding)."""
     first, block, repeat, tail = _gzip_bomb_parts()
     h.send_response(200)
-    h.send_header("Content-Type", "text/html; charset=utf-8")
-    h.send_header("Content-Encoding", "gzip")
+    if as_file:
+        h.send_header("Content-Type", "application/x-gzip")
+    else:
+        h.send_header("Content-Type", "text/html; charset=utf-8")
+        h.send_header("Content-Encoding", "gzip")
     h.send_header("Content-Length", str(len(first) + len(block) * repeat + len(tail)))
     h.end_headers()
     if not h.write(first):
@@ -1325,19 +1330,4 @@ def _stream_huge_sitemap(base: str, h: _Handler) -> None:
 
 
 def _stream_raw_gzip_bomb(h: _Handler) -> None:
-    """The 1 GiB gzip bomb as a .gz file (no Content-Encoding: the client gets the gzip bytes as they are)."""
-    first, block, repeat, tail = _gzip_bomb_parts()
-    h.send_response(200)
-    h.send_header("Content-Type", "application/x-gzip")
-    h.send_header("Content-Length", str(len(first) + len(block) * repeat + len(tail)))
-    h.end_headers()
-    if not h.write(first):
-        return
-    group = block * 64
-    left = repeat
-    while left > 0:
-        k = min(64, left)
-        if not h.write(group if k == 64 else block * k):
-            return
-        left -= k
-    h.write(tail)
+    _stream_gzip_bomb(h, as_file=True)
