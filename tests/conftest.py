@@ -67,15 +67,20 @@ def store(backend: str, tmp_path: Path):
 SOLR_URL = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
 
 
-@pytest.fixture(scope="module")
-def solr_up() -> str:
-    """The real Solr core (docker/services.sh start solr): a failure in CI, a skip elsewhere when it is down."""
+def require_solr() -> str:
+    """The test Solr's URL; fails in CI and skips elsewhere when it does not answer."""
     import requests
 
     try:
         requests.get(f"{SOLR_URL}/admin/ping", timeout=5).raise_for_status()
     except requests.RequestException:
         if os.environ.get("CI"):
-            pytest.fail(f"Solr not answering at {SOLR_URL} in CI")
+            pytest.fail(f"Solr not answering at {SOLR_URL} in CI (tests/run.sh starts it)")
         pytest.skip(f"Solr not answering at {SOLR_URL}; run: docker/services.sh start solr")
     return SOLR_URL
+
+
+@pytest.fixture(scope="module")
+def solr_up() -> str:
+    """The real Solr core (docker/services.sh start solr), as require_solr() finds it."""
+    return require_solr()

@@ -17,6 +17,13 @@ def cli(*args: str) -> int:
     return main([str(a) for a in args])
 
 
+def seed_file(tmp: Path, *urls: str) -> Path:
+    """A seeds.txt in `tmp` listing the URLs."""
+    path = tmp / "seeds.txt"
+    path.write_text("".join(u + "\n" for u in urls))
+    return path
+
+
 def defines(tmp: Path, backend: str, **props: object) -> list[str]:
     """-D options for a crawl on `backend` ("sqlite", or "sqlite:processes" for the processes runner)."""
     store, _, framework = backend.partition(":")

@@ -15,21 +15,12 @@ import pytest
 import requests
 
 # the core the tests wipe and fill; NUTCH2_SOLR_URL points them at another Solr (e.g. SOLR_PORT=8984)
-SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch").rstrip("/")
+from tests.conftest import SOLR_URL as SOLR
+from tests.conftest import require_solr  # noqa: F401 - the searcher tests take it from here
+
 CHROMIUM = os.environ.get("NUTCH2_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("NUTCH2_CHROMEDRIVER", "/usr/bin/chromedriver")
 _LISTENING = re.compile(r"^server: crawl \S+ at (http://\S+/) ", re.M)
-
-
-def require_solr() -> str:
-    """The test Solr's URL; fails in CI and skips elsewhere when it does not answer."""
-    try:
-        requests.get(f"{SOLR}/admin/ping", timeout=5).raise_for_status()
-    except requests.RequestException:
-        if os.environ.get("CI"):
-            pytest.fail(f"Solr not answering at {SOLR} in CI (tests/run.sh starts it)")
-        pytest.skip(f"Solr not answering at {SOLR}; run: docker/services.sh start solr")
-    return SOLR
 
 
 def wipe_solr() -> None:

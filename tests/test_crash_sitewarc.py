@@ -4,10 +4,7 @@ runners and on every service store in NUTCH2_TEST_STORES."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -19,20 +16,17 @@ from nutch2.stores import open_store
 from nutch2.webpage import WebPage
 from tests.conftest import STORE_BACKENDS
 from tests.crawlutil import conf_for, defines
+from tests.test_crash_safety import KILLED
+from tests.test_crash_safety import nutch2 as crash_nutch2
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-KILLED = -signal.SIGKILL
 BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite:processes"]
 
 
 def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
-    if failpoints:
-        env["NUTCH2_FAILPOINTS"] = failpoints
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return crash_nutch2(*args, failpoints=failpoints, timeout=timeout)
 
 
 def killed(proc: subprocess.CompletedProcess[str], backend: str, in_task: bool) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from nutch2.status import CrawlStatus
 from nutch2.tableutil import reverse_url
 from tests.conftest import JOB_BACKENDS
-from tests.crawlutil import cli, conf_for, defines, passes_filters, rows
+from tests.crawlutil import cli, conf_for, defines, passes_filters, rows, seed_file
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -22,11 +22,6 @@ def web():
     with TestWeb(hosts=4, pages_per_host=6, slow_seconds=1.0) as w:
         yield w
 
-
-def seed_file(tmp: Path, *urls: str) -> Path:
-    path = tmp / "seeds.txt"
-    path.write_text("".join(u + "\n" for u in urls))
-    return path
 
 
 @pytest.mark.parametrize("backend", JOB_BACKENDS)

@@ -13,7 +13,7 @@ from nutch2.marks import Mark
 from nutch2.sitemaps import CHANGEFREQ_SECONDS
 from nutch2.status import CrawlStatus
 from nutch2.tableutil import reverse_url
-from tests.crawlutil import cli, conf_for, defines, rows
+from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.testweb import HOSTILE_SITEMAPS, TestWeb
 
 pytestmark = pytest.mark.slow
@@ -27,11 +27,6 @@ def web():
         yield w
 
 
-def seeds(tmp: Path, *urls: str) -> Path:
-    path = tmp / "seeds.txt"
-    path.write_text("".join(u + "\n" for u in urls))
-    return path
-
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_crawl_finds_a_host_only_its_sitemaps_reach(web: TestWeb, tmp_path: Path, backend: str,
@@ -41,7 +36,7 @@ def test_crawl_finds_a_host_only_its_sitemaps_reach(web: TestWeb, tmp_path: Path
     sh = web.sitemap_host
     assert sh is not None
     hidden = set(web.sitemap_entries)
-    assert cli("crawl", seeds(tmp_path, web.seed_url), "-crawlId", "c", "-rounds", "3", *d) == 0
+    assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "c", "-rounds", "3", *d) == 0
     table = rows(conf, "c")
     assert reverse_url(web.url(sh, "/")) in table  # the crawl knows the host ...
     assert not {reverse_url(u) for u in hidden} & set(table)  # ... but none of its pages
@@ -78,7 +73,7 @@ def test_crawl_finds_a_host_only_its_sitemaps_reach(web: TestWeb, tmp_path: Path
     assert not web.requests(web.robots_503_host, "/sitemap.xml")  # its robots.txt answered 503: nothing else
 
     # the next round fetches them
-    assert cli("crawl", seeds(tmp_path, web.seed_url), "-crawlId", "c", "-rounds", "1", "-topN", 1000, *d) == 0
+    assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "c", "-rounds", "1", "-topN", 1000, *d) == 0
     table = rows(conf, "c")
     assert all(table[reverse_url(u)].status == CrawlStatus.FETCHED for u in hidden)
 
