@@ -6,7 +6,6 @@ FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fe
 from __future__ import annotations
 
 import random
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,18 +13,18 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
-from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.marks import Mark
 from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.protocol import ProtocolOutput
 from nutch2.runner import Job, TaskContext, stable_hash
-from nutch2.status import CrawlStatus, protocol_to_crawl_status
+from nutch2.status import CrawlStatus, ParseMajor, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
 from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
-                             "repr_url", *PARSE_FIELDS} - {"content"}))
+                             "repr_url", "parse_status", *PARSE_FIELDS} - {"content"}))
 
 
 class FetcherJob(Job):
@@ -35,7 +34,7 @@ class FetcherJob(Job):
     fields = FETCH_FIELDS
     has_reduce = True
 
-    def __init__(self, conf: Configuration, batch_id: str, threads: int | None = None, resume: bool = False,
+    def __init__(self, conf: Configuration, batch_id: str | None, threads: int | None = None, resume: bool = False,
                  progress: bool | None = None) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
@@ -49,14 +48,14 @@ class FetcherJob(Job):
         queue_id("http://x/", self.partition_mode)
         queue_id("http://x/", conf.get_str("fetcher.queue.mode"))
         self.redirect_checker = UrlChecker(conf, "fetcher")
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.progress = progress  # None: the fetcher decides (a live line on a terminal, log lines elsewhere)
 
     def reduce_setup(self, ctx: TaskContext) -> None:
         self._written = 0
         self._write_lock = threading.Lock()
 
     def mark_filter(self) -> MarkFilter | None:
-        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+        return (Mark.GENERATE.value, self.batch_id)
 
     # ---------------------------------------------------------------- map: random keys
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
@@ -70,7 +69,8 @@ class FetcherJob(Job):
         yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
                                                   modified if page.status != CrawlStatus.INJECTED else None, etag,
                                                   metadata=dict(page.metadata), signature=page.signature,
-                                                  repr_url=page.repr_url)
+                                                  repr_url=page.repr_url,
+                                                  parsed=page.parse_status.major_code == ParseMajor.SUCCESS)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
         return stable_hash(queue_id(value.url, self.partition_mode)) % n
@@ -110,6 +110,11 @@ class FetcherJob(Job):
         if self.parser is not None and status == CrawlStatus.FETCHED:
             if self.parser.parse(page, ctx, signature_loaded=True):
                 Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
+        elif self.parser is not None and status == CrawlStatus.NOTMODIFIED:
+            if item.parsed:  # the content it confirms was parsed: that parse stands
+                Mark.PARSE.put(page, Mark.FETCH.check(page) or self.batch_id)
+            else:  # left for the parse job (it parses a 304's kept content)
+                ctx.incr("not_modified_unparsed")
         if not self.store_content and page.is_dirty("content"):
             page.content = None
         self._write(ctx, page)

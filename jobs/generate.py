@@ -155,23 +155,24 @@ class ReleaseJob(Job):
         return iter(())
 
 
-def run_generate(job: GeneratorJob, store: DataStore, runner: Runner) -> Counters:
+def run_generate(job: GeneratorJob, store: DataStore, runner: Runner, counters: Counters | None = None) -> Counters:
     """Generate one batch, recorded in the journal: "generating" before the first mark is written, "generated"
     once every mark is durable. Batches of a generate that was killed in between are released first."""
     journal = Journal(store)
-    journal.check_no_interrupted_update()
-    if journal.batch(job.batch_id) is not None:
-        raise NutchError(f"generate: batch id {job.batch_id} is already used in this crawl; give a new one")
-    for rec in journal.batches():
+    journal.check_no_interrupted_update(updating=False)
+    for rec in journal.batches():  # first: a killed `generate -batchId G` run again makes G again
         if rec.state == GENERATING:
             released = runner.run(ReleaseJob(job.conf, rec.batch_id), store).get("released")
             journal.forget(rec.batch_id)
             log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its {released} rows "
                 "can be generated again")
+    if journal.batch(job.batch_id) is not None:
+        raise NutchError(f"generate: batch id {job.batch_id} is already used in this crawl; give a new one")
     journal.record(job.batch_id, GENERATING)
-    counters = runner.run(job, store)
+    counters = runner.run(job, store, counters)
     if counters.get("generated"):
-        journal.record(job.batch_id, GENERATED, counters.get("generated"))
+        journal.record(job.batch_id, GENERATED, counters.get("generated"),
+                       counts={"generated": counters.get("generated")})
     else:
         journal.forget(job.batch_id)
     return counters

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.marks import Mark
 from nutch2.parse import caching_forbidden
 from nutch2.parseutil import META_PREFIX, NOINDEX_KEY
 from nutch2.runner import Counters, Job, Runner, TaskContext
@@ -51,7 +51,7 @@ class IndexingJob(Job):
     name = "index"
     fields = INDEX_FIELDS
 
-    def __init__(self, conf: Configuration, batch_id: str, solr_url: str, reindex: bool = False) -> None:
+    def __init__(self, conf: Configuration, batch_id: str | None, solr_url: str, reindex: bool = False) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
         self.solr_url = solr_url
@@ -65,14 +65,14 @@ class IndexingJob(Job):
         self.index_metadata = [n.strip() for n in conf.get_str("index.metadata").split(",") if n.strip()]
 
     def mark_filter(self) -> MarkFilter | None:
-        all_batches = self.reindex or self.batch_id == ALL_BATCHES
+        all_batches = self.reindex or self.batch_id is None
         return (Mark.UPDATEDB.value, None if all_batches else self.batch_id)
 
     def skip(self, page: WebPage) -> str | None:
         """Why the row is not sent (and then not marked), or None: the same answer in both passes."""
         if not indexable(page):
             return "skipped_not_indexable"
-        if self.batch_id == ALL_BATCHES and not self.reindex and Mark.INDEX.check(page) == Mark.UPDATEDB.check(page):
+        if self.batch_id is None and not self.reindex and Mark.INDEX.check(page) == Mark.UPDATEDB.check(page):
             return "skipped_already_indexed"
         return None
 
@@ -172,7 +172,7 @@ class MarkIndexedJob(IndexingJob):
         pass
 
 
-def run_index(conf: Configuration, store: DataStore, batch_id: str, solr_url: str, reindex: bool,
+def run_index(conf: Configuration, store: DataStore, batch_id: str | None, solr_url: str, reindex: bool,
               runner: Runner, counters: Counters) -> None:
     """Send the documents (and commit), then mark what Solr holds now."""
     runner.run(IndexingJob(conf, batch_id, solr_url, reindex), store, counters)

@@ -6,12 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.marks import Mark
 from nutch2.parseutil import PARSE_FIELDS, PageParser
 from nutch2.runner import Job, TaskContext
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import MarkFilter
 from nutch2.webpage import WebPage
+
+# a 304 confirms the content the row kept from its previous fetch: parsing it again gives that content's parse
+# (and a first one when the earlier fetch was never parsed), so no sequence of fetches leaves a page unparseable
+PARSEABLE = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
 
 
 class ParserJob(Job):
@@ -20,7 +24,7 @@ class ParserJob(Job):
     name = "parse"
     fields = PARSE_FIELDS
 
-    def __init__(self, conf: Configuration, batch_id: str, resume: bool = False, force: bool = False,
+    def __init__(self, conf: Configuration, batch_id: str | None, resume: bool = False, force: bool = False,
                  reparse: bool = False) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
@@ -32,11 +36,14 @@ class ParserJob(Job):
     def mark_filter(self) -> MarkFilter | None:
         if self.reparse:
             return None
-        return (Mark.FETCH.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+        return (Mark.FETCH.value, self.batch_id)
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if page.status != CrawlStatus.FETCHED:
+        if page.status not in PARSEABLE:
             ctx.incr("skipped_not_fetched")
+            return iter(())
+        if page.status == CrawlStatus.NOTMODIFIED and not page.content:
+            ctx.incr("skipped_not_modified_without_content")  # fetcher.store.content=false: the old parse stays
             return iter(())
         if self.resume and Mark.PARSE.check(page) is not None and not self.force:
             ctx.incr("skipped_already_parsed")

@@ -29,7 +29,7 @@ from nutch2.config import Configuration
 from nutch2.domains import host_of
 from nutch2.errors import NutchError
 from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
-from nutch2.marks import ALL_BATCHES, Mark, get_distance, set_distance
+from nutch2.marks import Mark, get_distance, set_distance
 from nutch2.runner import Counters, Job, TaskContext
 from nutch2.runners import make_runner
 from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
@@ -76,7 +76,7 @@ class DbUpdaterJob(Job):
     fields = UPDATE_FIELDS
     has_reduce = True
 
-    def __init__(self, conf: Configuration, batch_id: str, run: str) -> None:
+    def __init__(self, conf: Configuration, batch_id: str | None, run: str) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
         self.run = run
@@ -88,7 +88,7 @@ class DbUpdaterJob(Job):
         self.max_interval = conf.get_int("db.fetch.interval.max")
 
     def mark_filter(self) -> MarkFilter | None:
-        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+        return (Mark.GENERATE.value, self.batch_id)
 
     def partition(self, key: Any, value: Any, n: int) -> int:
         return zlib.crc32(key.encode("utf-8")) % n
@@ -229,13 +229,13 @@ class UpdateCommitJob(Job):
     name = "updatedb"
     fields = ("metadata",)
 
-    def __init__(self, conf: Configuration, batch_id: str, run: str) -> None:
+    def __init__(self, conf: Configuration, batch_id: str | None, run: str) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
         self.run = run
 
     def mark_filter(self) -> MarkFilter | None:
-        return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
+        return (Mark.GENERATE.value, self.batch_id)
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if staged_run(page.metadata) != self.run:
@@ -248,24 +248,26 @@ class UpdateCommitJob(Job):
         return iter(())
 
 
-def update(conf: Configuration, store: DataStore, batch: str, num_tasks: int | None) -> Counters:
-    """updatedb's two steps under one run id (jobs/updatedb.py says why), recorded in the journal."""
-    counters = Counters("updatedb")
+def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: int | None,
+           counters: Counters | None = None) -> Counters:
+    """updatedb's two steps under one run id (jobs/updatedb.py says why), recorded in the journal; batch None:
+    every batch."""
+    counters = counters or Counters("updatedb")
     journal = Journal(store)
     journal.check_no_interrupted_update(batch)
     if not has_rows(store, Mark.GENERATE, batch, "updatedb", "generate", counters):
-        rec = journal.batch(batch)
+        rec = journal.batch(batch) if batch is not None else None
         if rec is not None and rec.state == UPDATING:  # killed after its last row was committed
-            journal.record(batch, UPDATED, rec.rows)
+            journal.record(batch, UPDATED, rec.rows)  # type: ignore[arg-type]
         return counters
-    batches = store.mark_values(Mark.GENERATE.value) if batch == ALL_BATCHES else {batch}
+    batches = store.mark_values(Mark.GENERATE.value) if batch is None else {batch}
     run = journal.start_update(batch)
     runner = make_runner(conf, num_tasks)
     runner.run(DbUpdaterJob(conf, batch, run), store, counters)
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
-    for b in batches - {ALL_BATCHES}:
+    for b in batches:
         rec = journal.batch(b)
-        journal.record(b, UPDATED, rec.rows if rec else 0)
-    if batch == ALL_BATCHES:
-        journal.forget(ALL_BATCHES)
+        journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": rec.rows if rec else 0})
+    if batch is None:
+        journal.forget_all_update()
     return counters

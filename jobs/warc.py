@@ -30,7 +30,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetcher import user_agent
 from nutch2.journal import FETCHED, IMPORTING, Journal
-from nutch2.marks import ALL_BATCHES, Mark, set_distance
+from nutch2.marks import Mark, set_distance
 from nutch2.parseutil import TRUNCATED_KEY
 from nutch2.runner import Counters, Job, Runner, TaskContext, log
 from nutch2.scoring import OpicScoring
@@ -110,15 +110,15 @@ class WarcExportJob(Job):
         self.files = sorted(name for names in results for name in names)
 
 
-def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str, crawl_id: str | None,
+def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | None, crawl_id: str | None,
            max_mb: float, runner: Runner) -> tuple[Counters, list[str]]:
     """Export a batch's fetched rows (or every row's, with -all) into `out_dir`; the counters and the files."""
     if max_mb <= 0:
         raise ConfigError(f"-maxSize {max_mb:g} must be > 0 (MB per WARC file)")
     if out_dir.exists() and not out_dir.is_dir():
         raise NutchError(f"{out_dir} is a file; give a folder for the WARC files")
-    mark = None if batch == ALL_BATCHES else _batch_mark(store, batch)
-    prefix = f"{crawl_id or 'webpage'}-{'all' if batch == ALL_BATCHES else batch}"
+    mark = None if batch is None else _batch_mark(store, batch)
+    prefix = f"{crawl_id or 'webpage'}-{'all' if batch is None else batch}"
     description = f"nutch2 crawl {crawl_id or 'webpage'}, " + ("every row" if mark is None else f"batch {batch}")
     job = WarcExportJob(conf, out_dir, prefix, int(max_mb * 1024 * 1024), mark, description)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -245,7 +245,7 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
     if rec is not None and rec.state != IMPORTING:
         log(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
         return
-    journal.check_no_interrupted_update()
+    journal.check_no_interrupted_update(updating=False)
     if rec is None:
         journal.record(batch, IMPORTING)
     else:

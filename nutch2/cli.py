@@ -1,18 +1,30 @@
-"""The `nutch2` command: Nutch's command names and single-dash options, -D overrides, one-line errors."""
+"""The `nutch2` command: a loop over the tool registry (nutch2/tools) with Nutch's single-dash options, -D
+overrides, -v/-q, one-line errors, and stop-on-signal.
+
+Exit codes: 0 done; 1 the command could not do its job (one line says why); 2 bad usage; 130 stopped by a
+signal (the line names the command that resumes); 141 stdout closed (e.g. `| head`), quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from nutch2.commands import COMMANDS
+from nutch2 import logs, stop
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
+from nutch2.tools import TOOLS, Run, Tool, tools
+from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line and exits 2."""
+class Parser(NoAbbrevParser):
+    """argparse that reports a usage error as one line and exits 2 (and takes no abbreviations)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -22,7 +34,10 @@ class Parser(argparse.ArgumentParser):
 def add_common(p: argparse.ArgumentParser, crawl_id: bool = True) -> None:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="key=value",
                    help="override a configuration property")
-    p.add_argument("--conf", dest="conf_dir", metavar="DIR", help="configuration folder (default: ./conf)")
+    p.add_argument("--conf", dest="conf_dir", metavar="DIR",
+                   help="configuration folder (default: $NUTCH_CONF_DIR, else ./conf, else the shipped one)")
+    p.add_argument("-v", dest="verbose", action="count", default=0, help="more log lines (log.level=DEBUG)")
+    p.add_argument("-q", dest="quiet", action="store_true", help="warnings and errors only (log.level=WARNING)")
     if crawl_id:
         p.add_argument("-crawlId", dest="crawl_id", metavar="ID", help="crawl id (table <ID>_webpage)")
 
@@ -35,10 +50,10 @@ def build_parser() -> Parser:
                         help="override a configuration property")
     parser.add_argument("--version", action="version", version=f"nutch2 {__import__('nutch2').__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=Parser)
-    for name, (help_text, fn) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
-        getattr(fn, "arguments", lambda _p: None)(p)
-        add_common(p, crawl_id=name not in ("search", "dedup"))
+    for cls in tools():
+        p = sub.add_parser(cls.name, help=cls.help, description=cls.help, allow_abbrev=False)
+        add_arguments(p, cls.Args)
+        add_common(p, crawl_id=cls.crawl)
     return parser
 
 
@@ -48,26 +63,93 @@ def load_conf(args: argparse.Namespace) -> Configuration:
     return Configuration(Path(conf_dir) if conf_dir else None, defines)
 
 
+def setup_logging(conf: Configuration, args: argparse.Namespace) -> None:
+    level = conf.get_str("log.level").upper()
+    if args.verbose:
+        level = "DEBUG"
+    elif args.quiet:
+        level = "WARNING"
+    folder = conf.get_str("hadoop.log.dir").strip() or str(Path(conf.get_str("storage.data.dir")) / "logs")
+    name = conf.get_str("hadoop.log.file").strip()
+    logs.setup(level, Path(folder) / name if name else None, conf.get_float("log.file.max.size.mb"),
+               conf.get_int("log.file.backups"))
+
+
+@contextmanager
+def stop_on_signals(prog: str) -> Iterator[None]:
+    """SIGINT/SIGTERM: the first asks the work to stop (one line), a second one exits at once."""
+
+    def handler(signum: int, _frame: object) -> None:
+        if stop.requested():
+            os.write(2, f"{prog}: stopped at once; the work is safe to run again: run the same command\n".encode())
+            os._exit(130)
+        n = stop.in_flight()
+        what = "the work in hand" if n is None else f"{n} request{'s' if n != 1 else ''} in flight"
+        logs.log(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
+                 "again to quit now")
+        stop.request()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def resume_command(tool: Tool, argv: list[str]) -> str:
+    extra = [f for f in tool.resume_flags() if f not in argv]
+    return shlex.join(["nutch2", *argv, *extra])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        ns, extra = parser.parse_known_args(argv)
     except SystemExit as e:  # usage errors (2) and --help (0) return instead of exiting the caller
         return int(e.code or 0)
-    if not args.command:
+    if not ns.command:
         parser.print_help()
         return 2
+    cls = TOOLS[ns.command]
+    prog = f"nutch2 {cls.name}"
+    if extra:
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)", file=sys.stderr)
+        return 2
     try:
-        conf = load_conf(args)
-        return COMMANDS[args.command][1](args, conf)
+        args = from_namespace(cls.Args, ns)
+    except ArgError as e:
+        print(f"{prog}: error: {e} (see {prog} --help)", file=sys.stderr)
+        return 2
+    stop.reset()
+    tool: Tool | None = None
+    try:
+        conf = load_conf(ns)
+        setup_logging(conf, ns)
+        tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
+        if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
+            return tool.execute(Run())
+        with stop_on_signals(prog):
+            return tool.execute(Run())
+    except stop.Stopped:
+        resume = resume_command(tool, argv) if tool is not None else f"nutch2 {' '.join(argv)}"
+        print(f"{prog}: stopped; what was done is kept: run `{resume}` to go on", file=sys.stderr)
+        return 130
     except UsageError as e:
         print(str(e), file=sys.stderr)
         return 2
     except NutchError as e:
-        print(f"nutch2 {args.command}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `nutch2 readdb -stats | head`: the reader went away; say nothing
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
     except KeyboardInterrupt:
-        print(f"nutch2 {args.command}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -1,7 +1,14 @@
-"""Configuration: conf/nutch-default.toml, overridden by nutch-site.toml (or a Nutch nutch-site.xml), then -D."""
+"""Configuration: conf/nutch-default.toml, overridden by nutch-site.toml, then a Nutch nutch-site.xml, then -D.
+
+The conf folder is --conf, else $NUTCH_CONF_DIR, else ./conf when it holds any file, else the shipped one; it is
+an overlay on the shipped defaults: a file it lacks (nutch-default.toml, regex-urlfilter.txt, ...) is read from
+the shipped conf/. A property nutch2 does not know gets one warning line: a typo in TOML or -D, or a Nutch
+property nutch2 does not implement (from nutch-site.xml); spark.* properties go to Spark as they are.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tomllib
@@ -16,7 +23,18 @@ DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
 SITE_XML = "nutch-site.xml"
 PASS_THROUGH = ("spark.",)  # property prefixes handed to another system as they are
-PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir")  # folders, made absolute (relative to the start folder)
+PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir", "hadoop.log.dir", "server.files.dir")  # folders, made
+# absolute (relative to the start folder)
+# bounds of numeric properties where a value outside them is a mistake (a hung fetch, a fork bomb), checked with
+# the types; NaN and infinity are refused for every number
+RANGES: dict[str, tuple[float, float]] = {
+    "fetcher.server.delay": (0, 86400), "fetcher.server.min.delay": (0, 86400),
+    "fetcher.threads.per.queue": (1, 1000), "fetcher.timelimit.mins": (-1, 525600),
+    "fetcher.progress.interval": (0.05, 86400), "log.progress.interval": (0, 86400),
+    "http.timeout": (1, 3_600_000), "mapreduce.job.tasks": (1, 1024), "solr.timeout": (0.1, 86400),
+    "storage.write.batch.size": (1, 1_000_000), "fetcher.write.batch.size": (1, 1_000_000),
+    "log.file.max.size.mb": (0.001, 100_000), "log.file.backups": (0, 1000),
+}
 
 
 def shipped_conf_dir() -> Path:
@@ -71,7 +89,10 @@ def _coerce(key: str, value: Any, default: Any, source: str, typed: bool = False
         if isinstance(default, float):
             if isinstance(value, bool):
                 raise ValueError(value)
-            return float(str(value).strip())
+            number = float(str(value).strip())
+            if not math.isfinite(number):
+                raise ConfigError(f"{source}: {key}={value!r} is not a finite number; give a number like {default!r}")
+            return number
         if isinstance(default, list):
             if isinstance(value, list):
                 return [str(v) for v in value]
@@ -163,17 +184,18 @@ class Configuration:
     def _apply(self, props: dict[str, Any], source: str, typed: bool = False) -> None:
         for key, value in props.items():
             if key in self.defaults:
-                self.values[key] = _coerce(key, value, self.defaults[key], source, typed)
+                self.values[key] = _check_range(key, _coerce(key, value, self.defaults[key], source, typed), source)
             else:
                 self.unknown[key] = value
-        # a nutch-site.xml may hold many Nutch properties nutch2 does not have: only -D and TOML typos warn;
         # spark.* properties go to Spark as they are (the spark runner's SparkConf)
-        typos = [k for k in props if k in self.unknown and not k.startswith(PASS_THROUGH)]
-        if (source == "-D" or typed) and typos:
-            names = ", ".join(typos)
-            where = "-D" if source == "-D" else source
-            print(f"warning: {where}: {names}: not a nutch2 property (see conf/nutch-default.toml)",
-                  file=sys.stderr)
+        unknown = [k for k in props if k in self.unknown and not k.startswith(PASS_THROUGH)]
+        for key in unknown:
+            if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
+                print(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
+                      "(conf/nutch-default.toml lists what nutch2 reads)", file=sys.stderr)
+            else:
+                print(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml)",
+                      file=sys.stderr)
 
     def get(self, key: str) -> Any:
         try:
@@ -203,7 +225,7 @@ class Configuration:
         """Set a declared property (coerced to its type)."""
         if key not in self.defaults:
             raise KeyError(f"property {key!r} is not declared in nutch-default.toml")
-        self.values[key] = _coerce(key, value, self.defaults[key], "set")
+        self.values[key] = _check_range(key, _coerce(key, value, self.defaults[key], "set"), "set")
 
     def copy(self) -> Configuration:
         new = object.__new__(Configuration)
@@ -214,13 +236,25 @@ class Configuration:
         return new
 
 
+def _check_range(key: str, value: Any, source: str) -> Any:
+    bounds = RANGES.get(key)
+    if bounds is not None and isinstance(value, (int, float)) and not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(f"{source}: {key}={value!r} is out of range; give a value between {bounds[0]:g} and "
+                          f"{bounds[1]:g}")
+    return value
+
+
 def _default_conf_dir() -> Path:
+    """$NUTCH_CONF_DIR, else ./conf when it holds any file (an overlay on the shipped one), else the shipped one."""
     env = os.environ.get("NUTCH_CONF_DIR")
     if env:
         return Path(env)
     local = Path("conf")
-    if (local / DEFAULT_FILE).is_file() or (local / SITE_FILE).is_file() or (local / SITE_XML).is_file():
-        return local
+    try:
+        if local.is_dir() and any(p.is_file() for p in local.iterdir()):
+            return local
+    except OSError:
+        pass
     return shipped_conf_dir()
 
 

@@ -6,7 +6,6 @@ threshold. What a fetch gives is handed to the caller's output function (the fet
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections import deque
@@ -14,13 +13,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from nutch2 import stop
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
+from nutch2.logs import Progress
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.runner import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls import UrlChecker, queue_id
+from nutch2.watchdog import WATCHDOG
 
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
@@ -49,6 +51,7 @@ class FetchItem:
     metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
     signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
     repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
+    parsed: bool = False  # the row's last parse succeeded (a 304 keeps it with fetcher.parse)
     # only the host's robots.txt is wanted (sitemap discovery): once its rules are known the output gets
     # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
     robots_only: bool = False
@@ -280,7 +283,8 @@ class Fetcher:
         self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
         self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
         self.progress_interval = conf.get_float("fetcher.progress.interval")
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.log_interval = conf.get_float("log.progress.interval")
+        self.progress = progress  # None: a live line on a terminal, a log line every log.progress.interval
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self.stats = _Stats()
         self._queues: FetchItemQueues | None = None
@@ -297,7 +301,11 @@ class Fetcher:
                                     daemon=True) for i in range(self.threads)]
         for w in workers:
             w.start()
-        self._watch(queues, workers)
+        uncount = stop.count_in_flight(lambda: self.stats.active)
+        try:
+            self._watch(queues, workers)
+        finally:
+            uncount()
         if queues.feeding:  # every fetcher thread died (should not happen): let the feeder drain, not hang
             self.counters.incr("dropped_no_fetcher_threads", queues.abort())
         feeder.join()
@@ -324,15 +332,19 @@ class Fetcher:
         return not waiting and self.stats.active == 0
 
     def stop(self) -> None:
-        """Drop every queued item and let the threads end (the caller gave up on the run)."""
+        """Drop every queued item and let the threads end (the caller gave up on the run); requests in flight
+        end within http.timeout."""
         if self._queues is not None:
             self.counters.incr("dropped_by_stop", self._queues.abort())
+            WATCHDOG.shorten(time.monotonic() + self.settings.timeout_ms / 1000.0)
 
     def _feed(self, items: Iterator[FetchItem], queues: FetchItemQueues) -> None:
         try:
             for item in items:
                 queues.wait_below(self.capacity)
                 if queues.aborted:
+                    if stop.requested():  # the rest stays in the batch for -resume: no need to read it
+                        break
                     self.counters.incr("dropped_after_abort")
                     continue
                 queues.add(item)
@@ -343,33 +355,35 @@ class Fetcher:
             queues.done_feeding()
 
     def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread]) -> None:
-        """Progress on a terminal, the time limit and the throughput threshold."""
+        """Progress, a stop request, the time limit and the throughput threshold."""
         low = 0
         last_check = last_trim = time.monotonic()
         last_pages = 0
+        progress = None if self.progress is False else Progress(
+            "fetch", self.log_interval, tty=None if self.progress is None else True)
         while any(w.is_alive() for w in workers):
             time.sleep(min(0.2, self.progress_interval))
             now = time.monotonic()
             if now - last_trim >= _TRIM_EVERY:  # a long fetch keeps its RSS at its working set
                 release_memory()
                 last_trim = now
+            if stop.requested() and not queues.aborted:
+                self.stop()
             if self.deadline is not None and now >= self.deadline and not queues.aborted:
                 self.counters.incr("hit_by_timelimit", queues.abort())
             if now - last_check >= self.progress_interval:
                 pages = self.stats.pages
                 rate = (pages - last_pages) / (now - last_check)
-                if self.progress:
-                    print(f"\rfetch: {pages} pages, {rate:.1f} pages/s, {self.stats.rate_bytes():.0f} kB/s, "
-                          f"{self.stats.active}/{self.threads} threads active, {queues.size()} queued in "
-                          f"{len(queues.queues)} queues   ", end="", file=sys.stderr, flush=True)
+                if progress is not None:
+                    progress.update(self.stats.line(self.threads, queues.size(), len(queues.queues)))
                 if (self.throughput_min > 0 and now - self.stats.started > self.throughput_after
                         and not queues.aborted):
                     low = low + 1 if rate < self.throughput_min else 0
                     if low > self.throughput_retries:
                         self.counters.incr("hit_by_throughput_threshold", queues.abort())
                 last_check, last_pages = now, pages
-        if self.progress:
-            print(file=sys.stderr)
+        if progress is not None:
+            progress.done()
 
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
         protocol = HttpProtocol(self.settings)
@@ -389,6 +403,7 @@ class Fetcher:
                 except Exception as e:  # noqa: BLE001 - one bad page must not kill the thread
                     queues.finish(item, q)
                     self.counters.incr("errors")
+                    self.stats.error()
                     self._record_error(item, e, queues)
                 finally:
                     self.stats.end()
@@ -406,9 +421,15 @@ class Fetcher:
             self.counters.incr("errors_not_recorded")
 
     def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: HttpProtocol) -> None:
+        if stop.requested():  # taken just before the stop: left in the batch for -resume
+            queues.finish(item, q, requested=False)
+            return
         rules = self.robots.cached(item.url)
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
             rules = self.robots.rules_for(item.url)
+            if stop.requested():  # robots.txt cut by the stop says nothing about the host
+                queues.finish(item, q)
+                return
             delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
             if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
                 q.crawl_delay = delay
@@ -463,21 +484,24 @@ class Fetcher:
                                  may_follow=lambda target: self._may_follow(target, q))
         finally:
             queues.finish(item, q)
-        if out.stopped:  # cut by fetcher.timelimit.mins: not an outcome of this URL; left for a later fetch
-            self.counters.incr("hit_by_timelimit")
+        if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
+            self.counters.incr("stopped_in_flight" if stop.requested() else "hit_by_timelimit")
             return
-        self.stats.add(len(out.content))
+        self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
         self.counters.incr("bytes", len(out.content))
         self.output(item, out.code, out.args, out)
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
         self.counters.incr("host_unreachable")
+        self.stats.error()
         self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} (robots.txt)"], None)
 
     def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
         """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness
         state) and where robots.txt allows it, as Nutch 1 does; otherwise it is recorded as a redirect."""
+        if stop.requested():
+            return False
         try:
             if queue_id(target, self.queue_mode) != q.qid:
                 return False
@@ -493,14 +517,19 @@ class Fetcher:
 
 
 class _Stats:
-    """Pages, bytes and active threads for the progress line."""
+    """Pages, errors, bytes and active threads for the progress line: rates over the last WINDOW seconds and
+    since the start (a window of a few seconds reads 0 between the slow pages of a polite fetch)."""
+
+    WINDOW = 30.0
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pages = 0
+        self.errors = 0
         self.bytes = 0
         self.active = 0
         self.started = time.monotonic()
+        self._marks: deque[tuple[float, int, int]] = deque([(self.started, 0, 0)])  # (time, pages, bytes)
 
     def begin(self) -> None:
         with self.lock:
@@ -510,10 +539,30 @@ class _Stats:
         with self.lock:
             self.active -= 1
 
-    def add(self, nbytes: int) -> None:
+    def add(self, nbytes: int, failed: bool = False) -> None:
         with self.lock:
             self.pages += 1
             self.bytes += nbytes
+            if failed:
+                self.errors += 1
+
+    def error(self) -> None:
+        with self.lock:
+            self.errors += 1
 
     def rate_bytes(self) -> float:
         return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)
+
+    def line(self, threads: int, queued: int, queues: int) -> str:
+        """One progress line: counts, then pages/s and kB/s over the window and since the start."""
+        now = time.monotonic()
+        with self.lock:
+            pages, nbytes, errors, active = self.pages, self.bytes, self.errors, self.active
+            self._marks.append((now, pages, nbytes))
+            while len(self._marks) > 2 and now - self._marks[1][0] >= self.WINDOW:
+                self._marks.popleft()
+            t0, p0, b0 = self._marks[0]
+        span, total = max(1e-6, now - t0), max(1e-6, now - self.started)
+        return (f"fetch: {pages} pages, {errors} errors, {(pages - p0) / span:.1f} pages/s "
+                f"({pages / total:.1f} avg), {(nbytes - b0) / 1024 / span:.0f} kB/s ({nbytes / 1024 / total:.0f} avg), "
+                f"{active}/{threads} threads active, {queued} queued in {queues} queues")

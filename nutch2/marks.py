@@ -36,13 +36,12 @@ class Mark(StrEnum):
 
 
 DIST = "dist"
-ALL_BATCHES = "-all"
 _BATCH_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 def valid_batch_id(batch_id: str) -> bool:
     """Batch ids name files (locks) and journal entries: letters, digits, '_', '-', '.', at most 64."""
-    return batch_id == ALL_BATCHES or _BATCH_ID.fullmatch(batch_id) is not None
+    return _BATCH_ID.fullmatch(batch_id) is not None
 
 
 def get_distance(page: WebPage) -> int | None:

@@ -20,6 +20,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from nutch2 import stop
+from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
 from nutch2.shuffle import MapOutput, Run, SpillDir
@@ -35,6 +37,14 @@ class ProcessRunner(Runner):
     """Runs every task in a worker process."""
 
     to_disk = True
+
+    def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
+        super().__init__(conf, num_tasks)
+        limit = max_workers()
+        if self.num_tasks > limit:
+            raise ConfigError(f"{self.num_tasks} tasks: the processes runner starts one worker process per task, "
+                              f"at most {limit} on this machine ({os.cpu_count() or 1} cores); give -numTasks "
+                              f"{limit} or less (mapreduce.job.tasks)")
 
     def check(self, job: Job, store: DataStore) -> None:
         if store.name == "memory":
@@ -74,11 +84,21 @@ class ProcessRunner(Runner):
             return [f.result() for f in futures]
         except BrokenProcessPool:
             shutdown_pool()
+            if stop.requested():
+                raise stop.Stopped() from None
             raise NutchError(f"{job.name}: a worker process died (killed, or out of memory); what it wrote is kept "
                              "and the job is safe to run again: run the same command") from None
+        except stop.Stopped:
+            shutdown_pool()  # its workers saw the stop; the next command (or API job) gets fresh ones
+            raise
         finally:
             for f in futures:
                 f.cancel()
+
+
+def max_workers() -> int:
+    """Worker processes a command may start here: 4 per core (parsing is CPU-bound; fetching waits)."""
+    return max(2, 4 * (os.cpu_count() or 1))
 
 
 def shutdown_pool() -> None:
@@ -92,6 +112,20 @@ def shutdown_pool() -> None:
 atexit.register(shutdown_pool)
 
 
+def _forward_stop() -> None:
+    """A stop request of the driver reaches every worker (a terminal's Ctrl-C reaches them too, and they ignore
+    it: the driver decides)."""
+    pool = _pool
+    for proc in list(getattr(pool, "_processes", {}).values()) if pool is not None else []:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+stop.on_request(_forward_stop)
+
+
 def _init_worker(driver: int) -> None:
     """A worker dies with the command that started it (kill -9 of the command leaves nothing running)."""
     try:
@@ -101,6 +135,8 @@ def _init_worker(driver: int) -> None:
         pass
     if os.getppid() != driver:  # the command died before prctl took effect
         os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop.request())
 
 
 def _open(job: Job, crawl_id: str | None) -> DataStore:

@@ -32,6 +32,7 @@ import requests
 import urllib3
 from urllib3.util.retry import Retry
 
+from nutch2 import stop
 from nutch2.errors import ConfigError
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
 from nutch2.urls import strip_credentials
@@ -287,8 +288,9 @@ class HttpProtocol:
             out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [_describe(exc)], final_url=url)
         end = time.monotonic()
         out.fetch_ms = int((end - start) * 1000)
-        if stop_at is not None and end >= stop_at and (out.truncated or out.code == ProtocolStatusCode.EXCEPTION):
-            out.stopped = True  # cut (or failed) at the job's time limit: the URL is left for a later fetch
+        failed = out.truncated or out.code == ProtocolStatusCode.EXCEPTION
+        if failed and (stop_at is not None and end >= stop_at or stop.requested()):
+            out.stopped = True  # cut (or failed) at the job's time limit or by a stop: left for a later fetch
         return out
 
     @staticmethod

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import pickle
-import sys
 import threading
 import time
 import zlib
@@ -28,9 +27,10 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from nutch2 import failpoints
+from nutch2 import failpoints, stop
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.logs import log
 from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
@@ -206,6 +206,7 @@ def map_pairs(job: Job, split: Any, ctx: TaskContext) -> Iterator[tuple[Any, Any
     job.map_setup(ctx)
     try:
         for record in job.read(split, ctx.store):
+            stop.check()  # a stop request ends the task between records (the job is safe to run again)
             yield from job.map(record, ctx) or ()
     finally:
         job.map_cleanup(ctx)
@@ -215,9 +216,16 @@ def reduce_pairs(job: Job, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -
     """The body of a reduce task of step ctx.step over its sorted partition; yields what goes to the next step."""
     job.reduce_setup(ctx)
     try:
-        yield from job.run_reducer(items, ctx) or ()
+        yield from job.run_reducer(_until_stopped(items), ctx) or ()
+        stop.check()  # a reducer that ended early because of a stop did not finish its partition
     finally:
         job.reduce_cleanup(ctx)
+
+
+def _until_stopped(items: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    for item in items:
+        stop.check()
+        yield item
 
 
 def task_context(job: Job, store: DataStore, task: int, step: int = -1, remote: bool = False) -> TaskContext:
@@ -379,8 +387,3 @@ def release_memory() -> None:
     """
     if _malloc_trim is not None:
         _malloc_trim(0)
-
-
-def log(msg: str) -> None:
-    """A progress or summary line on stderr."""
-    print(msg, file=sys.stderr, flush=True)

@@ -137,6 +137,24 @@ class URLFilters:
         """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
         return self._filter(url)
 
+    def explain(self, url: str) -> tuple[bool, str]:
+        """(kept, what decided) for one URL, as filterchecker prints it."""
+        if 0 < self.max_length < len(url):
+            return False, f"urlfilter.max.length: longer than {self.max_length} characters"
+        decided = "no filter rejects it"
+        for url_filter in self.filters:
+            if not isinstance(url_filter, RegexURLFilter):
+                if url_filter.filter(url) is None:
+                    return False, type(url_filter).__name__
+                continue
+            rule = url_filter.rule_for(url)
+            if rule is None:
+                return False, f"{url_filter.source}: no rule matches"
+            decided = f"{rule.where}: {'+' if rule.accept else '-'}{rule.pattern.pattern}"
+            if not rule.accept:
+                return False, decided
+        return True, decided
+
     def _filter(self, url: str) -> str | None:
         if 0 < self.max_length < len(url):
             return None

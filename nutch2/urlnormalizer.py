@@ -225,6 +225,17 @@ class URLNormalizers:
         _ = scope or self.scope  # per-scope rules go here
         return (_basic_normalize,)
 
+    def explain(self, url: str, scope: str | None = None) -> list[tuple[str, str | None]]:
+        """Each normalisation step of ``scope`` with what it made of the URL (None: it rejected it)."""
+        steps: list[tuple[str, str | None]] = []
+        for rule in self.rules(scope):
+            normalized = rule(url)
+            steps.append((RULE_NAMES.get(rule, rule.__name__), normalized))
+            if normalized is None:
+                break
+            url = normalized
+        return steps
+
     def normalize(self, url: str, scope: str | None = None) -> str | None:
         """Normalised ``url``, or None when it cannot be normalised (garbage or unsupported scheme).
 
@@ -238,6 +249,7 @@ class URLNormalizers:
         return url
 
 
+RULE_NAMES: dict[Callable[[str], str | None], str] = {_basic_normalize: "urlnormalizer-basic"}
 _DEFAULT = URLNormalizers()
 
 

@@ -83,6 +83,14 @@ class Watchdog:
             guard.done = True
             guard.socks.clear()
 
+    def shorten(self, deadline: float) -> None:
+        """Every request armed now ends by ``deadline`` at the latest (a stop request: in-flight requests get
+        their own timeout, not their whole budget)."""
+        for guard in list(self._active.values()):
+            if guard.deadline > deadline:
+                guard.deadline = deadline
+        self._wake.set()
+
     def attach(self, sock: socket.socket) -> None:
         """A socket the current thread's armed request uses (cut at once when the deadline already passed)."""
         guard: Guard | None = getattr(self._local, "guard", None)

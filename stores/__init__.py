@@ -9,7 +9,6 @@ import fasteners
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreLockedError
-from nutch2.marks import ALL_BATCHES
 from nutch2.stores.base import DataStore
 
 BACKENDS = ("memory", "sqlite", "hbase", "cassandra")
@@ -146,16 +145,17 @@ def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners
 
 
 class BatchLock:
-    """One job at a time per batch: `-all` holds the crawl's batches lock for writing (excluding every
-    batch), a batch id holds it for reading plus the batch's own lock. Released by release() or on exit."""
+    """One job at a time per batch: every batch (batch None, `-all`) holds the crawl's batches lock for writing
+    (excluding every batch), a batch id holds it for reading plus the batch's own lock. Released by release()
+    or on exit."""
 
-    def __init__(self, conf: Configuration, crawl_id: str | None, batch: str, job: str) -> None:
+    def __init__(self, conf: Configuration, crawl_id: str | None, batch: str | None, job: str) -> None:
         table = table_name(conf, crawl_id)
         base = data_dir(conf) / table
         self._all = fasteners.InterProcessReaderWriterLock(f"{base}.batches.lock")
         self._one: fasteners.InterProcessLock | None = None
         busy = f"{job}: another fetch, parse, updatedb or index of {{}} is running and holds {{}}; wait for it"
-        if batch == ALL_BATCHES:
+        if batch is None:
             if not self._all.acquire_write_lock(blocking=False):
                 raise StoreLockedError(busy.format("a batch of this crawl", f"{base}.batches.lock"))
             self._release = self._all.release_write_lock

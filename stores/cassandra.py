@@ -28,7 +28,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nutch2.errors import StoreError
+from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.webpage import FIELDS, WebPage, check_fields
@@ -75,9 +75,13 @@ class CassandraStore(BufferedStore):
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
                  batch_size: int = 500, retries: int = 5) -> None:
         super().__init__(table, batch_size)
-        from cassandra import ConsistencyLevel
-        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-        from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
+        try:
+            from cassandra import ConsistencyLevel
+            from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+            from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
+        except ImportError:
+            raise ConfigError("the cassandra store needs cassandra-driver, which is not installed: "
+                              "pip install 'nutch2[cassandra]'") from None
 
         self.where = f"{','.join(contact_points)}:{port}"
         self.keyspace = keyspace

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nutch2 import failpoints
-from nutch2.errors import StoreError
+from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
@@ -118,7 +118,11 @@ class HBaseStore(BufferedStore):
     def __init__(self, table: str, host: str, port: int, transport: str = "buffered", protocol: str = "binary",
                  pool_size: int = 8, timeout_ms: int = 60000, batch_size: int = 1000, retries: int = 5) -> None:
         super().__init__(table, batch_size)
-        import happybase
+        try:
+            import happybase
+        except ImportError:
+            raise ConfigError("the hbase store needs happybase, which is not installed: "
+                              "pip install 'nutch2[hbase]'") from None
 
         self.where = f"{host}:{port}"
         self.retries = max(0, retries)

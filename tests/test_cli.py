@@ -93,7 +93,10 @@ def test_inject_reports_bad_lines_and_summary(crawl) -> None:
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
     assert (d / "crawl" / "webpage.sqlite").is_file()
-    assert re.search(r"4 injected, 2 filtered, 2 rejected, 0 already known", p.stdout), p.stdout
+    # one summary line per job, on stderr (stdout is for results only)
+    summary = r"^inject: finished in [\d.]+ s: filtered=2 injected=4 known=0 rejected=2$"
+    assert re.search(summary, p.stderr, re.M), p.stderr
+    assert p.stdout == "", p.stdout
     assert "seeds.txt:6: " in p.stderr and "not a url" in p.stderr
     assert "seeds.txt:7: " in p.stderr and "nutch.score" in p.stderr
 
@@ -170,9 +173,9 @@ def test_reinject_counts_known(crawl, tmp_path: Path) -> None:
     d, _ = crawl
     (tmp_path / "again.txt").write_text("http://example.com/\n")
     p = run(d, "inject", str(tmp_path / "again.txt"), "-crawlId", "again")
-    assert p.returncode == 0 and "1 injected" in p.stdout
+    assert p.returncode == 0 and " injected=1 " in p.stderr
     p = run(d, "inject", str(tmp_path / "again.txt"), "-crawlId", "again")
-    assert p.returncode == 0 and "0 injected" in p.stdout and "1 already known" in p.stdout, p.stdout
+    assert p.returncode == 0 and " injected=0 known=1 " in p.stderr, p.stderr
     assert (d / "crawl" / "again_webpage.sqlite").is_file()
 
 

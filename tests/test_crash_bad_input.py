@@ -96,7 +96,7 @@ def test_bad_seed_line_is_skipped_and_the_good_ones_are_written(tmp_path: Path) 
     assert p.returncode == 0, p.stderr
     assert f"{seeds}:2: nutch.fetchInterval must be at most 2147483647" in p.stderr
     assert f"{seeds}:3: nutch.score is not a finite number" in p.stderr
-    assert "2 injected" in p.stdout and "2 rejected" in p.stdout
+    assert " injected=2 " in p.stderr and " rejected=2" in p.stderr
     keys = set(table(conf_for(tmp_path, "sqlite"), "bs"))
     assert keys == {"test.a:http/", "test.d:http/"}
 

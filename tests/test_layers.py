@@ -1,6 +1,6 @@
-"""The layers of DESIGN.md, checked on the imports of every module: cli -> jobs -> core and stores; stores ->
-the model only; no job imports another job; no core module imports a job or the CLI; nothing imports the CLI;
-no backend client outside its store module."""
+"""The layers of DESIGN.md, checked on the imports of every module: cli and the searcher -> tools -> jobs -> core
+and stores; stores -> the model only; no job imports another job; no core module imports a tool, a job or the
+CLI; nothing imports the CLI; no backend client outside its store module."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = {"nutch2.cli", "nutch2.commands"}
+CLI = {"nutch2.cli"}
 BACKENDS = {"nutch2.stores.memory", "nutch2.stores.sqlite", "nutch2.stores.hbase", "nutch2.stores.cassandra"}
 CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2"}
 # what the store layer may use besides itself: the model and a few leaf helpers
@@ -46,6 +46,10 @@ def imports(path: Path, name: str) -> set[str]:
 def layer(name: str) -> str:
     if name in CLI or name == "nutch2.__main__":
         return "cli"
+    if name.startswith("nutch2.searcher"):
+        return "app"
+    if name.startswith("nutch2.tools"):
+        return "tools"
     if name.startswith("nutch2.jobs"):
         return "jobs"
     if name.startswith("nutch2.stores"):
@@ -61,8 +65,12 @@ def violations() -> list[str]:
         me = layer(name)
         for dep in sorted(used):
             why = None
-            if dep in CLI and name != "nutch2.__main__" and not (name == "nutch2.cli" and dep == "nutch2.commands"):
+            if dep in CLI and name != "nutch2.__main__":
                 why = "imports the CLI (nothing may)"
+            elif me in ("core", "stores", "jobs", "tools") and layer(dep) == "app" and name != "nutch2.tools.server":
+                why = "imports the searcher (only the server tool starts it)"
+            elif me in ("core", "stores", "jobs") and layer(dep) == "tools":
+                why = "imports a tool (only the CLI and the job API run tools)"
             elif me == "core" and layer(dep) == "jobs":
                 why = "core imports a job"
             elif me == "jobs" and layer(dep) == "jobs" and dep not in ("nutch2.jobs", name):
@@ -84,8 +92,9 @@ def test_layers_are_kept() -> None:
 
 def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     """The checker itself finds what it must (so an empty list above means something)."""
-    src = "from nutch2.jobs.parse import ParserJob\nimport happybase\nfrom nutch2.commands import COMMANDS\n"
+    src = "from nutch2.jobs.parse import ParserJob\nimport happybase\nfrom nutch2.cli import main\n"
     path = tmp_path / "fake.py"
     path.write_text(src)
-    assert {"nutch2.jobs.parse", "happybase", "nutch2.commands"} <= imports(path, "nutch2.fake")
+    assert {"nutch2.jobs.parse", "happybase", "nutch2.cli"} <= imports(path, "nutch2.fake")
+    assert layer("nutch2.tools.batch") == "tools" and layer("nutch2.searcher.app") == "app"
     assert layer("nutch2.fake") == "core" and layer("nutch2.jobs.parse") == "jobs"

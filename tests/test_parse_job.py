@@ -10,7 +10,7 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
-from nutch2.marks import ALL_BATCHES, Mark
+from nutch2.marks import Mark
 from nutch2.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
 from nutch2.runner import Counters, TaskContext
 from nutch2.runners import make_runner
@@ -93,7 +93,7 @@ def test_all_parses_every_batch(env):
     _, _, _, store = env
     b = put_fetched(store, "http://a.example.com/b", page_html("B"))
     c_ = put_fetched(store, "http://a.example.com/c", page_html("C"), batch="C")
-    c = parse(env, batch=ALL_BATCHES)
+    c = parse(env, batch=None)
     assert c["parsed"] == 2
     assert store.get(b).markers[Mark.PARSE.value] == "B"
     assert store.get(c_).markers[Mark.PARSE.value] == "C"
@@ -256,7 +256,7 @@ def test_reparse_parses_every_fetched_row_without_marking(env):
     other = put_fetched(store, "http://a.example.com/b", page_html("B"))
     unf = reverse_url("http://a.example.com/unfetched")
     store.put(unf, WebPage(unf, status=1))
-    c = parse(env, batch=ALL_BATCHES, reparse=True)
+    c = parse(env, batch=None, reparse=True)
     assert c["parsed"] == 2 and c["skipped_not_fetched"] == 1
     p = store.get(key)
     assert p.title == "Again"

@@ -10,7 +10,7 @@ import pytest
 from nutch2.marks import Mark
 from nutch2.searcher.app import _paging
 from nutch2.searcher.crawlstats import CrawlStatsJob, bar_chart
-from nutch2.searcher.jobapi import _counters, build_argv
+from nutch2.searcher.jobapi import JobManager
 from nutch2.searcher.pages import StoreAccess, fetched_at, with_base
 from nutch2.searcher.params import ParamError
 from nutch2.searcher.search import SearchRequest, snippet_markup
@@ -61,29 +61,37 @@ def test_paging_shows_ten_pages_around_the_current_one() -> None:
     assert _paging(10**9, SearchRequest("x", start=10_000, rows=100))[-1]["start"] == 10_000  # no deeper
 
 
-def test_job_arguments_become_the_commands_arguments(tmp_path: Path) -> None:
-    assert build_argv("generate", {"topN": 50, "noFilter": True, "noNorm": False}) == (
-        ["generate", "-topN", "50", "-noFilter"], False)
-    assert build_argv("fetch", {"batch": "1700000000-42", "threads": 4, "resume": True})[0] == [
-        "fetch", "1700000000-42", "-threads", "4", "-resume"]
-    assert build_argv("parse", {"all": True})[0] == ["parse", "-all"]
-    assert build_argv("index", {"reindex": True, "solr": "http://s/solr/c"})[0] == [
-        "index", "-reindex", "-solr", "http://s/solr/c"]
-    argv, needs_file = build_argv("inject", {"seedUrls": ["http://a/", " http://b/ "]}, tmp_path)
-    assert argv == ["inject", str(tmp_path / "seeds.txt")] and not needs_file
-    assert (tmp_path / "seeds.txt").read_text() == "http://a/\nhttp://b/\n"
-    assert build_argv("inject", {"seedDir": str(tmp_path)})[0] == ["inject", str(tmp_path.resolve())]
-    for job, args in (("updatedb", {"batch": "-all"}), ("updatedb", {"batch": "a b"}), ("fetch", {"threads": -1}),
-                      ("fetch", {"batch": "b", "resume": "yes"}), ("inject", {"seedUrls": ["http://a/\n-D"]}),
-                      ("inject", {"seedUrls": []}), ("parse", {"batch": "b", "reparse": True}), ("nope", {}),
-                      ("fetch", ["batch"])):
-        with pytest.raises(ParamError):
-            build_argv(job, args)  # type: ignore[arg-type]
-
-
-def test_counters_are_read_from_the_summary_line() -> None:
-    assert _counters("bytes=2527 fetched=1 status_FETCHED=1") == {"bytes": 2527, "fetched": 1, "status_FETCHED": 1}
-    assert _counters("nothing done") == {}
+def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    (files / "seeds").mkdir(parents=True)
+    (files / "seeds" / "s.txt").write_text("http://a/\n")
+    jobs = JobManager(make_conf(tmp_path), "c", "http://127.0.0.1:8983/solr/nutch", files)
+    tool, args = jobs.build("generate", {"topN": 50, "noFilter": True, "noNorm": False})
+    assert tool.name == "generate" and (args.topN, args.noFilter, args.noNorm) == (50, True, False)
+    assert jobs.build("fetch", {"batch": "1700000000-42", "threads": 4, "resume": True})[1].threads == 4
+    assert jobs.build("parse", {"all": True})[1].batch_id is None
+    assert jobs.build("index", {"reindex": True})[1].solr == "http://127.0.0.1:8983/solr/nutch"  # the server's
+    assert jobs.build("inject", {"seedUrls": ["http://a/", " http://b/ "]})[1].seedUrls == ["http://a/", " http://b/ "]
+    assert jobs.build("inject", {"seedDir": "seeds"})[1].seeds == (files / "seeds").resolve()
+    for job, args, words in (
+            ("updatedb", {"batch": "-all"}, "not a batch id"), ("updatedb", {"batch": "a b"}, "not a batch id"),
+            ("fetch", {"batch": "b", "threads": -1}, "out of range"), ("fetch", {"batch": "b", "numTasks": 5000},
+                                                                       "out of range"),
+            ("fetch", {"batch": "b", "resume": "yes"}, "true or false"),
+            ("inject", {"seedUrls": ["http://a/\n-D"]}, "line break"), ("inject", {"seedUrls": []}, "non-empty"),
+            ("parse", {"batch": "b", "reparse": True}, "exactly one of"), ("nope", {}, "unknown job type"),
+            ("fetch", ["batch"], "args must be an object"), ("index", {"batch": "b", "solr": "http://evil/"},
+                                                             "cannot be set through the job API"),
+            ("inject", {"seedDir": "/etc"}, "not a name inside"), ("inject", {"seedDir": "../.."}, "not a name inside"),
+            ("warc", {"outdir": "/tmp/x", "all": True}, "not a name inside"),
+            ("server", {}, "unknown job type"), ("parsechecker", {"url": "http://a/"}, "unknown job type")):
+        with pytest.raises(ParamError, match=words):
+            jobs.build(job, args)
+    no_files = JobManager(make_conf(tmp_path), "c", None, None)
+    with pytest.raises(ParamError, match="no files folder"):
+        no_files.build("inject", {"seedDir": "seeds"})
+    with pytest.raises(ParamError, match="needs Solr"):
+        no_files.build("index", {"all": True})
 
 
 def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebPage:
@@ -95,7 +103,10 @@ def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebP
     return page
 
 
-def test_crawl_stats_count_statuses_hosts_and_how_far_each_batch_got(tmp_path: Path) -> None:
+def test_crawl_stats_count_statuses_hosts_and_show_the_journals_batches(tmp_path: Path) -> None:
+    from nutch2.journal import Journal
+    from nutch2.runner import LocalRunner
+
     conf = make_conf(tmp_path, "memory")
     store = open_store(conf, "stats")
     try:
@@ -110,20 +121,27 @@ def test_crawl_stats_count_statuses_hosts_and_how_far_each_batch_got(tmp_path: P
         for p in pages:
             store.put(p.key, p)
         store.flush()
+        journal = Journal(store)
+        journal.record(b1, "generated", 2, counts={"generated": 2})
+        for state, counts in (("fetched", {"fetched": 2}), ("parsed", {"parsed": 2}), ("updated", {"updated": 2}),
+                              ("indexed", {"indexed": 1})):
+            journal.advance(b1, state, counts)
+        journal.record(b2, "generated", 2, counts={"generated": 2})
+        journal.advance(b2, "fetched", {"fetched": 1})
+        journal.advance(b2, "parsed", {"parsed": 1})
         job = CrawlStatsJob(conf)
-        from nutch2.runner import LocalRunner
-
         LocalRunner(conf, 2).run(job, store)
         stats = job.stats
+        stats.journal = journal.batches()
         assert stats.total == 5 and dict(stats.status) == {"FETCHED": 3, "UNFETCHED": 1, "INJECTED": 1}
         assert stats.top_hosts(2) == [("a.com", 2), ("b.com", 2)]
         rows = stats.batch_rows()
         assert [r["batchId"] for r in rows] == [b2, b1]  # newest first
         assert {k: rows[0][k] for k in ("rows", "generated", "fetched", "parsed", "updated", "stage")} == {
             "rows": 2, "generated": 2, "fetched": 1, "parsed": 1, "updated": 0, "stage": "parsed"}
-        assert {k: rows[1][k] for k in ("rows", "generated", "updated", "indexed", "stage")} == {
-            "rows": 2, "generated": 0, "updated": 2, "indexed": 1, "stage": "indexed"}
-        assert rows[1]["generatedAt"] == "2023-11-14T22:13:20Z"
+        # a finished batch keeps what each step did (its marks are gone)
+        assert {k: rows[1][k] for k in ("rows", "generated", "fetched", "parsed", "updated", "indexed", "stage")} == {
+            "rows": 2, "generated": 2, "fetched": 2, "parsed": 2, "updated": 2, "indexed": 1, "stage": "indexed"}
         chart = bar_chart(stats.statuses())
         assert [b["label"] for b in chart["bars"]] == ["INJECTED", "UNFETCHED", "FETCHED"]
         assert chart["bars"][2]["w"] == max(b["w"] for b in chart["bars"])
@@ -171,7 +189,7 @@ def test_server_refuses_what_cannot_work(tmp_path: Path, capsys: pytest.CaptureF
         taken.close()
     assert cli("server", "-crawlId", "bad/id", *d) == 1
     assert "crawl id 'bad/id' is not valid" in capsys.readouterr().err
-    assert cli("server", "-crawlId", "x", "-port", "70000", *d) == 1
-    assert "-port 70000 is not a TCP port" in capsys.readouterr().err
+    assert cli("server", "-crawlId", "x", "-port", "70000", *d) == 2  # a usage error, caught by the arguments
+    assert "-port 70000 is out of range: it must be between 0 and 65535" in capsys.readouterr().err
     assert cli("server", "-crawlId", "x", *d, "-solr", "localhost:8983") == 1
     assert "must start with http://" in capsys.readouterr().err

@@ -45,7 +45,7 @@ def test_crawl_finds_a_host_only_its_sitemaps_reach(web: TestWeb, tmp_path: Path
     capsys.readouterr()
     assert cli("sitemap", "-fromRobots", "-crawlId", "c", *d) == 0
     captured = capsys.readouterr()
-    assert f"{len(hidden)} injected" in captured.out
+    assert f" injected={len(hidden)} " in captured.err
     # strict: /outside.html and host 0's page; invalid: the text sitemap's "not a URL" line
     assert f"rejected_strict={len(web.sitemap_strict_rejected)}" in captured.err
     assert "rejected_invalid=1" in captured.err and "sitemaps_fetched=5" in captured.err
@@ -89,7 +89,7 @@ def test_crawl_finds_a_host_only_its_sitemaps_reach(web: TestWeb, tmp_path: Path
             assert page.fetch_time > page.prev_fetch_time + 86_400_000, url  # not due
     capsys.readouterr()
     assert cli("sitemap", "-fromRobots", "-crawlId", "c", *d) == 0  # the same lastmods: nothing changes
-    assert f"{len(hidden)} already known" in capsys.readouterr().out
+    assert f" known={len(hidden)} " in capsys.readouterr().err
     assert rows(conf, "c") == table
 
 

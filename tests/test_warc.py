@@ -96,7 +96,7 @@ def test_export_round_trip(web: TestWeb, tmp_path: Path, backend: str, capsys: p
     out = tmp_path / "out"
     capsys.readouterr()
     assert cli("warc", out, "-all", "-crawlId", "a", "-maxSize", "0.02", *d) == 0
-    assert f"warc: {len(want)} pages in" in capsys.readouterr().out
+    assert f" exported={len(want)} " in capsys.readouterr().err
     files = sorted(out.iterdir())
     assert all(f.name.startswith("a-all-") and f.name.endswith(".warc.gz") for f in files)  # no .open left
 
@@ -278,7 +278,7 @@ def test_warc_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli("warc", tmp_path / "o", "-crawlId", "u", *d) == 2  # no batch and no -all
     capsys.readouterr()
     assert cli("warc", tmp_path / "o", "nosuchbatch", "-crawlId", "u", *d) == 1
-    assert cli("warc", tmp_path / "o", "-all", "-maxSize", "0", "-crawlId", "u", *d) == 1
+    assert cli("warc", tmp_path / "o", "-all", "-maxSize", "0", "-crawlId", "u", *d) == 2  # out of range
     (tmp_path / "file").write_text("x")
     assert cli("warc", tmp_path / "file", "-all", "-crawlId", "u", *d) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -77,6 +77,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -1331,3 +1332,34 @@ def _stream_huge_sitemap(base: str, h: _Handler) -> None:
 
 def _stream_raw_gzip_bomb(h: _Handler) -> None:
     _stream_gzip_bomb(h, as_file=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tests.testweb`: serve the test web until Ctrl-C, for trying the README's commands by hand."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m tests.testweb", description="Serve the synthetic test web on "
+                                "loopback (hosts 127.0.1.x) until Ctrl-C.")
+    p.add_argument("--hosts", type=int, default=6, help="normal hosts (6)")
+    p.add_argument("--pages", type=int, default=20, help="pages per host (20)")
+    p.add_argument("--seeds", default="seeds/seeds.txt", help="write the seed URL to this file (seeds/seeds.txt)")
+    a = p.parse_args(argv)
+    web = TestWeb(hosts=max(3, a.hosts), pages_per_host=max(1, a.pages), slow_seconds=1.0)
+    web.start()
+    seeds = Path(a.seeds)
+    seeds.parent.mkdir(parents=True, exist_ok=True)
+    seeds.write_text(f"{web.seed_url}\n", encoding="utf-8")
+    print(f"test web: {len(web.hosts)} hosts on port {web.port}, {len(web.pages)} URLs; seed {web.seed_url} "
+          f"written to {seeds}; Ctrl-C stops", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        web.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

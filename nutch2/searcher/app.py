@@ -33,7 +33,7 @@ from nutch2.config import Configuration
 from nutch2.errors import StoreError
 from nutch2.parse import caching_forbidden, detect_encoding
 from nutch2.searcher.crawlstats import STEPS, StatsCache, bar_chart, compute_stats
-from nutch2.searcher.jobapi import JobManager
+from nutch2.searcher.jobapi import JobManager, types_json
 from nutch2.searcher.pages import (
     DATE_FIELDS,
     StoreAccess,
@@ -332,7 +332,7 @@ async def api_jobs_create(request: Request) -> Response:
     jobs = _jobs(request)
     body = await _json_body(request)
     if not isinstance(body, dict) or "type" not in body:
-        raise ParamError('give {"type": "inject|generate|fetch|parse|updatedb|index", "args": {...}}')
+        raise ParamError('give {"type": "inject|generate|fetch|...", "args": {...}} (GET /api/jobs/types lists them)')
     extra = sorted(set(body) - {"type", "args", "crawlId", "confId"})
     if extra:
         raise ParamError(f"unknown field(s) {', '.join(extra)}; a job has type and args")
@@ -341,6 +341,11 @@ async def api_jobs_create(request: Request) -> Response:
         raise ParamError(f"this server runs jobs for crawl {s.crawl_id!r}, not {body['crawlId']!r}")
     info = jobs.submit(body["type"], body.get("args") or {})
     return JSONResponse(info.to_json(), status_code=201, headers={"Location": f"/api/jobs/{info.id}"})
+
+
+def api_job_types(request: Request) -> Response:
+    _jobs(request)
+    return JSONResponse({"types": types_json()})
 
 
 def api_jobs_list(request: Request) -> Response:
@@ -395,6 +400,7 @@ def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs
         Route("/api/batches", api_batches),
         Route("/api/jobs", api_jobs_create, methods=["POST"]),
         Route("/api/jobs", api_jobs_list, methods=["GET"]),
+        Route("/api/jobs/types", api_job_types, methods=["GET"]),
         Route("/api/jobs/{job_id}", api_job, methods=["GET"]),
         Route("/api/jobs/{job_id}/stop", api_job_stop, methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),

@@ -1,29 +1,29 @@
-"""The crawl dashboard's figures: readdb-style stats and the batches in the table, counted from the marks.
+"""The crawl dashboard's figures: readdb-style stats, and the batches as the journal keeps them.
 
-One map-only job over the table (fields status, retries, score, markers, batch id): each map task counts
-into its own partial, `finish` merges them. The app keeps the result for a few seconds (StatsCache), so a
-dashboard that many people reload costs one scan per interval, not one per request.
+Statuses, retries, scores and hosts come from one map-only job over the table (each map task counts into its
+own partial, `finish` merges them); the batches and their per-step counts come from the batch journal (each
+step records the rows it left with its mark when it ends), so a finished batch still shows what it went
+through after updatedb removed its marks. The app keeps the result for a few seconds (StatsCache).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.journal import COUNTS, ORDER, BatchRecord, Journal
 from nutch2.marks import Mark
 from nutch2.runner import LocalRunner, TaskContext
 from nutch2.searcher.pages import StoreAccess
 from nutch2.status import CrawlStatus
 from nutch2.tablestats import TableStats, TableStatsJob
-from nutch2.webpage import WebPage
 
-# how far a batch got: (step, mark) in the order a batch goes through them
+# the marks a row carries through a batch's steps (the page info view shows them)
 STEPS: tuple[tuple[str, Mark], ...] = (
     ("generated", Mark.GENERATE), ("fetched", Mark.FETCH), ("parsed", Mark.PARSE),
     ("updated", Mark.UPDATEDB), ("indexed", Mark.INDEX),
@@ -33,24 +33,10 @@ STATUS_ORDER = [s.name for s in CrawlStatus]
 
 @dataclass
 class CrawlStats(TableStats):
-    """What `readdb -stats -sort` prints, plus per batch the rows that carry each step's mark."""
+    """What `readdb -stats -sort` prints, plus the journal's batches."""
 
-    batches: dict[str, Counter[str]] = field(default_factory=dict)  # batch id -> step (or "rows") -> count
+    journal: list[BatchRecord] = field(default_factory=list)
     computed_at: float = 0.0  # epoch seconds
-
-    def add(self, page: WebPage, per_host: bool = True) -> None:
-        super().add(page, per_host)
-        if page.batch_id:
-            self.batches.setdefault(page.batch_id, Counter())["rows"] += 1
-        for step, mark in STEPS:
-            value = mark.check(page)
-            if value:
-                self.batches.setdefault(value, Counter())[step] += 1
-
-    def merge(self, other: TableStats) -> None:
-        super().merge(other)
-        for batch, counts in getattr(other, "batches", {}).items():
-            self.batches.setdefault(batch, Counter()).update(counts)
 
     def statuses(self) -> list[tuple[str, int]]:
         """(status name, count) in CrawlStatus order, unknown codes last."""
@@ -61,14 +47,17 @@ class CrawlStats(TableStats):
         return sorted(self.hosts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
     def batch_rows(self) -> list[dict[str, Any]]:
-        """Newest batch first (ids start with the generate time in seconds), each with its step counts."""
+        """Newest batch first, each with the rows every step left with its mark and the step it reached."""
         rows = []
-        for batch, counts in self.batches.items():
-            row: dict[str, Any] = {"batchId": batch, "generatedAt": _batch_time(batch), "rows": counts["rows"]}
-            row.update({step: counts[step] for step, _ in STEPS})
-            row["stage"] = _stage(counts)
+        for rec in self.journal:
+            if rec.state not in ORDER or rec.batch_id == "-all":
+                continue
+            row: dict[str, Any] = {"batchId": rec.batch_id, "generatedAt": _iso(rec.time),
+                                   "rows": rec.counts.get("generated", rec.rows)}
+            row.update({step: rec.counts.get(step, 0) for step in COUNTS})
+            row["stage"] = rec.state
             rows.append(row)
-        return sorted(rows, key=lambda r: (_batch_seconds(r["batchId"]), r["batchId"]), reverse=True)
+        return sorted(rows, key=lambda r: (r["generatedAt"] or "", r["batchId"]), reverse=True)
 
     def to_json(self, top: int) -> dict[str, Any]:
         return {
@@ -79,34 +68,12 @@ class CrawlStats(TableStats):
                       "max": self.score_max},
             "hosts": [{"host": h, "count": n} for h, n in self.top_hosts(top)],
             "hostCount": len(self.hosts),
-            "computedAt": datetime.fromtimestamp(self.computed_at, UTC).isoformat(timespec="seconds")
-            .replace("+00:00", "Z"),
+            "computedAt": _iso(self.computed_at),
         }
 
 
-def _stage(counts: Counter[str]) -> str:
-    """The batch's furthest step: in flight while rows still carry its generate mark (updatedb removes the
-    generate, fetch and parse marks and sets the updatedb mark)."""
-    if counts["generated"]:
-        for step in ("parsed", "fetched"):
-            if counts[step]:
-                return step
-        return "generated"
-    if counts["indexed"]:
-        return "indexed"
-    if counts["updated"]:
-        return "updated"
-    return "superseded"  # every row of it was generated again into a newer batch
-
-
-def _batch_seconds(batch: str) -> int:
-    head = batch.split("-", 1)[0]
-    return int(head) if head.isdigit() else 0
-
-
-def _batch_time(batch: str) -> str | None:
-    secs = _batch_seconds(batch)
-    if not 946684800 <= secs <= 32503680000:  # a batch id Nutch made: seconds between 2000 and 3000
+def _iso(secs: float) -> str | None:
+    if not secs:
         return None
     return datetime.fromtimestamp(secs, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -115,7 +82,7 @@ class CrawlStatsJob(TableStatsJob):
     """Map only: every task counts into its own CrawlStats; the final step adds them up into `stats`."""
 
     name = "crawlstats"
-    fields = ("status", "retries_since_fetch", "score", "markers", "batch_id")
+    fields = ("status", "retries_since_fetch", "score")
 
     def __init__(self, conf: Configuration) -> None:
         super().__init__(conf, per_host=True)
@@ -131,7 +98,9 @@ class CrawlStatsJob(TableStatsJob):
 def compute_stats(conf: Configuration, access: StoreAccess) -> CrawlStats:
     job = CrawlStatsJob(conf)
     access.run(lambda store: LocalRunner(conf).run(job, store))
-    return job.stats  # type: ignore[return-value]
+    stats: CrawlStats = job.stats  # type: ignore[assignment]
+    stats.journal = access.run(lambda store: Journal(store).batches())
+    return stats
 
 
 class StatsCache:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
@@ -43,8 +44,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str, port: int, jobs: bool,
-          conf_argv: list[str]) -> int:
+def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str, port: int, jobs: bool) -> int:
     try:
         import uvicorn
 
@@ -61,7 +61,8 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str
     table_name(conf, crawl_id)  # a bad crawl id is reported before anything starts
     url = solr_url(conf, solr)
     client = SolrClient(url, min(conf.get_float("solr.timeout"), 30.0))
-    manager = JobManager(conf, crawl_id, conf_argv, url) if jobs else None
+    files = conf.get_str("server.files.dir").strip()
+    manager = JobManager(conf, crawl_id, url, Path(files) if files else None) if jobs else None
     app = create_app(conf, crawl_id, client, manager)
     sock = bind(host, port)
     bound = sock.getsockname()[1]

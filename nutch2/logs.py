@@ -1,0 +1,189 @@
+"""Logging as operators expect: levels, a rotated log file (Nutch's hadoop.log), progress lines that suit where
+they go (a live line on a terminal, a periodic log line elsewhere), and silence on a closed pipe.
+
+Every line goes through the `nutch2` logger: to stderr at the chosen level (`-v`, `-q`, `log.level`) and to
+`<hadoop.log.dir>/<hadoop.log.file>` with a time stamp. Worker processes append to the same file (reopened
+when the driver rotates it) and write to the stderr they inherited.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+import threading
+import time
+from pathlib import Path
+
+LOGGER = logging.getLogger("nutch2")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_FILE_FORMAT = "%(asctime)s %(levelname)-5s %(process)d %(message)s"
+_state: dict[str, object] = {}
+_lock = threading.Lock()
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the current sys.stderr (tests swap it); a progress line on a terminal is cleared first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: D401 - the stream logging writes to
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:  # StreamHandler.__init__ assigns it
+        pass
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _clear_live_line()
+        super().emit(record)
+
+
+class _LazyFolder:
+    """A file handler that creates its folder when the first line is written (a command that logs nothing
+    creates nothing), and stops writing with one warning when it cannot."""
+
+    baseFilename: str
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        try:
+            Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+            return super()._open()  # type: ignore[misc]
+        except OSError as e:
+            LOGGER.removeHandler(self)  # type: ignore[arg-type]
+            _state["file"] = None
+            LOGGER.warning(f"warning: cannot write the log file {self.baseFilename} ({e.strerror}); "
+                           "logging to stderr only (set hadoop.log.dir)")
+            raise
+
+
+class _RotatingFile(_LazyFolder, logging.handlers.RotatingFileHandler):
+    pass
+
+
+class _WatchedFile(_LazyFolder, logging.handlers.WatchedFileHandler):
+    pass
+
+
+def _install_default() -> None:
+    """Before setup(): INFO lines to stderr, as a library would print them."""
+    if not LOGGER.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        LOGGER.addHandler(handler)
+        LOGGER.setLevel(logging.INFO)
+        LOGGER.propagate = False
+    logging.raiseExceptions = False  # a closed stderr must not print tracebacks about logging
+
+
+_install_default()
+
+
+def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.0, backups: int = 5,
+          worker: bool = False) -> None:
+    """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower."""
+    with _lock:
+        stderr_level = getattr(logging, level.upper())
+        for h in list(LOGGER.handlers):
+            LOGGER.removeHandler(h)
+            if isinstance(h, logging.FileHandler):
+                h.close()
+        err = _StderrHandler()
+        err.setLevel(stderr_level)
+        err.setFormatter(logging.Formatter("%(message)s"))
+        LOGGER.addHandler(err)
+        file_level = min(stderr_level, logging.INFO)
+        if log_file is not None:
+            fh: logging.FileHandler
+            if worker:
+                fh = _WatchedFile(log_file, encoding="utf-8", delay=True)
+            else:
+                fh = _RotatingFile(log_file, maxBytes=int(max_mb * 1024 * 1024), backupCount=max(0, backups),
+                                   encoding="utf-8", delay=True)
+            fh.setLevel(file_level)
+            fh.setFormatter(logging.Formatter(_FILE_FORMAT))
+            LOGGER.addHandler(fh)
+        LOGGER.setLevel(min(stderr_level, file_level))
+        _state["file"] = log_file
+
+
+def log_file() -> Path | None:
+    """The log file in use, if any."""
+    return _state.get("file")  # type: ignore[return-value]
+
+
+def log(msg: str, level: int = logging.INFO) -> None:
+    """A progress or summary line (stderr and the log file)."""
+    LOGGER.log(level, msg)
+
+
+def debug(msg: str) -> None:
+    LOGGER.debug(msg)
+
+
+def warning(msg: str) -> None:
+    LOGGER.warning(msg)
+
+
+# ---------------------------------------------------------------- progress
+_live = {"shown": False}
+_last: dict[str, str] = {}  # job -> its latest progress line (the job API shows it)
+
+
+def _clear_live_line() -> None:
+    if _live["shown"]:
+        try:
+            sys.stderr.write("\r\033[K")
+        except (OSError, ValueError):
+            pass
+        _live["shown"] = False
+
+
+class Progress:
+    """Progress of one long job: `update(line)` as often as it likes; on a terminal the line is redrawn in
+    place, elsewhere it becomes a log line every `interval` seconds; `last()` is the newest line."""
+
+    def __init__(self, job: str, interval: float = 30.0, tty: bool | None = None) -> None:
+        self.job = job
+        self.interval = max(0.0, interval)
+        self.tty = _stderr_is_tty() if tty is None else tty
+        self._logged = time.monotonic()
+
+    def update(self, line: str) -> None:
+        _last[self.job] = line
+        if self.tty:
+            try:
+                sys.stderr.write(f"\r\033[K{line}")
+                sys.stderr.flush()
+                _live["shown"] = True
+            except (OSError, ValueError):
+                pass
+            return
+        now = time.monotonic()
+        if now - self._logged >= self.interval:
+            self._logged = now
+            log(line)
+
+    def done(self) -> None:
+        if self.tty:
+            _clear_live_line()
+
+
+def last_progress(job: str | None = None) -> str:
+    """The newest progress line (of `job`, or of any job)."""
+    if job is not None:
+        return _last.get(job, "")
+    return next(reversed(_last.values()), "") if _last else ""
+
+
+def clear_progress() -> None:
+    _last.clear()
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,158 @@
+"""The Tool layer (Nutch 2's NutchTool): one class per command, run the same way by the CLI and the job API.
+
+A tool declares its typed arguments (`Args`, nutch2/tools/args.py), the locks it takes, and for the batch steps
+its place in the batch life cycle (nutch2/tools/lifecycle.py); `execute(run)` takes the locks, runs the jobs and
+returns an exit code while `run` collects what the tool produced: counters per job (live), result values and
+output lines. Stopping (a signal, or the API's stop) and the exit codes are the same for every tool:
+0 done, 1 the tool could not do its job (one line says why), 2 bad usage, 130 stopped (the line names the
+command that resumes).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, closing
+from typing import Any, ClassVar
+
+from nutch2.config import Configuration
+from nutch2.logs import log
+from nutch2.runner import Counters
+from nutch2.runners import make_runner
+from nutch2.stores import BatchLock, crawl_lock, open_store
+from nutch2.stores.base import DataStore
+from nutch2.tools.args import ToolArgs
+
+_KEEP_LINES = 1000  # output lines a run keeps for the job API
+
+
+class Run:
+    """One run of a tool: its live counters per job, its result values and where its output lines go."""
+
+    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
+        self._emit = emit
+        self._counters: list[Counters] = []  # every job's own, in order (crawl runs many)
+        self.values: dict[str, Any] = {}
+        self.lines: list[str] = []
+        self.message = ""  # the last summary or result line: what the job API shows as the job's message
+
+    def child(self) -> Run:
+        """A run for a tool that is one step of this one (crawl's steps): the same counters and values, its
+        result lines not shown."""
+        sub = Run(emit=lambda _line: None)
+        sub._counters = self._counters
+        sub.values = self.values
+        return sub
+
+    def job_counters(self, job: str) -> Counters:
+        """New counters for one job of this run (its summary line shows them alone)."""
+        counters = Counters(job)
+        self._counters.append(counters)
+        return counters
+
+    def summary(self, counters: Counters) -> None:
+        """The one summary line of a job."""
+        if not any(c is counters for c in self._counters):
+            self._counters.append(counters)
+        self.message = counters.summary()
+        log(self.message)
+
+    def out(self, line: str) -> None:
+        """A result line (stdout on the CLI)."""
+        if len(self.lines) < _KEEP_LINES:
+            self.lines.append(line)
+        self.message = line
+        if self._emit is None:
+            print(line, flush=True)
+        else:
+            self._emit(line)
+
+    def counters_json(self) -> dict[str, dict[str, int]]:
+        """Counters per job name, added up over the run's jobs of that name (live while they run)."""
+        out: dict[str, dict[str, int]] = {}
+        for c in list(self._counters):
+            total = out.setdefault(c.job, {})
+            for k, v in c.as_dict().items():
+                total[k] = total.get(k, 0) + v
+        return out
+
+
+class Tool:
+    """Base of every command. Subclasses set the class attributes and implement run()."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]
+    Args: ClassVar[type[ToolArgs]] = ToolArgs
+    crawl: ClassVar[bool] = True  # works on one crawl (takes -crawlId)
+    job: ClassVar[bool] = True  # offered by the job API (server, search and the checkers are not)
+    crawl_lock: ClassVar[bool] = False  # takes the crawl's lock (rewrites the table: inject, generate, updatedb)
+    batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
+
+    def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
+        self.conf = conf
+        self.crawl_id = crawl_id
+        self.args = args
+
+    # ---------------------------------------------------------------- life cycle
+    def execute(self, run: Run) -> int:
+        """Check the inputs, take the locks, run, release: the exit code."""
+        self.prepare()
+        with ExitStack() as stack:
+            for lock in self.locks():
+                stack.enter_context(lock)
+            return self.run(run)
+
+    def locks(self) -> list[AbstractContextManager[Any]]:
+        locks: list[AbstractContextManager[Any]] = []
+        if self.crawl_lock:
+            locks.append(closing(_Releasing(crawl_lock(self.conf, self.crawl_id, self.name))))
+        if self.batch_lock:
+            locks.append(BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name))
+        return locks
+
+    def locked_batch(self) -> str | None:
+        """The batch whose lock this tool takes (None: every batch)."""
+        return getattr(self.args, "batch_id", None)
+
+    def prepare(self) -> None:
+        """Check what can be checked before any lock is taken or file written (bad input fails here): by
+        default, that the runner can run this many tasks."""
+        if self.job:
+            make_runner(self.conf, self.tasks())
+
+    def run(self, run: Run) -> int:
+        raise NotImplementedError
+
+    def resume_flags(self) -> list[str]:
+        """Flags to add to the same command to resume it after a stop (none: the same command again)."""
+        return []
+
+    # ---------------------------------------------------------------- helpers
+    def store(self, create: bool = False) -> DataStore:
+        return open_store(self.conf, self.crawl_id, create=create)
+
+    def tasks(self) -> int | None:
+        return getattr(self.args, "num_tasks", None)
+
+
+class _Releasing:
+    """A fasteners lock as something `closing` can release."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+
+    def close(self) -> None:
+        self.lock.release()
+
+
+TOOLS: dict[str, type[Tool]] = {}
+
+
+def tool(cls: type[Tool]) -> type[Tool]:
+    """Register a tool class under its name (the CLI command and the job API type)."""
+    TOOLS[cls.name] = cls
+    return cls
+
+
+def stderr_line(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,213 @@
+"""The batch steps: generate, fetch, parse, updatedb (index is in tools/solr.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from nutch2.config import Configuration
+from nutch2.journal import FETCHED, PARSED, has_rows
+from nutch2.logs import log
+from nutch2.runner import Counters
+from nutch2.runners import make_runner
+from nutch2.stores.base import DataStore
+from nutch2.tools import lifecycle
+from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.base import Run, Tool, tool
+from nutch2.tools.lifecycle import Step
+
+
+class BatchTool(Tool):
+    """A step of a batch's life (tools/lifecycle.py): checked, run on the batch's rows, recorded."""
+
+    step: ClassVar[Step]
+    batch_lock = True
+
+    def run(self, run: Run) -> int:
+        batch = self.args.batch_id  # type: ignore[attr-defined]
+        counters = run.job_counters(self.name)
+        with self.store() as store:
+            if self.has_work(store, batch, counters):
+                lifecycle.check(self.step, store, batch, resume=getattr(self.args, "resume", False),
+                                force=getattr(self.args, "force", False))
+                self.work(store, batch, counters)
+                self.done(store, batch, counters)
+        run.summary(counters)
+        return 0
+
+    def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
+        return has_rows(store, self.step.mark, batch, self.name, self.step.producer, counters)
+
+    def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        raise NotImplementedError
+
+    def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        lifecycle.record(self.step, store, batch, counters)
+
+
+# ---------------------------------------------------------------- generate
+@dataclass
+class GenerateArgs(ToolArgs):
+    topN: int | None = opt("-topN", "at most N URLs in the batch", metavar="N", min=1)
+    batchId: str | None = opt("-batchId", "use this batch id instead of a new one", metavar="ID", batch_id=True)
+    noFilter: bool = opt("-noFilter", "do not apply URL filters", default=False)
+    noNorm: bool = opt("-noNorm", "do not normalize URLs", default=False)
+    adddays: int = opt("-adddays", "generate as if D days later", default=0, metavar="D", min=0, max=36500)
+    num_tasks: int | None = tasks_opt()
+
+
+@tool
+class Generate(Tool):
+    name = "generate"
+    help = "select due URLs into a new batch and print its id"
+    Args = GenerateArgs
+    crawl_lock = True
+
+    def run(self, run: Run) -> int:
+        a: GenerateArgs = self.args  # type: ignore[assignment]
+        batch = generate(self.conf, self.crawl_id, run, a.topN, a.batchId, not a.noFilter, not a.noNorm,
+                         a.adddays, a.num_tasks)
+        if batch is None:
+            return 1
+        run.values["batchId"] = batch
+        run.out(batch)
+        return 0
+
+
+def generate(conf: Configuration, crawl_id: str | None, run: Run, top_n: int | None, batch_id: str | None = None,
+             filter: bool = True, normalize: bool = True, add_days: int = 0,
+             num_tasks: int | None = None) -> str | None:
+    """Run the generator (the caller holds the crawl lock); the batch id, or None when nothing was due (the log
+    says why)."""
+    from nutch2.jobs.generate import GeneratorJob, run_generate
+    from nutch2.stores import open_store
+
+    job = GeneratorJob(conf, batch_id, top_n, filter if filter is False else None,
+                       normalize if normalize is False else None, add_days)
+    counters = run.job_counters("generate")
+    with open_store(conf, crawl_id, create=False) as store:
+        run_generate(job, store, make_runner(conf, num_tasks), counters)
+        pending = [r.batch_id for r in lifecycle.unfinished(store)]
+    run.summary(counters)
+    if counters.get("generated") == 0:
+        log(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending)}")
+        return None
+    log(f"generate: batch id {job.batch_id}: {counters.get('generated')} URLs")
+    return job.batch_id
+
+
+def why_nothing(c: Counters, pending: list[str]) -> str:
+    """Why generate selected nothing, from its counters and the batches still under way."""
+    reasons = []
+    if c.get("already_generated"):
+        where = f" (batch {', '.join(pending[:3])}{' ...' if len(pending) > 3 else ''})" if pending else ""
+        reasons.append(f"{c.get('already_generated')} are in a batch not yet updated{where}: fetch, parse and "
+                       "updatedb it first")
+    for name, text in (("not_due", "are not due yet (db.fetch.interval.default; -adddays D looks ahead)"),
+                       ("filtered", "are filtered out (conf/regex-urlfilter.txt; -noFilter)"),
+                       ("too_distant", "are beyond generate.max.distance"),
+                       ("low_score", "score below generate.min.score")):
+        if c.get(name):
+            reasons.append(f"{c.get(name)} {text}")
+    return "; ".join(reasons) if reasons else "the table has no rows (inject seeds first)"
+
+
+# ---------------------------------------------------------------- fetch
+@dataclass
+class FetchArgs(BatchArgs):
+    threads: int | None = threads_opt()
+    resume: bool = opt("-resume", "skip URLs already fetched in this batch (after a stop or a kill)", default=False)
+    force: bool = opt("-force", "fetch every URL again, even in a batch already fetched", default=False)
+    num_tasks: int | None = tasks_opt()
+    groups = (("resume", "force"),)
+
+
+@tool
+class Fetch(BatchTool):
+    name = "fetch"
+    help = "fetch the URLs of a batch"
+    Args = FetchArgs
+    step = lifecycle.FETCH
+
+    def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        from nutch2.jobs.fetch import FetcherJob
+
+        a: FetchArgs = self.args  # type: ignore[assignment]
+        make_runner(self.conf, a.num_tasks).run(FetcherJob(self.conf, batch, a.threads, a.resume), store, counters)
+
+    def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        parsed = self.conf.get_bool("fetcher.parse") and not counters.get("not_modified_unparsed")
+        lifecycle.record(self.step, store, batch, counters, state=PARSED if parsed else FETCHED)
+        if parsed:
+            lifecycle.record(lifecycle.PARSE, store, batch, counters)
+
+    def resume_flags(self) -> list[str]:
+        return [] if self.args.resume else ["-resume"]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- parse
+@dataclass
+class ParseArgs(BatchArgs):
+    reparse: bool = opt("-reparse", "parse every fetched row of the table again", default=False)
+    resume: bool = opt("-resume", "skip pages already parsed", default=False)
+    force: bool = opt("-force", "with -resume: parse again pages already parsed", default=False)
+    num_tasks: int | None = tasks_opt()
+    selectors = ("reparse",)
+
+    @property
+    def batch_id(self) -> str | None:
+        return None if self.reparse else self.batch
+
+
+@tool
+class Parse(BatchTool):
+    name = "parse"
+    help = "parse the fetched pages of a batch"
+    Args = ParseArgs
+    step = lifecycle.PARSE
+
+    def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
+        return self.args.reparse or super().has_work(store, batch, counters)  # type: ignore[attr-defined]
+
+    def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        from nutch2.jobs.parse import ParserJob
+
+        a: ParseArgs = self.args  # type: ignore[assignment]
+        make_runner(self.conf, a.num_tasks).run(ParserJob(self.conf, batch, a.resume, a.force, a.reparse), store,
+                                                counters)
+
+    def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        if not self.args.reparse:  # type: ignore[attr-defined]
+            super().done(store, batch, counters)
+
+    def resume_flags(self) -> list[str]:
+        return [] if self.args.resume or self.args.reparse else ["-resume"]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- updatedb
+@dataclass
+class UpdateArgs(BatchArgs):
+    force: bool = opt("-force", "update a batch whose fetched pages were not parsed (they stay parseable with "
+                      "parse -reparse)", default=False)
+    num_tasks: int | None = tasks_opt()
+
+
+@tool
+class UpdateDb(BatchTool):
+    name = "updatedb"
+    help = "update the table with a batch's fetch and parse results"
+    Args = UpdateArgs
+    step = lifecycle.UPDATE
+    crawl_lock = True
+
+    def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
+        return True  # update() makes that check itself (it also finishes an update killed after its last row)
+
+    def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        from nutch2.jobs.updatedb import update
+
+        update(self.conf, store, batch, self.tasks(), counters)
+
+    def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        """update() recorded the batches it updated."""
+

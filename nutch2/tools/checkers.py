@@ -1,0 +1,198 @@
+"""Nutch's debugging tools: parsechecker, indexchecker, filterchecker, normalizerchecker.
+
+They work on URLs given on the command line (or read from stdin) and write nothing to any crawl: parsechecker
+fetches one URL and shows its parse, indexchecker the document index would send, filterchecker and
+normalizerchecker what the URL filters and normalizers make of each URL and which one decided.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from nutch2.errors import NutchError
+from nutch2.runner import Counters, TaskContext
+from nutch2.tools.args import ArgError, ToolArgs, opt
+from nutch2.tools.base import Run, Tool, tool
+from nutch2.urlnormalizer import SCOPES
+
+
+@dataclass
+class CheckArgs(ToolArgs):
+    url: str = opt(None, "the URL to fetch and parse", required=True)
+    normalize: bool = opt("-normalize", "normalize the URL first (scope fetcher)", default=False)
+    dumpText: bool = opt("-dumpText", "also print the parsed text", default=False)
+    checkRobotsTxt: bool = opt("-checkRobotsTxt", "fetch only what robots.txt allows", default=False)
+    forceAs: str | None = opt("-forceAs", "parse as this content type (e.g. text/html)", metavar="TYPE")
+
+
+class _Checker(Tool):
+    crawl = False
+    job = False
+    Args = CheckArgs
+
+    def fetch_and_parse(self, run: Run):
+        """(url, protocol output, the parsed page) of the checked URL."""
+        from nutch2.fetcher import http_settings, user_agent
+        from nutch2.marks import Mark
+        from nutch2.parseutil import PageParser
+        from nutch2.protocol import HttpProtocol
+        from nutch2.robots import RobotsCache, robot_agents
+        from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
+        from nutch2.stores import open_store
+        from nutch2.tableutil import reverse_url
+        from nutch2.urls import UrlChecker
+        from nutch2.webpage import WebPage
+
+        a: CheckArgs = self.args  # type: ignore[assignment]
+        url = a.url.strip()
+        if a.normalize:
+            url = UrlChecker(self.conf, "fetcher", filter=False).normalize(url) or url
+        try:
+            key = reverse_url(url)
+        except ValueError:
+            raise NutchError(f"{a.url!r} is not a URL nutch2 can fetch; give one like https://example.com/") from None
+        settings = http_settings(self.conf)
+        if a.checkRobotsTxt:
+            agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
+            robots = RobotsCache(None, agents, settings)
+            try:
+                if not robots.rules_for(url).allowed(url, agents):
+                    raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
+            finally:
+                robots.close()
+        run.out(f"fetching: {url}")
+        protocol = HttpProtocol(settings)
+        try:
+            out = protocol.fetch(url)
+        finally:
+            protocol.close()
+        status = protocol_to_crawl_status(out.code)
+        if out.code != ProtocolStatusCode.SUCCESS:
+            raise NutchError(f"fetch of {url} failed: {out.code.name} {' '.join(out.args)}".strip())
+        page = WebPage(key, content=out.content, content_type=a.forceAs or out.content_type,
+                       headers=dict(out.headers), base_url=out.final_url or url, status=int(status or 0),
+                       fetch_time=int(time.time() * 1000))
+        Mark.FETCH.put(page, "check")
+        scratch = self.conf.copy()  # the parse reads nothing from a crawl: a throwaway in-memory table
+        scratch.set("storage.data.store.class", "memory")
+        ctx = TaskContext(self.conf, open_store(scratch, "check"), Counters(self.name), 0)
+        parsed = PageParser(self.conf).parse(page, ctx, signature_loaded=True)
+        return url, out, page, parsed, status == CrawlStatus.FETCHED
+
+
+@tool
+class ParseChecker(_Checker):
+    name = "parsechecker"
+    help = "fetch one URL and show its parse: status, title, text, outlinks, metadata (writes nothing)"
+
+    def run(self, run: Run) -> int:
+        url, out, page, parsed, _ = self.fetch_and_parse(run)
+        ps = page.parse_status
+        run.out(f"contentType: {page.content_type}")
+        run.out(f"signature: {page.signature.hex() if page.signature else ''}")
+        run.out("---------\nUrl\n---------------")
+        run.out(url)
+        run.out("---------\nParseData\n---------")
+        run.out(f"Status: {ps.name}{(' ' + ' '.join(ps.args)) if ps.args else ''}")
+        run.out(f"Title: {page.title or ''}")
+        run.out(f"Outlinks: {len(page.outlinks)}")
+        for target, anchor in page.outlinks.items():
+            run.out(f"  outlink: toUrl: {target} anchor: {anchor}")
+        run.out("Content Metadata:")
+        for k, v in out.headers.items():
+            run.out(f"  {k}={v}")
+        run.out("Parse Metadata:")
+        for k, v in sorted(page.metadata.items()):
+            run.out(f"  {k}={v.decode('utf-8', 'replace')}")
+        if self.args.dumpText:  # type: ignore[attr-defined]
+            run.out("---------\nParseText\n---------")
+            run.out(page.text or "")
+        run.values.update(title=page.title, outlinks=len(page.outlinks), status=ps.name)
+        return 0 if parsed else 1
+
+
+@tool
+class IndexChecker(_Checker):
+    name = "indexchecker"
+    help = "fetch and parse one URL and show the document index would send, field by field (writes nothing)"
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.index import IndexingJob, indexable
+
+        url, _, page, parsed, fetched = self.fetch_and_parse(run)
+        if not parsed or not indexable(page):
+            raise NutchError(f"{url} would not be indexed: parse {page.parse_status.name}"
+                             + (", noindex" if parsed else ""))
+        doc = IndexingJob(self.conf, None, "").document(page)
+        if not self.args.dumpText:  # type: ignore[attr-defined]
+            doc["content"] = _short(doc.get("content", ""))
+        for name in sorted(doc):
+            for value in doc[name] if isinstance(doc[name], list) else [doc[name]]:
+                run.out(f"{name} :\t{value}")
+        run.values["document"] = doc
+        return 0
+
+
+def _short(text: str, n: int = 300) -> str:
+    return text if len(text) <= n else text[:n] + f"... ({len(text)} characters; -dumpText for all)"
+
+
+@dataclass
+class UrlsArgs(ToolArgs):
+    urls: list[str] | None = opt(None, "URLs to check (none: one per line from stdin)", metavar="URL")
+    scope: str = opt("-scope", "the normalizer scope", default="default", metavar="SCOPE",
+                     choices=tuple(sorted(SCOPES)))
+
+
+def _urls(args: UrlsArgs) -> Iterator[str]:
+    if args.urls:
+        yield from args.urls
+        return
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ArgError("give URLs as arguments, or one per line on stdin")
+    for line in sys.stdin:
+        if line.strip():
+            yield line.strip()
+
+
+@tool
+class FilterChecker(Tool):
+    name = "filterchecker"
+    help = "show for each URL whether the URL filters keep it (+) or drop it (-), and which rule decided"
+    Args = UrlsArgs
+    crawl = False
+    job = False
+
+    def run(self, run: Run) -> int:
+        from nutch2.urls import load_filters
+
+        filters = load_filters(self.conf)
+        for url in _urls(self.args):  # type: ignore[arg-type]
+            kept, why = filters.explain(url)
+            run.out(f"{'+' if kept else '-'}{url}\t{why}")
+        return 0
+
+
+@tool
+class NormalizerChecker(Tool):
+    name = "normalizerchecker"
+    help = "show what the URL normalizers of a scope make of each URL, step by step"
+    Args = UrlsArgs
+    crawl = False
+    job = False
+
+    def run(self, run: Run) -> int:
+        from nutch2.urlnormalizer import URLNormalizers
+
+        scope = self.args.scope  # type: ignore[attr-defined]
+        normalizers = URLNormalizers(scope)
+        for url in _urls(self.args):  # type: ignore[arg-type]
+            steps = normalizers.explain(url, scope)
+            result = steps[-1][1] if steps else url
+            run.out(f"{url}\t->\t{result if result is not None else '(rejected)'}")
+            for name, value in steps:
+                run.out(f"\t{name}: {value if value is not None else 'rejected'}")
+        return 0

@@ -1,0 +1,169 @@
+"""The crawl tool: inject, then rounds of generate -> fetch -> parse -> updatedb (-> index), as Nutch's crawl script.
+
+Killed or stopped and run again, it first finishes what was under way — every batch the journal shows short of
+updated (or, with -solr, of indexed) gets the steps it lacks, with -resume — then does the rounds the
+interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, UPDATING, Journal
+from nutch2.logs import log
+from nutch2.marks import Mark
+from nutch2.runners import make_runner
+from nutch2.stores import open_store
+from nutch2.tools import lifecycle
+from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.base import Run, Tool, tool
+from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
+from nutch2.tools.seeds import Inject, InjectArgs
+from nutch2.tools.solr import Clean, Dedup, Index, IndexArgs, SolrArgs, solr_client, solr_opt
+
+
+@dataclass
+class CrawlArgs(ToolArgs):
+    seeds: Path | None = opt(None, "a seed file or folder", metavar="seeds", api="file_in", name="seedDir")
+    seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
+    rounds: int | None = opt("-rounds", "generate/fetch/parse/updatedb rounds", metavar="N", required=True, min=1,
+                             max=100_000)
+    topN: int | None = opt("-topN", "URLs per round (crawl.topN)", metavar="N", min=1)
+    threads: int | None = threads_opt()
+    num_tasks: int | None = tasks_opt()
+    solr: str | None = solr_opt()
+    index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
+                      cli=False)
+    groups = (("seeds", "seedUrls"),)
+
+    def check(self) -> None:
+        super().check()
+        if self.seeds is None and not self.seedUrls:
+            raise ArgError("give the seeds: a seed file or folder")
+
+
+@tool
+class Crawl(Tool):
+    name = "crawl"
+    help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
+    Args = CrawlArgs
+
+    def run(self, run: Run) -> int:
+        from nutch2.fetcher import fetcher_threads, http_settings
+
+        a: CrawlArgs = self.args  # type: ignore[assignment]
+        fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
+        http_settings(self.conf)
+        self.indexing = bool(a.solr or a.index)
+        if self.indexing:
+            self.solr_url = solr_client(self.conf, a.solr).url  # Solr must answer before round 1
+        with open_store(self.conf, self.crawl_id):  # and the store (created here, as inject would)
+            pass
+        self.inject(run)
+        stop_file = Path(self.conf.get_str("storage.data.dir")) / "STOP"
+        top_n = a.topN or self.conf.get_int("crawl.topN")
+        first = self.finish_interrupted(run)
+        for r in range(first, (a.rounds or 1) + 1):
+            if stop_file.exists():
+                log(f"crawl: {stop_file} exists, stopping before round {r}")
+                break
+            log(f"crawl: round {r} of {a.rounds}")
+            self.record_crawl({"round": r, "rounds": a.rounds})
+            if self.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks)) != 0:
+                log("crawl: nothing left to fetch, stopping")
+                break
+            batch = run.values["batchId"]
+            self.record_crawl({"round": r, "rounds": a.rounds, "batch": batch})
+            self.run_batch(run, batch, resume=False)
+        if self.indexing:
+            self.step(run, Clean, SolrArgs(solr=self.solr_url))
+            self.step(run, Dedup, SolrArgs(solr=self.solr_url))
+        self.record_crawl(None)
+        from nutch2.jobs.readdb import StatsJob
+
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            job = StatsJob(self.conf)
+            make_runner(self.conf, a.num_tasks).run(job, store)
+        counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
+        run.values["status"] = dict(job.status)
+        run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
+        return 0
+
+    def step(self, run: Run, cls: type[Tool], args: ToolArgs) -> int:
+        args.check()
+        return cls(self.conf, self.crawl_id if cls.crawl else None, args).execute(run.child())
+
+    def inject(self, run: Run) -> None:
+        a: CrawlArgs = self.args  # type: ignore[assignment]
+        if a.seeds is not None:
+            self.step(run, Inject, InjectArgs(seeds=a.seeds))
+            return
+        with tempfile.TemporaryDirectory(prefix="nutch2-seeds-") as tmp:
+            path = Path(tmp) / "seeds.txt"
+            path.write_text("".join(line.strip() + "\n" for line in a.seedUrls or []), encoding="utf-8")
+            self.step(run, Inject, InjectArgs(seeds=path))
+
+    def record_crawl(self, value: dict | None) -> None:
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            Journal(store).record_crawl(value)
+
+    def finish_interrupted(self, run: Run) -> int:
+        """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with."""
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            journal = Journal(store)
+            state = journal.crawl()
+            order = {rec.batch_id: i for i, rec in enumerate(journal.batches())}
+            pending = store.mark_values(Mark.GENERATE.value) | {b for b in journal.updating() if b is not None}
+            pending |= {rec.batch_id for rec in lifecycle.unfinished(store)}
+            importing = set(journal.importing())
+            unfinished = sorted((b for b in pending if b not in importing
+                                 and ((rec := journal.batch(b)) is None or rec.state != GENERATING)),
+                                key=lambda b: (order.get(b, -1), b))
+            to_index = lifecycle.pending_index(store) if self.indexing else []
+        for batch in sorted(importing):
+            log(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
+                "warcimport")
+        if state is not None:
+            log(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; "
+                "finishing it")
+        for batch in unfinished:
+            log(f"crawl: finishing batch {batch}")
+            self.run_batch(run, batch, resume=True)
+        for batch in to_index:
+            if batch not in unfinished:
+                log(f"crawl: batch {batch} was updated but not indexed; indexing it")
+                self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, num_tasks=self.tasks()))
+        if state is None:
+            return 1
+        return state["round"] + 1 if "batch" in state else state["round"]
+
+    def run_batch(self, run: Run, batch: str, resume: bool) -> None:
+        """The steps of one batch that did not run to their end yet: fetch, parse, updatedb, then index."""
+        a: CrawlArgs = self.args  # type: ignore[assignment]
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            rec = Journal(store).batch(batch)
+        state = rec.state if rec is not None else GENERATED
+
+        def before(target: str) -> bool:
+            order = (GENERATED, FETCHED, PARSED, UPDATING, UPDATED, INDEXED)
+            return state not in order or order.index(state) < order.index(target)
+
+        if before(FETCHED):
+            self.step(run, Fetch, FetchArgs(batch=batch, threads=a.threads, resume=resume, num_tasks=a.num_tasks))
+            state = self._state(batch)
+        if before(PARSED):
+            self.step(run, Parse, ParseArgs(batch=batch, resume=resume, num_tasks=a.num_tasks))
+        if before(UPDATED):
+            self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
+        if self.indexing and before(INDEXED):
+            self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, num_tasks=a.num_tasks))
+
+    def _state(self, batch: str) -> str:
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            rec = Journal(store).batch(batch)
+        return rec.state if rec is not None else GENERATED
+
+    def resume_flags(self) -> list[str]:
+        return []

@@ -1,0 +1,113 @@
+"""The batch life cycle: what each batch step works on, what it refuses to do, what it records in the journal.
+
+    generate -> generated -> fetch -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
+
+A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line; `-force`
+to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
+(its pages would be fetched again before they were parsed), and updating a batch whose fetched pages were not
+parsed (Nutch 1 skips unparsed segments). A batch whose generate was interrupted is refused by every step: run
+generate again. Once a step ran to its end the journal records its state and the rows it left with its mark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nutch2.errors import NutchError
+from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, BatchRecord, Journal
+from nutch2.marks import Mark
+from nutch2.runner import Counters
+from nutch2.stores.base import DataStore
+
+
+class Refused(NutchError):
+    """A step that would throw work away (exit 1; the message names -force)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a batch's life."""
+
+    job: str
+    mark: Mark  # the rows it works on carry this mark (with the batch id)
+    producer: str  # the step that gave them that mark
+    records: str  # the journal state once it ran to its end
+    count: str  # the figure it keeps in the journal
+    count_mark: Mark | None  # rows carrying this mark are that figure (None: from the counters)
+
+
+FETCH = Step("fetch", Mark.GENERATE, "generate", FETCHED, "fetched", Mark.FETCH)
+PARSE = Step("parse", Mark.FETCH, "fetch", PARSED, "parsed", Mark.PARSE)
+UPDATE = Step("updatedb", Mark.GENERATE, "generate", UPDATED, "updated", None)
+INDEX = Step("index", Mark.UPDATEDB, "updatedb", INDEXED, "indexed", Mark.INDEX)
+
+
+def _any(store: DataStore, mark: Mark, batch: str) -> bool:
+    return store.count(mark=(mark.value, batch)) > 0
+
+
+def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = False, force: bool = False) -> None:
+    """Raise Refused (or NutchError) when `step` must not run on `batch` now (None: every batch)."""
+    journal = Journal(store)
+    journal.check_no_import(batch, step.job)
+    records = [journal.batch(batch)] if batch is not None else journal.batches()
+    for rec in records:
+        if rec is not None and rec.state == GENERATING:
+            raise NutchError(f"{step.job}: batch {rec.batch_id} is incomplete: its generate was interrupted; run "
+                             "that generate again (it releases the partial batch first)")
+    if force or batch is None and step is not UPDATE:
+        return
+    rec = records[0] if batch is not None else None
+    if step is FETCH and not resume and batch is not None:
+        done = rec is not None and rec.reached(FETCHED)
+        if done or _any(store, Mark.FETCH, batch):
+            what = "was fetched" if done else "was partly fetched (the fetch was interrupted)"
+            raise Refused(f"fetch: batch {batch} {what}; fetching it again now would replace pages before they "
+                          f"are parsed: finish it with `nutch2 fetch {batch} -resume`, or give -force to fetch "
+                          "every page again")
+    if step is UPDATE:
+        for r in records:
+            if r is not None and r.state in (GENERATED, FETCHED) and _any(store, Mark.FETCH, r.batch_id):
+                raise Refused(_unparsed(r))
+
+
+def _unparsed(rec: BatchRecord) -> str:
+    b = rec.batch_id
+    if rec.state == GENERATED:
+        todo = f"finish its fetch (`nutch2 fetch {b} -resume`), then `nutch2 parse {b}`"
+    else:
+        todo = f"run `nutch2 parse {b}` first"
+    return (f"updatedb: batch {b} was fetched but not parsed; updating it now would keep its pages without their "
+            f"text and links: {todo}, or give -force to update it as it is")
+
+
+def record(step: Step, store: DataStore, batch: str | None, counters: Counters, state: str | None = None) -> None:
+    """The step ran to its end: record its state and its figure (`state` overrides step.records)."""
+    journal = Journal(store)
+    targets = [batch] if batch is not None else [r.batch_id for r in journal.batches() if _ready_for(step, r)]
+    for b in targets:
+        if step.count_mark is not None:
+            n = store.count(mark=(step.count_mark.value, b))
+        else:
+            n = counters.get(step.count)
+        journal.advance(b, state or step.records, {step.count: n})
+
+
+def _ready_for(step: Step, rec: BatchRecord) -> bool:
+    """With -all: the batches the step went through (those at the step before it)."""
+    before = {FETCH.job: GENERATED, PARSE.job: FETCHED, INDEX.job: UPDATED}.get(step.job)
+    return before is not None and rec.reached(before) and not rec.reached(step.records)
+
+
+def pending_index(store: DataStore) -> list[str]:
+    """Batches updated but not indexed, oldest first (crawl -solr indexes them)."""
+    return [r.batch_id for r in Journal(store).batches() if r.state == UPDATED]
+
+
+def unfinished(store: DataStore) -> list[BatchRecord]:
+    """Batches with a step still to run before they are updated, oldest first."""
+    return [r for r in Journal(store).batches() if r.state in (GENERATED, FETCHED, PARSED)]
+
+
+__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "pending_index",
+           "unfinished", "PARSED", "UPDATED"]

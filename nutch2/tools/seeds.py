@@ -1,0 +1,115 @@
+"""Tools that add URLs to the table: inject (seed files) and sitemap."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from nutch2.errors import NutchError
+from nutch2.runners import make_runner
+from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.base import Run, Tool, tool
+
+
+@dataclass
+class InjectArgs(ToolArgs):
+    seeds: Path | None = opt(None, "a seed file (one URL per line, tab-separated k=v metadata) or a folder of them",
+                             metavar="seeds", api="file_in", name="seedDir")
+    seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
+    overwrite: bool = opt("-overwrite", "replace rows of URLs already in the table", default=False)
+    update: bool = opt("-update", "apply the seed's score/interval/metadata to known rows", default=False)
+    groups = (("overwrite", "update"), ("seeds", "seedUrls"))
+
+    def check(self) -> None:
+        super().check()
+        if self.seeds is None and not self.seedUrls:
+            raise ArgError("give the seeds: a seed file or folder")
+        for line in self.seedUrls or []:
+            if "\n" in line or "\r" in line:
+                raise ArgError("a seed line cannot hold a line break")
+
+
+@tool
+class Inject(Tool):
+    name = "inject"
+    help = "inject seed URLs into the webpage table"
+    Args = InjectArgs
+    crawl_lock = True
+
+    def prepare(self) -> None:
+        from nutch2.jobs.inject import seed_files
+
+        super().prepare()
+        if self.args.seeds is not None:  # type: ignore[attr-defined]
+            seed_files(self.args.seeds)  # type: ignore[attr-defined]
+
+    def run(self, run: Run) -> int:
+        a: InjectArgs = self.args  # type: ignore[assignment]
+        if a.seeds is not None:
+            return self._inject(run, a.seeds)
+        with tempfile.TemporaryDirectory(prefix="nutch2-seeds-") as tmp:
+            path = Path(tmp) / "seeds.txt"
+            path.write_text("".join(line.strip() + "\n" for line in a.seedUrls or []), encoding="utf-8")
+            return self._inject(run, path)
+
+    def _inject(self, run: Run, seeds: Path) -> int:
+        from nutch2.jobs.inject import InjectorJob
+
+        a: InjectArgs = self.args  # type: ignore[assignment]
+        job = InjectorJob(self.conf, seeds, overwrite=a.overwrite, update=a.update)
+        counters = run.job_counters("inject")
+        with self.store(create=True) as store:
+            make_runner(self.conf, 1).run(job, store, counters)
+        for name in ("injected", "filtered", "rejected", "known"):
+            counters.incr(name, 0)  # the summary always says all four
+        run.summary(counters)
+        c = counters
+        if c.get("injected") + c.get("known") + c.get("updated") == 0:
+            raise NutchError("inject: no URL was injected; check the seed lines and conf/regex-urlfilter.txt")
+        return 0
+
+
+@dataclass
+class SitemapArgs(ToolArgs):
+    sitemapUrls: Path | None = opt("-sitemapUrls", "a file (or folder of files) with one sitemap URL, or host "
+                                   "name, per line", metavar="FILE|DIR", api="file_in")
+    fromRobots: bool = opt("-fromRobots", "the sitemaps named in the robots.txt of every host in the table",
+                           default=False)
+    noStrict: bool = opt("-noStrict", "accept URLs outside a sitemap's folder (sitemap.strict.parsing=false)",
+                         default=False)
+    noFilter: bool = opt("-noFilter", "do not apply URL filters", default=False)
+    noNormalize: bool = opt("-noNormalize", "do not normalize URLs", default=False)
+    threads: int | None = threads_opt()
+    num_tasks: int | None = tasks_opt()
+
+    def check(self) -> None:
+        super().check()
+        if self.sitemapUrls is None and not self.fromRobots:
+            raise ArgError("give -sitemapUrls FILE|DIR, -fromRobots or both")
+
+
+@tool
+class Sitemap(Tool):
+    name = "sitemap"
+    help = "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table"
+    Args = SitemapArgs
+    crawl_lock = True
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.sitemap import SitemapJob
+
+        a: SitemapArgs = self.args  # type: ignore[assignment]
+        conf = self.conf.copy()
+        for flag, key in ((a.noStrict, "sitemap.strict.parsing"), (a.noFilter, "sitemap.url.filter"),
+                          (a.noNormalize, "sitemap.url.normalize")):
+            if flag:
+                conf.set(key, False)
+        job = SitemapJob(conf, a.sitemapUrls, a.fromRobots, a.threads)
+        counters = run.job_counters("sitemap")
+        with self.store(create=True) as store:
+            make_runner(conf, a.num_tasks).run(job, store, counters)
+        for name in ("found", "sitemaps_fetched", "injected", "updated", "known", "rejected"):
+            counters.incr(name, 0)
+        run.summary(counters)
+        return 0

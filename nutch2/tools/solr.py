@@ -1,0 +1,142 @@
+"""Tools that talk to Solr: index (a batch step), clean, dedup and search."""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from dataclasses import dataclass
+
+from nutch2.config import Configuration
+from nutch2.journal import has_rows
+from nutch2.runner import Counters
+from nutch2.runners import make_runner
+from nutch2.stores.base import DataStore
+from nutch2.tools import lifecycle
+from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
+from nutch2.tools.base import Run, Tool, tool
+from nutch2.tools.batch import BatchTool
+
+
+def solr_opt() -> object:
+    return opt("-solr", "Solr core URL (solr.server.url)", metavar="URL", api="no")
+
+
+def solr_client(conf: Configuration, url: str | None):
+    """A client of the configured core that answered a ping (a dead Solr fails here, before any work)."""
+    from nutch2.solr import SolrClient, solr_url
+
+    client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"))
+    client.ping()
+    return client
+
+
+# ---------------------------------------------------------------- index
+@dataclass
+class IndexArgs(BatchArgs):
+    batch: str | None = opt(None, "the batch id (rows updated by updatedb)", metavar="<batchId>", batch_id=True)
+    all: bool = opt("-all", "every row updated since it was last indexed", default=False)
+    reindex: bool = opt("-reindex", "every indexable row (of the batch, or of the table), indexed before or not",
+                        default=False)
+    solr: str | None = solr_opt()
+    num_tasks: int | None = tasks_opt()
+
+    def check(self) -> None:
+        if not (self.reindex and self.batch is None and not self.all):  # -reindex alone: the whole table
+            super().check()
+
+
+@tool
+class Index(BatchTool):
+    name = "index"
+    help = "send parsed, updated pages of a batch to Solr"
+    Args = IndexArgs
+    step = lifecycle.INDEX
+
+    def run(self, run: Run) -> int:
+        self.solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        return super().run(run)
+
+    def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
+        return self.args.reindex or has_rows(store, self.step.mark, batch, self.name, self.step.producer,  # type: ignore[attr-defined]
+                                             counters)
+
+    def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
+        from nutch2.jobs.index import run_index
+
+        run_index(self.conf, store, batch, self.solr.url, self.args.reindex,  # type: ignore[attr-defined]
+                  make_runner(self.conf, self.tasks()), counters)
+
+
+# ---------------------------------------------------------------- clean, dedup
+@dataclass
+class SolrArgs(ToolArgs):
+    solr: str | None = solr_opt()
+
+
+@tool
+class Clean(Tool):
+    name = "clean"
+    help = "delete GONE pages, redirects and noindex pages from Solr"
+    Args = SolrArgs
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.index import CleaningJob
+
+        solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        counters = run.job_counters("clean")
+        counters.incr("deleted", 0)
+        with self.store() as store:
+            make_runner(self.conf).run(CleaningJob(self.conf, solr.url), store, counters)
+        run.summary(counters)
+        return 0
+
+
+@tool
+class Dedup(Tool):
+    name = "dedup"
+    help = "remove duplicate documents (same digest) from Solr, keeping the best"
+    Args = SolrArgs
+    crawl = False
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.index import dedup
+
+        counters = run.job_counters("dedup")
+        counters.incr("deleted", dedup(solr_client(self.conf, self.args.solr)))  # type: ignore[attr-defined]
+        run.summary(counters)
+        return 0
+
+
+# ---------------------------------------------------------------- search
+@dataclass
+class SearchArgs(ToolArgs):
+    query: str = opt(None, "a query, e.g. 'nutch crawler' or title:nutch", required=True)
+    rows: int = opt("-rows", "results to show (10)", default=10, metavar="N", min=1, max=1000)
+    solr: str | None = solr_opt()
+
+
+@tool
+class Search(Tool):
+    name = "search"
+    help = "search the Solr index: title, URL and a highlighted snippet per hit"
+    Args = SearchArgs
+    crawl = False
+    job = False
+
+    def run(self, run: Run) -> int:
+        a: SearchArgs = self.args  # type: ignore[assignment]
+        solr = solr_client(self.conf, a.solr)
+        res = solr.search(a.query, **{"rows": a.rows, "fl": "id,url,title,boost", "hl": "true",
+                                      "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 160})
+        bold = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("*", "*")
+        run.out(f"{res.hits} hits for {a.query!r}")
+        for i, doc in enumerate(res.docs, 1):
+            hl = res.highlighting.get(doc["id"], {})
+            snippet = (hl.get("content") or hl.get("title") or [""])[0]
+            snippet = html.unescape(re.sub(r"</?em>", lambda m: bold[1] if m.group(0) == "</em>" else bold[0],
+                                           " ".join(snippet.split())))
+            run.out(f"{i:>3}. {doc.get('title') or '(no title)'}\n     {doc['url']}")
+            if snippet:
+                run.out(f"     {snippet}")
+        return 0

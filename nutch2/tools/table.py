@@ -1,0 +1,177 @@
+"""Tools that read the table or move it in and out: readdb, warc, warcimport."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from nutch2.errors import NutchError
+from nutch2.runners import make_runner
+from nutch2.stores import BatchLock
+from nutch2.tableutil import reverse_url
+from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
+from nutch2.tools.base import Run, Tool, tool
+
+
+# ---------------------------------------------------------------- readdb
+@dataclass
+class ReaddbArgs(ToolArgs):
+    stats: bool = opt("-stats", "counts per status and retry, score min/avg/max", default=False)
+    url: str | None = opt("-url", "print one row", metavar="URL")
+    dump: Path | None = opt("-dump", "write every row as JSON Lines into DIR", metavar="DIR", api="file_out")
+    sort: bool = opt("-sort", "with -stats: counts per host", default=False)
+    regex: str | None = opt("-regex", "with -dump: only URLs matching R", metavar="R")
+    status: str | None = opt("-status", "with -dump: only rows with this status (e.g. FETCHED)", metavar="NAME")
+    text: bool = opt("-text", "with -dump: include parsed text", default=False)
+    content: bool = opt("-content", "with -dump: include raw content (base64)", default=False)
+    num_tasks: int | None = tasks_opt()
+    groups = (("stats", "url", "dump"),)
+
+    def check(self) -> None:
+        super().check()
+        if not (self.stats or self.url or self.dump):
+            raise ArgError("give one of -stats, -url URL or -dump DIR")
+
+
+@tool
+class Readdb(Tool):
+    name = "readdb"
+    help = "read the webpage table: -stats, -url U or -dump DIR"
+    Args = ReaddbArgs
+
+    def run(self, run: Run) -> int:
+        a: ReaddbArgs = self.args  # type: ignore[assignment]
+        with self.store() as store:
+            if a.url:
+                return self._row(run, store, a.url)
+            runner = make_runner(self.conf, a.num_tasks)
+            if a.dump:
+                return self._dump(run, store, runner, a.dump)
+            from nutch2.jobs.readdb import StatsJob
+
+            job = StatsJob(self.conf, per_host=a.sort)
+            runner.run(job, store, run.job_counters("readdb"))
+            out = io.StringIO()
+            job.report(out)
+            for line in out.getvalue().splitlines():
+                run.out(line)
+            run.values["total"] = job.total
+            run.values["status"] = dict(job.status)
+        return 0
+
+    def _row(self, run: Run, store, raw: str) -> int:
+        from nutch2.rowjson import row_to_json
+        from nutch2.urls import UrlChecker
+
+        url = UrlChecker(self.conf, "inject", filter=False).normalize(raw)  # the form inject stored it in
+        try:
+            key = reverse_url(url or "")
+        except ValueError:
+            key = None
+        if url is None or key is None:
+            raise NutchError(f"-url {raw!r} is not a valid http(s), ftp or file URL; give one like "
+                             "https://example.com/page")
+        page = store.get(key)
+        if page is None:
+            raise NutchError(f"readdb: {url} is not in the table (key {key})")
+        doc = row_to_json(page, text=True)
+        run.values["row"] = doc
+        for k, v in doc.items():
+            if isinstance(v, dict) and v and k not in ("protocolStatus", "parseStatus"):
+                run.out(f"{k}:")
+                for kk, vv in v.items():
+                    run.out(f"\t{kk}\t{vv}")
+            else:
+                run.out(f"{k}:\t{v}")
+        return 0
+
+    def _dump(self, run: Run, store, runner, out: Path) -> int:
+        from nutch2.jobs.readdb import DumpJob
+
+        a: ReaddbArgs = self.args  # type: ignore[assignment]
+        if out.exists() and not out.is_dir():
+            raise NutchError(f"-dump {out}: it is a file; give a new folder")
+        if out.exists() and any(out.iterdir()):
+            raise NutchError(f"-dump {out}: the folder exists and is not empty; give a new folder")
+        job = DumpJob(self.conf, out, a.regex, a.status, a.text, a.content)
+        out.mkdir(parents=True, exist_ok=True)
+        counters = run.job_counters("readdb")
+        counters.incr("dumped", 0)
+        runner.run(job, store, counters)
+        run.summary(counters)
+        return 0
+
+
+# ---------------------------------------------------------------- warc, warcimport
+@dataclass
+class WarcArgs(ToolArgs):
+    outdir: Path | None = opt(None, "folder for the .warc.gz files", metavar="OUTDIR", required=True,
+                              api="file_out")
+    batch: str | None = opt(None, "the batch id printed by generate", metavar="<batchId>", batch_id=True)
+    all: bool = opt("-all", "every batch", default=False)
+    maxSize: float | None = opt("-maxSize", "start a new file once one holds this many MB (warc.export.max.size.mb)",
+                                metavar="MB", min=0.001, max=1_000_000)
+    num_tasks: int | None = opt("-numTasks", "parallel tasks (one file set each)", metavar="N", min=1, max=1024)
+
+    def check(self) -> None:
+        super().check()
+        check_batch_choice(self)
+
+    @property
+    def batch_id(self) -> str | None:
+        return self.batch
+
+
+@tool
+class Warc(Tool):
+    name = "warc"
+    help = "write the fetched pages of a batch (or -all) as WARC/1.1 files"
+    Args = WarcArgs
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.warc import export
+
+        a: WarcArgs = self.args  # type: ignore[assignment]
+        max_mb = a.maxSize if a.maxSize is not None else self.conf.get_float("warc.export.max.size.mb")
+        with self.store() as store:
+            counters, files = export(self.conf, store, a.outdir, a.batch_id, self.crawl_id, max_mb,
+                                     make_runner(self.conf, a.num_tasks))
+        counters.incr("files", len(files))
+        run.values["files"] = [str(f) for f in files]
+        run.summary(counters)
+        return 0
+
+
+@dataclass
+class WarcImportArgs(ToolArgs):
+    files: list[Path] = opt(None, "WARC files (.warc or .warc.gz), e.g. Common Crawl's", metavar="FILE",
+                            required=True, api="file_in")
+    num_tasks: int | None = tasks_opt()
+
+
+@tool
+class WarcImport(Tool):
+    name = "warcimport"
+    help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
+    Args = WarcImportArgs
+    crawl_lock = True
+
+    def run(self, run: Run) -> int:
+        from nutch2.jobs.warc import import_id, run_import
+
+        paths = self.args.files  # type: ignore[attr-defined]
+        for path in paths:
+            if not path.is_file():
+                raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
+        try:
+            batch = import_id(paths)  # the files' digest: the same files, the same batch
+        except OSError as e:
+            raise NutchError(f"cannot read {e.filename}: {e.strerror}; check its permissions") from None
+        counters = run.job_counters("warcimport")
+        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport"):
+            run_import(self.conf, store, paths, batch, make_runner(self.conf, self.tasks()), counters)
+        run.summary(counters)
+        run.values["batchId"] = batch
+        run.out(batch)
+        return 0

@@ -1,0 +1,216 @@
+"""The batch life cycle through the real CLI: steps that would throw work away are refused with one line (and
+`-force` loses no page), a killed `generate -batchId` reruns to the same batch, generate says why it selected
+nothing, and `crawl -solr` checks Solr first and indexes every updated batch after an outage."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+
+from nutch2.journal import GENERATING, INDEXED, Journal
+from nutch2.marks import Mark
+from nutch2.status import CrawlStatus, ParseMajor
+from nutch2.stores import open_store
+from tests.conftest import require_solr
+from tests.crawlutil import conf_for, defines, rows, seed_file
+from tests.proxy import Proxy
+from tests.test_crash_safety import KILLED, nutch2, same_rows, table
+from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.slow
+
+
+def one_line(p: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = [x for x in p.stderr.splitlines() if "error:" in x]
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def web():
+    with TestWeb(hosts=3, pages_per_host=6, traps=False) as w:
+        yield w
+
+
+def _fetched_batch(tmp: Path, web: TestWeb, backend: str = "sqlite") -> tuple[list[str], str, str]:
+    d = defines(tmp, backend)
+    crawl_id = f"lc{uuid.uuid4().hex[:8]}"
+    seeds = seed_file(tmp, *[web.page_url(h, i) for h in range(3) for i in range(1, 6)])
+    assert nutch2("inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
+    gen = nutch2("generate", "-crawlId", crawl_id, *d)
+    assert gen.returncode == 0, gen.stderr
+    batch = gen.stdout.strip()
+    assert nutch2("fetch", batch, "-crawlId", crawl_id, *d).returncode == 0
+    return d, crawl_id, batch
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite:processes"])
+def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: TestWeb, tmp_path: Path,
+                                                                          backend: str) -> None:
+    d, crawl_id, batch = _fetched_batch(tmp_path, web, backend)
+    again = nutch2("fetch", batch, "-crawlId", crawl_id, *d)
+    assert again.returncode == 1
+    line = one_line(again)
+    assert f"batch {batch} was fetched" in line and "-resume" in line and "-force" in line
+    # -force: every page again; the test web answers the conditional GETs with 304, and the parse of what a 304
+    # confirms is not lost (Nutch 2 left such rows unparseable)
+    web.reset_log()
+    forced = nutch2("fetch", batch, "-force", "-crawlId", crawl_id, *d)
+    assert forced.returncode == 0, forced.stderr
+    assert len(web.requests()) >= 15
+    conf = conf_for(tmp_path, backend)
+    assert {p.status for p in rows(conf, crawl_id).values()} == {CrawlStatus.NOTMODIFIED}
+    assert nutch2("parse", batch, "-crawlId", crawl_id, *d).returncode == 0
+    for page in rows(conf, crawl_id).values():
+        assert Mark.PARSE.check(page) == batch and page.parse_status.major_code == ParseMajor.SUCCESS, page.key
+        assert page.title and page.text, page.key
+    assert nutch2("updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
+
+
+def test_a_partly_fetched_batch_is_refused_without_resume(web: TestWeb, tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite", **{"fetcher.write.batch.size": 2, "storage.write.batch.size": 2})
+    crawl_id = "pf"
+    seeds = seed_file(tmp_path, *[web.page_url(h, i) for h in range(3) for i in range(1, 6)])
+    assert nutch2("inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", crawl_id, *d).stdout.strip()
+    killed = nutch2("fetch", batch, "-crawlId", crawl_id, *d, failpoints="store.flush=3")
+    assert killed.returncode == KILLED
+    again = nutch2("fetch", batch, "-crawlId", crawl_id, *d)
+    assert again.returncode == 1 and "was partly fetched" in one_line(again)
+    assert nutch2("fetch", batch, "-resume", "-crawlId", crawl_id, *d).returncode == 0
+    conf = conf_for(tmp_path, "sqlite")
+    assert all(Mark.FETCH.check(p) == batch for p in rows(conf, crawl_id).values())
+
+
+def test_updatedb_of_an_unparsed_batch_is_refused_and_force_keeps_pages_parseable(web: TestWeb,
+                                                                                 tmp_path: Path) -> None:
+    d, crawl_id, batch = _fetched_batch(tmp_path, web)
+    refused = nutch2("updatedb", batch, "-crawlId", crawl_id, *d)
+    assert refused.returncode == 1
+    line = one_line(refused)
+    assert f"batch {batch} was fetched but not parsed" in line and f"nutch2 parse {batch}" in line
+    assert "-force" in line
+    conf = conf_for(tmp_path, "sqlite")
+    assert all(Mark.GENERATE.check(p) == batch for p in rows(conf, crawl_id).values())  # untouched
+    forced = nutch2("updatedb", batch, "-force", "-crawlId", crawl_id, *d)
+    assert forced.returncode == 0, forced.stderr
+    fetched = [p for p in rows(conf, crawl_id).values() if p.status == CrawlStatus.FETCHED]
+    assert fetched and not any(Mark.GENERATE.check(p) for p in fetched)
+    # the pages are still parseable: their content is kept and parse -reparse parses them
+    assert nutch2("parse", "-reparse", "-crawlId", crawl_id, *d).returncode == 0
+    for page in rows(conf, crawl_id).values():
+        if page.status == CrawlStatus.FETCHED:
+            assert page.parse_status.major_code == ParseMajor.SUCCESS and page.text, page.key
+
+
+def test_a_killed_generate_with_a_batch_id_reruns_to_the_same_batch(tmp_path: Path) -> None:
+    props = {"storage.write.batch.size": 50}
+    d = defines(tmp_path, "sqlite", **props)
+    conf = conf_for(tmp_path, "sqlite", **props)
+    seeds = seed_file(tmp_path, *[f"http://h{i % 7}.test/p{i}" for i in range(600)])
+    for cid in ("ref", "gk"):
+        assert nutch2("inject", seeds, "-crawlId", cid, *d).returncode == 0
+    assert nutch2("generate", "-topN", 400, "-batchId", "G", "-crawlId", "ref", *d).stdout.strip() == "G"
+    expected = {k for k, p in table(conf, "ref").items() if Mark.GENERATE.check(p) == "G"}
+    killed = nutch2("generate", "-topN", 400, "-batchId", "G", "-crawlId", "gk", *d, failpoints="store.flush=3")
+    assert killed.returncode == KILLED
+    with open_store(conf, "gk", create=False) as store:
+        assert Journal(store).batch("G").state == GENERATING
+    fetch = nutch2("fetch", "G", "-crawlId", "gk", *d)  # the partial batch is not fetched
+    assert fetch.returncode == 1 and "its generate was interrupted" in one_line(fetch)
+    rerun = nutch2("generate", "-topN", 400, "-batchId", "G", "-crawlId", "gk", *d)
+    assert rerun.returncode == 0 and rerun.stdout.strip() == "G", rerun.stderr
+    assert {k for k, p in table(conf, "gk").items() if Mark.GENERATE.check(p) == "G"} == expected
+
+
+def test_generate_with_nothing_selected_says_why(web: TestWeb, tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    seeds = seed_file(tmp_path, web.seed_url)
+    assert nutch2("inject", seeds, "-crawlId", "why", *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", "why", *d).stdout.strip()
+    again = nutch2("generate", "-crawlId", "why", *d)
+    assert again.returncode == 1 and again.stdout == ""
+    assert f"1 are in a batch not yet updated (batch {batch})" in again.stderr, again.stderr
+
+
+# ---------------------------------------------------------------------------------------------------- Solr outages
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_crawl_solr_checks_solr_first_and_a_rerun_indexes_every_round(web: TestWeb, tmp_path: Path) -> None:
+    solr = require_solr()
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 0.02})
+    conf = conf_for(tmp_path, "sqlite")
+    crawl_id = f"so{uuid.uuid4().hex[:8]}"
+    seeds = seed_file(tmp_path, web.seed_url)
+    args = ("crawl", seeds, "-rounds", 3, "-topN", 8, "-crawlId", crawl_id, *d)
+    dead = nutch2(*args[:-len(d)], "-solr", "http://127.0.0.1:9/solr/nutch", *d)
+    assert dead.returncode == 1 and "Solr" in one_line(dead)
+    assert not (tmp_path / "crawl" / f"{crawl_id}_webpage.sqlite").exists()  # nothing was done before the check
+
+    proxy = Proxy(("127.0.0.1", int(solr.split(":")[2].split("/")[0])))
+    via = f"http://127.0.0.1:{proxy.port}/{solr.split('/', 3)[3]}"
+    cut = threading.Event()
+
+    def cut_after_round_one() -> None:  # Solr goes away once round 1 is indexed, in the middle of the crawl
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not cut.is_set():
+            try:
+                with open_store(conf, crawl_id, create=False) as store:
+                    if any(r.state == INDEXED for r in Journal(store).batches()):
+                        proxy.cut()
+                        cut.set()
+                        return
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=cut_after_round_one, daemon=True)
+    watcher.start()
+    failed = nutch2(*args[:-len(d)], "-solr", via, *d)
+    watcher.join()
+    assert cut.is_set() and failed.returncode == 1, failed.stderr
+    assert "Solr" in one_line(failed)
+    proxy.restore()
+    rerun = nutch2(*args[:-len(d)], "-solr", via, *d)
+    assert rerun.returncode == 0, rerun.stderr
+    proxy.close()
+    with open_store(conf, crawl_id, create=False) as store:
+        batches = Journal(store).batches()
+    assert len(batches) == 3 and {r.state for r in batches} == {INDEXED}
+    ids = {p.key for p in rows(conf, crawl_id).values() if Mark.INDEX.check(p)}
+    assert len(ids) > 8  # pages of more than one round
+    found = requests.get(f"{solr}/select", params={"q": "*:*", "fl": "id", "rows": 10000,
+                                                   "fq": f"batchId:({' OR '.join(r.batch_id for r in batches)})"},
+                         timeout=30).json()["response"]["docs"]
+    assert ids <= {doc["id"] for doc in found}
+
+
+def test_steps_of_an_interrupted_crawl_are_finished_by_the_same_command(web: TestWeb, tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 0.02})
+    conf = conf_for(tmp_path, "sqlite")
+    seeds = seed_file(tmp_path, web.seed_url)
+    assert nutch2("crawl", seeds, "-rounds", 3, "-crawlId", "ref", *d).returncode == 0
+    # round 1 by crawl, round 2 generated and fetched by hand, then `crawl -rounds 1` parses and updates round 2
+    # (without fetching it again) and does round 3
+    assert nutch2("crawl", seeds, "-rounds", 1, "-crawlId", "hand", *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", "hand", *d).stdout.strip()
+    web.reset_log()
+    assert nutch2("fetch", batch, "-crawlId", "hand", *d).returncode == 0
+    fetched = {(r.host, r.path) for r in web.requests() if r.path != "/robots.txt"}
+    web.reset_log()
+    rerun = nutch2("crawl", seeds, "-rounds", 1, "-crawlId", "hand", *d)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"finishing batch {batch}" in rerun.stderr
+    assert not fetched & {(r.host, r.path) for r in web.requests()}  # round 2 was not fetched again
+    names = {}
+    for cid in ("ref", "hand"):
+        with open_store(conf, cid, create=False) as store:
+            names[cid] = {r.batch_id: f"r{i}" for i, r in enumerate(Journal(store).batches())}
+    same_rows(table(conf, "hand"), table(conf, "ref"), names["hand"], names["ref"])

@@ -1,0 +1,212 @@
+"""The Tool layer seen from outside: the CLI and the job API offer the same tools with the same arguments; config
+holes each give their one line; logs go where operators look; Nutch's checker tools."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nutch2.cli import build_parser
+from nutch2.tools import TOOLS, job_types
+from nutch2.tools.args import ArgError, from_json, json_schema
+from tests.crawlutil import defines, seed_file
+from tests.testweb import TestWeb
+
+REPO = Path(__file__).resolve().parent.parent
+NOT_JOBS = {"server", "search", "parsechecker", "indexchecker", "filterchecker", "normalizerchecker"}
+
+
+def run(*args: object, cwd: Path = REPO, env: dict[str, str] | None = None, stdin: str | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    e = {k: v for k, v in os.environ.items() if k != "NUTCH_CONF_DIR"}
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=cwd, env=e, input=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_line(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------------- one registry
+def test_every_cli_command_is_a_tool_and_every_job_type_a_cli_command() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    commands = set(sub.choices)  # type: ignore[union-attr]
+    assert commands == set(TOOLS)
+    assert set(job_types()) == commands - NOT_JOBS  # sitemap, warc, warcimport, crawl, readdb... included
+    assert {"sitemap", "warc", "warcimport", "crawl", "clean", "dedup", "readdb"} <= set(job_types())
+    for name in job_types():
+        schema = json_schema(TOOLS[name].Args)
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert "solr" not in schema["properties"]  # Solr is the server's, never the request's
+
+
+def test_arguments_are_checked_once_for_both_doors() -> None:
+    fetch = TOOLS["fetch"].Args
+    assert from_json(fetch, {"batch": "b1", "threads": 3, "resume": True}).threads == 3
+    for bad, words in (({"batch": "b1", "threads": 0}, "out of range"), ({"batch": "b1", "numTasks": 100000},
+                                                                       "out of range"),
+                       ({"batch": "b1", "threads": 2.5}, "whole number"), ({"batch": "b", "all": True}, "exactly one"),
+                       ({"batch": "b", "resume": True, "force": True}, "cannot be used together")):
+        with pytest.raises(ArgError, match=words):
+            from_json(fetch, bad)
+    warc = TOOLS["warc"].Args
+    with pytest.raises(ArgError, match="finite"):
+        from_json(warc, {"outdir": "o", "all": True, "maxSize": float("nan")})
+    # the CLI gives the same messages (exit 2, one line, no traceback)
+    for args, words in ((["fetch", "b1", "-threads", "0"], "-threads 0 is out of range"),
+                        (["warc", "o", "-all", "-maxSize", "nan"], "-maxSize must be a finite number"),
+                        (["generate", "-numTasks", "5000"], "-numTasks 5000 is out of range"),
+                        (["fetch", "b", "-resume", "-force"], "-resume and -force cannot be used together")):
+        p = run(*args)
+        assert p.returncode == 2 and words in one_line(p), p.stderr
+
+
+def test_no_abbreviations(tmp_path: Path) -> None:
+    for args in (["generate", "-t", "3"], ["fetch", "-all", "-thread", "3"], ["fetch", "b", "-res"],
+                 ["generate", "-top", "3"]):
+        p = run(*args, *defines(tmp_path, "sqlite"))
+        assert p.returncode == 2 and "unrecognized arguments" in one_line(p), (args, p.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------- config holes
+def test_a_conf_folder_with_only_a_url_filter_is_an_overlay(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "regex-urlfilter.txt").write_text("-.\n")  # reject everything
+    seeds = seed_file(tmp_path, "http://example.com/")
+    p = run("inject", seeds, "-D", f"storage.data.dir={tmp_path / 'crawl'}", cwd=tmp_path)
+    assert p.returncode == 1 and "no URL was injected" in p.stderr and " filtered=1 " in p.stderr, p.stderr
+    # and $NUTCH_CONF_DIR wins over ./conf
+    other = tmp_path / "other"
+    other.mkdir()
+    p = run("inject", seeds, "-D", f"storage.data.dir={tmp_path / 'crawl'}", cwd=tmp_path,
+            env={"NUTCH_CONF_DIR": str(other)})
+    assert p.returncode == 0 and " injected=1 " in p.stderr, p.stderr
+
+
+def test_nutch_properties_nutch2_lacks_get_a_warning_each(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    props = {"plugin.includes": "protocol-http|parse-html", "http.proxy.host": "proxy", "http.agent.name": "Bot"}
+    conf.joinpath("nutch-site.xml").write_text(
+        "<configuration>" + "".join(f"<property><name>{k}</name><value>{v}</value></property>"
+                                    for k, v in props.items()) + "</configuration>")
+    p = run("readdb", "-stats", "--conf", conf, "-D", f"storage.data.dir={tmp_path}")
+    warnings = [x for x in p.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warnings) == 2 and "plugin.includes" in warnings[0] and "http.proxy.host" in warnings[1], p.stderr
+    assert all("does not implement" in w for w in warnings)
+
+
+def test_a_missing_optional_dependency_is_one_line(tmp_path: Path) -> None:
+    gora = "org.apache.gora.hbase.store.HBaseStore"
+    code = ("import sys; sys.modules['happybase'] = None; from nutch2.cli import main; "
+            f"sys.exit(main(['readdb', '-stats', '-D', 'storage.data.store.class={gora}',"
+            f" '-D', 'storage.data.dir={tmp_path}']))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "pip install 'nutch2[hbase]'" in one_line(p), p.stderr
+
+
+def test_bad_numbers_in_the_configuration_are_one_line(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    for define, words in (("fetcher.server.delay=nan", "not a finite number"),
+                          ("fetcher.server.delay=inf", "not a finite number"),
+                          ("mapreduce.job.tasks=5000", "out of range"), ("http.timeout=0", "out of range")):
+        p = run("generate", *d, "-D", define)
+        assert p.returncode == 1 and words in one_line(p) and define.split("=")[0] in one_line(p), p.stderr
+    p = run("generate", "-numTasks", "157", *d, "-D", "mapreduce.framework.name=processes")
+    assert p.returncode == 1 and "at most" in one_line(p) and "-numTasks" in one_line(p)
+
+
+# ---------------------------------------------------------------------------------------------------- logs
+def test_jobs_log_to_a_rotated_file_and_q_keeps_stderr_quiet(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite", **{"log.file.max.size.mb": 0.001, "log.file.backups": 2})
+    seeds = seed_file(tmp_path, *[f"http://h{i}.test/" for i in range(30)])
+    p = run("inject", seeds, "-q", *d)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    log = tmp_path / "crawl" / "logs" / "hadoop.log"
+    assert "inject: finished in" in log.read_text()
+    for _ in range(12):
+        assert run("inject", seeds, "-q", *d).returncode == 0
+    assert (tmp_path / "crawl" / "logs" / "hadoop.log.1").is_file()  # rotated at 1 kB
+    assert not (tmp_path / "crawl" / "logs" / "hadoop.log.3").exists()  # two backups kept
+    p = run("readdb", "-stats", "-v", *d)
+    assert p.returncode == 0
+
+
+def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    assert run("inject", seed_file(tmp_path, "http://a.test/"), *d).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "readdb", "-stats", *d], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # type: ignore[union-attr]  # `| head -0`: the reader is gone before the first line
+    err = proc.stderr.read()  # type: ignore[union-attr]
+    assert proc.wait(60) == 141 and err == "", err
+
+
+@pytest.mark.slow
+def test_progress_off_a_terminal_is_a_periodic_log_line(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 0.3, "log.progress.interval": 0.5,
+                                       "fetcher.progress.interval": 0.25})
+    with TestWeb(hosts=3, pages_per_host=8, traps=False) as web:
+        seeds = seed_file(tmp_path, *[web.page_url(h, i) for h in range(3) for i in range(8)])
+        assert run("inject", seeds, *d).returncode == 0
+        batch = run("generate", *d).stdout.strip()
+        p = run("fetch", batch, *d)
+    assert p.returncode == 0
+    lines = [x for x in p.stderr.splitlines() if x.startswith("fetch: ") and " pages, " in x]
+    assert len(lines) >= 2 and "\r" not in p.stderr, p.stderr
+    assert " errors, " in lines[-1] and " pages/s (" in lines[-1] and " avg), " in lines[-1] and "kB/s" in lines[-1]
+    assert sum(x.startswith("fetch: finished in") for x in p.stderr.splitlines()) == 1  # one summary
+
+
+# ---------------------------------------------------------------------------------------------------- checkers
+@pytest.fixture(scope="module")
+def web():
+    with TestWeb(hosts=3, pages_per_host=4) as w:
+        yield w
+
+
+def test_parsechecker_shows_the_parse_and_writes_nothing(web: TestWeb, tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    page = web.pages[web.seed_url]
+    p = run("parsechecker", web.seed_url, "-dumpText", *d)
+    assert p.returncode == 0, p.stderr
+    assert f"fetching: {web.seed_url}" in p.stdout and "Status: SUCCESS/OK" in p.stdout
+    assert f"Title: {page.title}" in p.stdout and page.unique_word in p.stdout
+    assert f"Outlinks: {p.stdout.count('  outlink: toUrl: ')}" in p.stdout
+    assert "Content-Type=text/html" in p.stdout
+    assert not (tmp_path / "crawl").exists()
+    missing = run("parsechecker", web.trap_url("/traps/missing.html"), *d)
+    assert missing.returncode == 1 and "fetch of" in one_line(missing)
+
+
+def test_indexchecker_shows_the_document_field_by_field(web: TestWeb, tmp_path: Path) -> None:
+    p = run("indexchecker", web.seed_url, *defines(tmp_path, "sqlite"))
+    assert p.returncode == 0, p.stderr
+    fields = dict(line.split(" :\t", 1) for line in p.stdout.splitlines() if " :\t" in line)
+    assert fields["url"] == web.seed_url and fields["title"] == web.pages[web.seed_url].title
+    assert {"id", "host", "digest", "tstamp", "boost", "content"} <= set(fields)
+    noindex = run("indexchecker", web.trap_url("/traps/noindex.html"), *defines(tmp_path, "sqlite"))
+    assert noindex.returncode == 1 and "would not be indexed" in one_line(noindex)
+
+
+def test_filterchecker_and_normalizerchecker_say_what_decided(tmp_path: Path) -> None:
+    p = run("filterchecker", stdin="http://example.com/\nhttp://example.com/a.gif\nmailto:x@example.com\n")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("+http://example.com/\t") and "regex-urlfilter.txt:" in lines[0]
+    assert lines[1].startswith("-http://example.com/a.gif\t") and "gif" in lines[1]
+    assert lines[2].startswith("-mailto:x@example.com\t")
+    n = run("normalizerchecker", "HTTP://Example.COM:80/a/../b/./c.html#frag", "-scope", "outlink")
+    assert n.returncode == 0, n.stderr
+    assert n.stdout.splitlines()[0] == "HTTP://Example.COM:80/a/../b/./c.html#frag\t->\thttp://example.com/b/c.html"
+    assert "urlnormalizer-basic: http://example.com/b/c.html" in n.stdout
+    bad = run("normalizerchecker", "http://a/", "-scope", "nope")
+    assert bad.returncode == 2 and "-scope 'nope' is not one of" in one_line(bad)
