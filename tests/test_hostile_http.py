@@ -286,7 +286,8 @@ def test_page_with_100000_attributes_parses(tmp_path: Path) -> None:
     "-threads 0",
 ])
 def test_absurd_fetch_settings_fail_in_one_line(tmp_path: Path, setting: str) -> None:
-    """Each is one clear line naming the setting, exit 1, and nothing is requested or marked fetched."""
+    """Each is one clear line naming the setting, exit 1 (2 for a bad option), and nothing is requested or marked
+    fetched."""
     props: dict[str, object] = {"fetcher.server.delay": 0.1}
     with HostileServer({"/robots.txt": serve_robots_ok, "/a": serve_ok}) as server:
         batch = inject_generate(tmp_path, [server.url("/a")], **props)
@@ -297,7 +298,7 @@ def test_absurd_fetch_settings_fail_in_one_line(tmp_path: Path, setting: str) ->
             done = nutch(tmp_path, "fetch", batch, timeout=30, **props, **{key: value})
         got = table(tmp_path, **props)
         assert server.requests() == []
-    assert done.returncode == 1
+    assert done.returncode == (2 if setting.startswith("-") else 1)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0], done.stderr
     assert setting.split("=")[0] in lines[0]
@@ -311,7 +312,7 @@ def test_crawl_with_absurd_threads_fails_before_injecting(tmp_path: Path) -> Non
         seeds.write_text(server.url("/a") + "\n")
         done = nutch(tmp_path, "crawl", seeds, "-rounds", 1, "-threads", 1000000000, timeout=30)
         assert server.requests() == []
-    assert done.returncode == 1
+    assert done.returncode == 2  # a bad option: a usage error
     assert len(done.stderr.strip().splitlines()) == 1 and "-threads 1000000000" in done.stderr
     assert not (tmp_path / "crawl").exists() or table(tmp_path) == {}
 

@@ -1,4 +1,5 @@
-"""Nutch 2's job API (`nutch2 server -jobs`): a full round over HTTP and the ways a job is refused or fails."""
+"""Nutch 2's job API (`nutch2 server -jobs`): a full round over HTTP, every tool of the CLI as a job type, and the
+ways a job is refused, fails or is stopped."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def run(server: SearchServer, type_: str, **args: Any) -> dict[str, Any]:
 
 def test_a_full_round_over_the_job_api(server: SearchServer, web: TestWeb, tmp: Path) -> None:
     info = run(server, "inject", seedUrls=[web.seed_url])
-    assert info["counters"]["inject"]["injected"] == 1 and info["msg"].startswith("inject: 1 injected")
+    assert info["counters"]["inject"]["injected"] == 1 and " injected=1 " in info["msg"]
     info = run(server, "generate", topN=100)
     batch = info["result"]["batchId"]
     assert batch and info["counters"]["generate"]["generated"] == 1
@@ -78,7 +79,7 @@ def test_a_full_round_over_the_job_api(server: SearchServer, web: TestWeb, tmp: 
     assert updated["updated"] == 1
     assert updated["new_rows"] == sum(passes_filters(conf, u) for u in web.pages[web.seed_url].links)
     indexed = run(server, "index", batch=batch)
-    assert indexed["counters"]["index"]["indexed"] == 1 and indexed["msg"] == "index: 1 documents sent to Solr"
+    assert indexed["counters"]["index"]["indexed"] == 1 and indexed["msg"].startswith("index: finished in ")
     # the table and the index say the same as the API
     home = rows(conf, CRAWL)[reverse_url(web.seed_url)]
     assert Mark.INDEX.check(home) == batch == home.batch_id
@@ -86,21 +87,37 @@ def test_a_full_round_over_the_job_api(server: SearchServer, web: TestWeb, tmp: 
                         timeout=30).json()
     assert [h["url"] for h in hits["hits"]] == [web.seed_url]
     batches = requests.get(f"{server.url}/api/batches", timeout=30).json()["batches"]
-    assert [(b["batchId"], b["updated"], b["indexed"], b["stage"]) for b in batches] == [(batch, 1, 1, "indexed")]
+    steps = ("generated", "fetched", "parsed", "updated", "indexed")
+    assert [(b["batchId"], *(b[s] for s in steps), b["stage"]) for b in batches] == [(batch, 1, 1, 1, 1, 1, "indexed")]
     listed = requests.get(f"{server.url}/api/jobs", timeout=30).json()["jobs"]
     assert [j["type"] for j in listed] == ["index", "updatedb", "parse", "fetch", "generate", "inject"]
+    assert all(len(j["id"]) >= 16 for j in listed)  # random ids, not a counter
+    # the tools beyond the batch steps are jobs too: readdb, crawl, sitemap, warc...
+    stats = run(server, "readdb", stats=True)
+    assert stats["result"]["total"] >= 1 and stats["result"]["status"]["FETCHED"] == 1
+    crawled = run(server, "crawl", seedUrls=[web.seed_url], rounds=1, topN=3)
+    assert crawled["counters"]["fetch"]["fetched"] >= 1 and "crawl: jobs: " in crawled["msg"]
+    types = requests.get(f"{server.url}/api/jobs/types", timeout=30).json()["types"]
+    assert {"inject", "sitemap", "generate", "fetch", "crawl", "warc", "warcimport", "readdb"} <= set(types)
+    assert types["fetch"]["args"]["properties"]["threads"] == {
+        "type": "integer", "description": "fetcher threads per task (fetcher.threads.fetch)", "minimum": 1,
+        "maximum": 1000}
 
 
 def test_bad_jobs_are_refused_with_a_reason(server: SearchServer) -> None:
     for body, status, words in (
-        ({"type": "crawl"}, 400, "unknown job type 'crawl'; use one of inject, generate"),
-        ({"type": "fetch", "args": {}}, 400, "fetch needs exactly one of args.batch"),
+        ({"type": "nope"}, 400, "unknown job type 'nope'; use one of inject, sitemap, generate"),
+        ({"type": "server"}, 400, "unknown job type 'server'"),
+        ({"type": "fetch", "args": {}}, 400, "fetch: give exactly one of <batchId> or -all"),
         ({"type": "fetch", "args": {"batch": "b", "all": True}}, 400, "exactly one of"),
-        ({"type": "fetch", "args": {"batch": "--conf"}}, 400, "args.batch must be a batch id"),
-        ({"type": "generate", "args": {"topN": "ten"}}, 400, "args.topN must be a whole number"),
-        ({"type": "generate", "args": {"depth": 3}}, 400, "generate does not take depth"),
-        ({"type": "inject", "args": {}}, 400, "inject needs exactly one of args.seedDir"),
-        ({"type": "inject", "args": {"seedDir": "/no/such/seeds"}}, 400, "does not exist on the server"),
+        ({"type": "fetch", "args": {"batch": "--conf"}}, 400, "'--conf' is not a batch id"),
+        ({"type": "fetch", "args": {"batch": "b", "numTasks": 157000}}, 400, "-numTasks 157000 is out of range"),
+        ({"type": "generate", "args": {"topN": "ten"}}, 400, "-topN must be a whole number"),
+        ({"type": "generate", "args": {"depth": 3}}, 400, "unknown args depth"),
+        ({"type": "inject", "args": {}}, 400, "give the seeds"),
+        ({"type": "inject", "args": {"seedDir": "/etc"}}, 400, "this server has no files folder"),
+        ({"type": "index", "args": {"all": True, "solr": "http://evil.example/solr/x"}}, 400,
+         "args.solr cannot be set through the job API"),
         ({"type": "index", "args": {"batch": "x"}, "crawlId": "other"}, 400, "runs jobs for crawl 'jobs'"),
         ({"args": {}}, 400, '{"type": "inject|generate'),
         ([1, 2], 400, '{"type": "inject|generate'),

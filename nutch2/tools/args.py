@@ -181,10 +181,14 @@ def coerce(cls: type[ToolArgs], f: dataclasses.Field, o: Opt, base: type, raw: A
     else:  # pragma: no cover - a declaration error
         raise TypeError(f"{cls.__name__}.{f.name}: unsupported argument type {base}")
     if o.min is not None and value < o.min or o.max is not None and value > o.max:
-        bounds = (f"between {o.min:g} and {o.max:g}" if o.min is not None and o.max is not None
-                  else f"at least {o.min:g}" if o.min is not None else f"at most {o.max:g}")
-        raise ArgError(f"{where} {value:g} is out of range: it must be {bounds}")
+        bounds = (f"between {_num(o.min)} and {_num(o.max)}" if o.min is not None and o.max is not None
+                  else f"at least {_num(o.min)}" if o.min is not None else f"at most {_num(o.max)}")
+        raise ArgError(f"{where} {_num(value)} is out of range: it must be {bounds}")
     return value
+
+
+def _num(x: float | None) -> str:
+    return str(int(x)) if x is not None and float(x).is_integer() else f"{x:g}"
 
 
 def _number(raw: Any, kind: type, where: str, text: bool) -> Any:
