@@ -267,7 +267,8 @@ def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: 
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
     for b in batches:
         rec = journal.batch(b)
-        journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": rec.rows if rec else 0})
+        updated = store.count(mark=(Mark.UPDATEDB.value, b))  # the rows it left with its mark, as every step counts
+        journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": updated})
     if batch is None:
         journal.forget_all_update()
     return counters

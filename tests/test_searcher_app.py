@@ -181,7 +181,7 @@ def test_api_stats_and_batches_match_the_table(server: SearchServer, crawl: Craw
     assert sorted(b["batchId"] for b in batches) == ids and len(ids) == 3
     for b in batches:  # finished batches keep what each step did (the journal), their marks gone
         mine = [p for p in table.values() if p.batch_id == b["batchId"]]
-        assert b["rows"] == b["generated"] == b["updated"] == len(mine)
+        assert b["rows"] == b["generated"] >= len(mine) >= b["updated"]  # (rows generated again since left it)
         assert b["updated"] == sum(1 for p in table.values() if Mark.UPDATEDB.check(p) == b["batchId"])
         assert 0 < b["parsed"] <= b["fetched"] <= b["generated"]
         assert b["indexed"] == sum(1 for p in table.values() if Mark.INDEX.check(p) == b["batchId"]) > 0
