@@ -407,7 +407,7 @@ def crawl_cmd(args: argparse.Namespace, conf: Configuration) -> int:
         _run_batch(conf, args, batch, resume=False)
     if args.solr:
         clean(conf, args.crawl_id, args.solr)
-        log(f"dedup: deleted {run_dedup(conf, args.solr)} duplicate documents")
+        log(f"dedup: deleted {run_dedup(conf, args.solr, args.crawl_id)} duplicate documents")
     _record_crawl(conf, args.crawl_id, None)
     from nutch2.jobs.readdb import StatsJob
 
@@ -495,7 +495,7 @@ def index(conf: Configuration, crawl_id: str | None, batch: str, solr_url: str |
     with BatchLock(conf, crawl_id, batch, "index"), open_store(conf, crawl_id, create=False) as store:
         counters = Counters("index")
         if reindex or has_rows(store, Mark.UPDATEDB, batch, "index", "updatedb", counters):
-            run_index(conf, store, batch, solr.url, reindex, make_runner(conf, num_tasks), counters)
+            run_index(conf, store, batch, solr.url, reindex, make_runner(conf, num_tasks), counters, crawl_id)
     log(counters.summary())
     return counters.get("indexed")
 
@@ -525,7 +525,7 @@ def clean(conf: Configuration, crawl_id: str | None, solr_url: str | None) -> in
 
     solr = _solr(conf, solr_url)
     with open_store(conf, crawl_id, create=False) as store:
-        counters = make_runner(conf).run(CleaningJob(conf, solr.url), store)
+        counters = make_runner(conf).run(CleaningJob(conf, solr.url, crawl_id), store)
     log(counters.summary())
     return counters.get("deleted")
 
@@ -543,15 +543,15 @@ def _solr_args(p: argparse.ArgumentParser) -> None:
 clean_cmd.arguments = _solr_args
 
 
-def run_dedup(conf: Configuration, solr_url: str | None) -> int:
+def run_dedup(conf: Configuration, solr_url: str | None, crawl_id: str | None) -> int:
     from nutch2.jobs.index import dedup
 
-    return dedup(_solr(conf, solr_url))
+    return dedup(_solr(conf, solr_url), crawl_id)
 
 
-@command("dedup", "remove duplicate documents (same digest) from Solr, keeping the best")
+@command("dedup", "remove the crawl's duplicate documents (same digest) from Solr, keeping the best")
 def dedup_cmd(args: argparse.Namespace, conf: Configuration) -> int:
-    print(f"dedup: {run_dedup(conf, args.solr)} duplicate documents deleted")
+    print(f"dedup: {run_dedup(conf, args.solr, args.crawl_id)} duplicate documents deleted")
     return 0
 
 
@@ -590,20 +590,36 @@ search_cmd.arguments = _search_args
 
 @command("server", "serve search, cached pages, page info, a crawl dashboard and a JSON API over HTTP")
 def server_cmd(args: argparse.Namespace, conf: Configuration) -> int:
-    from nutch2.searcher.server import serve
+    from nutch2.searcher.server import ServerOptions, add_user_interactively, serve
 
+    if args.add_user:
+        if not args.users:
+            raise UsageError("nutch2 server: error: -addUser NAME needs -users FILE (the file to write)")
+        return add_user_interactively(args.users, args.add_user)
     # jobs started over the API run `nutch2 <job>` with the server's own configuration
     conf_argv = ["--conf", str(conf.conf_dir.resolve())]
     for define in [*args.global_defines, *args.defines]:
         conf_argv += ["-D", define]
-    return serve(conf, args.crawl_id, args.solr, args.host, args.port, args.jobs, conf_argv)
+    opts = ServerOptions(args.host, args.port, args.jobs, args.token_file, args.users, args.insecure, args.ssl_cert,
+                         args.ssl_key)
+    return serve(conf, args.crawl_id, args.solr, opts, conf_argv)
 
 
 def _server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-solr", metavar="URL", help="Solr core URL (solr.server.url)")
-    p.add_argument("-host", default="127.0.0.1", metavar="ADDR", help="address to listen on (127.0.0.1)")
+    p.add_argument("-host", default="127.0.0.1", metavar="ADDR",
+                   help="address to listen on (127.0.0.1); another than loopback needs a login or -insecure")
     p.add_argument("-port", type=int, default=8081, metavar="N", help="port to listen on (8081; 0: any free port)")
     p.add_argument("-jobs", action="store_true", help="also serve Nutch 2's job API (POST /api/jobs)")
+    p.add_argument("-tokenFile", dest="token_file", metavar="FILE",
+                   help="require 'Authorization: Bearer <the token in FILE>' (searcher.auth.token.file)")
+    p.add_argument("-users", metavar="FILE",
+                   help="require HTTP basic login as a user of FILE, passwords hashed (searcher.auth.users.file)")
+    p.add_argument("-addUser", dest="add_user", metavar="NAME",
+                   help="with -users FILE: add or replace user NAME (password from the terminal or stdin), exit")
+    p.add_argument("-insecure", action="store_true", help="serve a non-loopback -host without a login")
+    p.add_argument("-sslCert", dest="ssl_cert", metavar="PEM", help="serve HTTPS with this certificate chain")
+    p.add_argument("-sslKey", dest="ssl_key", metavar="PEM", help="the private key of -sslCert")
 
 
 server_cmd.arguments = _server_args
