@@ -3,9 +3,10 @@
 In order, for each request:
 1. **Host** must name this server (`AccessPolicy.allowed_hosts`): a page on an attacker's name that resolves to
    127.0.0.1 (DNS rebinding) sends its own name and gets 421, never an answer of ours.
-2. **Origin**, when a browser sends one, must be an allowed host on this server's port (and not `null`, what a
-   sandboxed page such as a cached copy sends): other sites' scripts and forms get 403. A request that changes
-   something (anything but GET/HEAD) with `Sec-Fetch-Site: cross-site` gets 403 as well.
+2. **Origin**, when a browser sends one, must be an allowed host on this server's port: other sites' scripts and
+   forms get 403. `null` (what a sandboxed page such as a cached copy sends) passes only for GET and HEAD: the
+   snapshot's images and styles come from here. A request that changes something (anything but GET/HEAD) with
+   `Sec-Fetch-Site: cross-site` gets 403 as well.
 3. **Authentication**, when a token or users are configured: 401 with a challenge otherwise.
 4. **Body**: anything but GET/HEAD must be `Content-Type: application/json` (415; an HTML form cannot send it
    without a CORS preflight, which we never answer), at most `body_max` bytes (413), sent within `body_timeout`
@@ -143,7 +144,9 @@ class AccessGuard:
             raise Refused(421, "this server does not answer to that host name; use the address it was started "
                                "with, or add the name to searcher.allowed.hosts")
         origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin, scope, host[1]):
+        safe = scope["method"] in SAFE_METHODS
+        if origin is not None and not (safe and origin.strip() == "null") \
+                and not self._origin_allowed(origin, scope, host[1]):
             raise Refused(403, "requests from other sites are not accepted")
         if scope["method"] not in SAFE_METHODS and headers.get("sec-fetch-site") == "cross-site":
             raise Refused(403, "requests from other sites are not accepted")

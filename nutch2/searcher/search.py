@@ -79,8 +79,8 @@ class SearchRequest:
 
     @property
     def collapsed(self) -> bool:
-        """One hit per host: unless asked otherwise, or the hits are of one host anyway."""
-        return self.collapse and not self.host and not self.hosts
+        """One hit per host: unless asked otherwise, or the query keeps to one host or site."""
+        return self.collapse and not self.host and not self.hosts and not self.sites
 
     def solr_params(self) -> dict[str, Any]:
         fq = [crawl_filter(self.crawl_id)]
