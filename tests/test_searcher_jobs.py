@@ -138,7 +138,7 @@ def test_one_job_at_a_time_per_crawl(server: SearchServer, web: TestWeb, tmp: Pa
     second = post(server, {"type": "parse", "args": {"batch": batch}})
     assert second.status_code == 409
     assert second.json()["error"].startswith(f"job {first.json()['id']} (fetch) is still running on this crawl")
-    stopped = requests.post(f"{server.url}/api/jobs/{first.json()['id']}/stop", timeout=30)
+    stopped = requests.post(f"{server.url}/api/jobs/{first.json()['id']}/stop", json={}, timeout=30)  # JSON only
     assert stopped.status_code == 202
     assert wait(server, first.json()["id"])["state"] == "KILLED"
     # a CLI job holding the crawl's lock (inject, generate, updatedb) keeps API jobs out too
