@@ -10,9 +10,9 @@ import requests
 
 from nutch2.jobs.index import indexable
 from nutch2.marks import Mark
+from nutch2.solr import document_id
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.solr import document_id
 from nutch2.tableutil import reverse_url
 
 # the core the tests wipe; NUTCH2_SOLR_URL points them at another Solr (e.g. one started with SOLR_PORT=8984)
