@@ -38,7 +38,7 @@ def build_parser() -> Parser:
     for name, (help_text, fn) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         getattr(fn, "arguments", lambda _p: None)(p)
-        add_common(p, crawl_id=name not in ("search", "dedup"))
+        add_common(p, crawl_id=name != "search")
     return parser
 
 
