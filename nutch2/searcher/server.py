@@ -35,8 +35,10 @@ def bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as e:
         raise ConfigError(f"-host {host!r} cannot be resolved ({e.strerror}); give an address such as "
                           "127.0.0.1") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, _, proto, _, addr = infos[0]
+    # the protocol number matters: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say IPPROTO_TCP, and
+    # with Nagle on every response written in two parts (headers, body) waits ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(addr)
