@@ -283,3 +283,11 @@ def test_server_refuses_what_cannot_work(tmp_path: Path, capsys: pytest.CaptureF
     assert "-port 70000 is not a TCP port" in capsys.readouterr().err
     assert cli("server", "-crawlId", "x", *d, "-solr", "localhost:8983") == 1
     assert "must start with http://" in capsys.readouterr().err
+
+
+def test_the_page_view_shows_at_most_4096_characters_of_a_header() -> None:
+    from nutch2.searcher.pages import page_json
+
+    page = WebPage("com.a:http/", headers={"X-Big": "v" * 100_000, "ETag": '"x"'})
+    shown = page_json("http://a.com/", page)["headers"]
+    assert shown["ETag"] == '"x"' and shown["X-Big"] == "v" * 4096 + "… (100,000 characters)"

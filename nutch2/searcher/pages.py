@@ -69,8 +69,17 @@ def page_json(url: str, page: WebPage) -> dict[str, Any]:
         "metadata": sorted(page.metadata),
         "inlinks": [{"url": u, "anchor": a} for u, a in sorted(page.inlinks.items())],
         "outlinks": [{"url": u, "anchor": a} for u, a in page.outlinks.items()],
+        "headers": {k[:MAX_SHOWN]: _shown(v) for k, v in list(page.headers.items())[:MAX_HEADERS_SHOWN]},
     })
     return doc
+
+
+MAX_SHOWN = 4096  # characters of one header value a page view shows (rows stored before the caps may hold more)
+MAX_HEADERS_SHOWN = 200
+
+
+def _shown(value: str) -> str:
+    return value if len(value) <= MAX_SHOWN else f"{value[:MAX_SHOWN]}… ({len(value):,} characters)"
 
 
 FETCHED_STATES = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
