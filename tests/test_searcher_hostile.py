@@ -272,14 +272,6 @@ def test_errors_name_no_paths_urls_or_hosts(server: SearchServer, tmp: Path) -> 
     assert r.status_code == 400 and str(tmp) not in r.text
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: the job API takes no URLs or paths (the lead's rewrite)")
-def test_job_arguments_take_no_urls_or_paths(server: SearchServer) -> None:
-    for args in ({"type": "index", "args": {"all": True, "solr": "http://evil.example/solr/x"}},
-                 {"type": "inject", "args": {"seedDir": "/etc"}}):
-        r = requests.post(f"{server.url}/api/jobs", json=args, timeout=30)
-        assert r.status_code == 400, r.text
-
-
 # ------------------------------------------------------------------------------------------- login and TLS
 
 
@@ -361,3 +353,17 @@ def test_login_and_tls_over_a_real_socket(crawl: list[str], tmp: Path, capsys: p
         r = requests.get(server.url.replace("0.0.0.0", "127.0.0.1") + "/api/stats", timeout=30,
                          headers={"Host": f"{hostname}:{port(server)}"})
         assert r.status_code == 421  # a name the operator did not list
+
+
+@pytest.mark.xfail(strict=True, reason="issue 21: the job API takes no URLs or paths (the lead's rewrite)")
+def test_job_arguments_take_no_urls_or_paths(server: SearchServer, tmp: Path) -> None:
+    deadline = time.monotonic() + 60
+    while any(j["state"] == "RUNNING" for j in jobs(server)) and time.monotonic() < deadline:
+        time.sleep(0.2)  # one job at a time: a 409 would prove nothing
+    elsewhere = tmp / "elsewhere"  # a folder the operator never named
+    elsewhere.mkdir(exist_ok=True)
+    (elsewhere / "seeds.txt").write_text("http://elsewhere.test/\n")
+    for args in ({"type": "index", "args": {"all": True, "solr": "http://evil.example/solr/x"}},
+                 {"type": "inject", "args": {"seedDir": str(elsewhere)}}):
+        r = requests.post(f"{server.url}/api/jobs", json=args, timeout=30)
+        assert r.status_code == 400, r.text
