@@ -13,6 +13,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
+from nutch2.headers import stored_headers
 from nutch2.marks import Mark
 from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.protocol import ProtocolOutput
@@ -124,7 +125,7 @@ class FetcherJob(Job):
             return  # keep the content of the previous fetch
         page.content = out.content
         page.content_type = out.content_type
-        page.headers = dict(out.headers)
+        page.headers = stored_headers(out.headers)
         page.base_url = out.final_url or item.url
         if out.truncated:
             page.metadata[TRUNCATED_KEY] = b"y"

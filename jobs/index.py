@@ -8,18 +8,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.domains import domain_of_host
 from nutch2.marks import Mark
 from nutch2.parse import caching_forbidden
 from nutch2.parseutil import META_PREFIX, NOINDEX_KEY
 from nutch2.runner import Counters, Job, Runner, TaskContext
 from nutch2.scoring import OpicScoring
-from nutch2.solr import SolrClient
+from nutch2.solr import SolrClient, crawl_filter, document_id, solr_crawl_id
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.tableutil import host_of_key, unreverse_url
+from nutch2.warc import fetched_at
 from nutch2.webpage import WebPage
 
-INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time",
+INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time", "fetch_interval",
                 "content_type", "modified_time", "parse_status", "markers", "metadata", "content", "repr_url")
 GONE_STATUSES = (CrawlStatus.GONE, CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP)
 
@@ -46,14 +48,20 @@ class IndexingJob(Job):
     selects the same rows again — so a failed run marks nothing and a rerun sends what is missing. `-all`
     sends rows whose INDEX mark differs from their UPDATEDB mark (updated since last indexed); `-reindex`
     sends every indexable row.
+
+    Documents carry their crawl: the crawlId field, and ids `<crawlId>!<row key>` (solr.document_id), so crawls
+    share a core without overwriting each other. `-reindex` also deletes the document a row had under its bare
+    row key, the id of cores indexed before crawl ids: reindexing each crawl moves an older core over.
     """
 
     name = "index"
     fields = INDEX_FIELDS
 
-    def __init__(self, conf: Configuration, batch_id: str | None, solr_url: str, reindex: bool = False) -> None:
+    def __init__(self, conf: Configuration, batch_id: str | None, solr_url: str, reindex: bool = False,
+                 crawl_id: str | None = None) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
+        self.crawl_id = crawl_id
         self.solr_url = solr_url
         self.timeout = conf.get_float("solr.timeout")
         self.reindex = reindex
@@ -79,6 +87,7 @@ class IndexingJob(Job):
     def map_setup(self, ctx: TaskContext) -> None:
         self.solr = SolrClient(self.solr_url, self.timeout)
         self.buffer: list[dict[str, Any]] = []
+        self.legacy: list[str] = []  # -reindex: ids of the documents indexed before crawl ids
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         reason = self.skip(page)
@@ -86,6 +95,8 @@ class IndexingJob(Job):
             ctx.incr(reason)
         else:
             self.buffer.append(self.document(page))
+            if self.reindex:
+                self.legacy.append(page.key)
             if len(self.buffer) >= self.commit_size:
                 self._send(ctx)
         return iter(())
@@ -95,6 +106,9 @@ class IndexingJob(Job):
             self._send(ctx)
 
     def _send(self, ctx: TaskContext) -> None:
+        if self.legacy:
+            self.solr.delete_ids(self.legacy)
+            self.legacy.clear()
         if self.buffer:
             self.solr.add(self.buffer)
             ctx.incr("indexed", len(self.buffer))
@@ -106,7 +120,9 @@ class IndexingJob(Job):
 
 
     def document(self, page: WebPage) -> dict[str, Any]:
-        """Nutch's fields: id (reversed key), url, host, title, content, anchor, digest, batchId, boost, tstamp..."""
+        """Nutch's fields: id (crawl and reversed key), url, host, title, content, anchor, digest, batchId, boost,
+        tstamp...; and crawlId, site (the host and its parent domains down to the registered one, for site:) and
+        fetched (when the content was fetched; tstamp is Nutch 2's fetchTime, the next fetch after updatedb)."""
         title = page.title or ""
         text = page.text or ""
         if self.max_title >= 0:
@@ -114,10 +130,14 @@ class IndexingJob(Job):
         if self.max_content >= 0:
             text = text[: self.max_content]
         anchors = list(dict.fromkeys(a.strip() for a in page.inlinks.values() if a and a.strip()))
+        host = host_of_key(page.key)
         doc: dict[str, Any] = {
-            "id": page.key,
+            "id": document_id(self.crawl_id, page.key),
+            "crawlId": solr_crawl_id(self.crawl_id),
             "url": unreverse_url(page.key),
-            "host": host_of_key(page.key),
+            "host": host,
+            "site": site_values(host),
+            "fetched": solr_date(max(0, fetched_at(page))),
             "title": title,
             "content": text,
             "digest": page.signature.hex() if page.signature else None,
@@ -173,10 +193,23 @@ class MarkIndexedJob(IndexingJob):
 
 
 def run_index(conf: Configuration, store: DataStore, batch_id: str | None, solr_url: str, reindex: bool,
-              runner: Runner, counters: Counters) -> None:
+              runner: Runner, counters: Counters, crawl_id: str | None = None) -> None:
     """Send the documents (and commit), then mark what Solr holds now."""
-    runner.run(IndexingJob(conf, batch_id, solr_url, reindex), store, counters)
-    runner.run(MarkIndexedJob(conf, batch_id, solr_url, reindex), store)
+    runner.run(IndexingJob(conf, batch_id, solr_url, reindex, crawl_id), store, counters)
+    runner.run(MarkIndexedJob(conf, batch_id, solr_url, reindex, crawl_id), store)
+
+
+def site_values(host: str) -> list[str]:
+    """`a.b.example.co.uk` -> [a.b.example.co.uk, b.example.co.uk, example.co.uk]: what site: matches."""
+    domain = domain_of_host(host)
+    labels = host.split(".")
+    out = [host]
+    for i in range(1, len(labels)):
+        parent = ".".join(labels[i:])
+        if len(parent) < len(domain):
+            break
+        out.append(parent)
+    return list(dict.fromkeys(out))
 
 def _types(content_type: str | None) -> list[str]:
     """Nutch's index-more type field: the MIME type and its two parts."""
@@ -196,9 +229,10 @@ class CleaningJob(Job):
     name = "clean"
     fields = ("status", "markers", "metadata", "parse_status")
 
-    def __init__(self, conf: Configuration, solr_url: str) -> None:
+    def __init__(self, conf: Configuration, solr_url: str, crawl_id: str | None = None) -> None:
         super().__init__(conf)
         self.solr_url = solr_url
+        self.crawl_id = crawl_id
         self.timeout = conf.get_float("solr.timeout")
 
     def mark_filter(self) -> MarkFilter | None:
@@ -220,7 +254,7 @@ class CleaningJob(Job):
         deleted = [row for part in results for row in part]
         solr = SolrClient(self.solr_url, self.timeout)
         for i in range(0, len(deleted), 500):
-            solr.delete_ids(k for k, _ in deleted[i:i + 500])
+            solr.delete_ids(document_id(self.crawl_id, k) for k, _ in deleted[i:i + 500])
         if deleted:
             solr.commit()
         for key, markers in deleted:
@@ -230,16 +264,18 @@ class CleaningJob(Job):
         ctx.incr("deleted", len(deleted))
 
 
-def dedup(solr: SolrClient, page_size: int = 1000) -> int:
-    """Delete Solr documents that share a digest, keeping the highest boost, then newest tstamp, then
-    shortest URL (Nutch's solrdedup order). Returns how many documents were deleted."""
+def dedup(solr: SolrClient, crawl_id: str | None = None, page_size: int = 1000) -> int:
+    """Delete the crawl's Solr documents that share a digest, keeping the highest boost, then newest tstamp, then
+    shortest URL (Nutch's solrdedup order); other crawls' documents are neither read nor deleted. Returns how many
+    documents were deleted."""
     deleted = 0
-    facets = solr.search("*:*", **{"rows": 0, "facet": "true", "facet.field": "digest", "facet.mincount": 2,
-                                   "facet.limit": -1})
+    crawl = crawl_filter(crawl_id)
+    facets = solr.search("*:*", **{"rows": 0, "fq": crawl, "facet": "true", "facet.field": "digest",
+                                   "facet.mincount": 2, "facet.limit": -1})
     counts = facets.facets.get("facet_fields", {}).get("digest", [])
     digests = [counts[i] for i in range(0, len(counts), 2)]
     for digest in digests:
-        res = solr.search(f'digest:"{digest}"', **{"fl": "id,url,boost,tstamp", "rows": page_size})
+        res = solr.search(f'digest:"{digest}"', **{"fq": crawl, "fl": "id,url,boost,tstamp", "rows": page_size})
         docs = sorted(res.docs, key=lambda d: (-float(d.get("boost", 0.0)), _neg_time(d.get("tstamp")),
                                                len(d.get("url", "")), d["id"]))
         losers = [d["id"] for d in docs[1:]]

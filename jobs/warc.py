@@ -29,6 +29,7 @@ from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetcher import user_agent
+from nutch2.headers import stored_headers
 from nutch2.journal import FETCHED, IMPORTING, Journal
 from nutch2.marks import Mark, set_distance
 from nutch2.parseutil import TRUNCATED_KEY
@@ -202,7 +203,7 @@ class WarcImportJob(Job):
         if status != CrawlStatus.NOTMODIFIED:  # a 304 keeps the content of the fetch before it
             page.content = resp.content
             page.content_type = next((v for k, v in resp.headers.items() if k.lower() == "content-type"), None)
-            page.headers = dict(resp.headers)
+            page.headers = stored_headers(resp.headers)
             page.base_url = resp.url
             if resp.truncated:
                 page.metadata[TRUNCATED_KEY] = b"y"

@@ -9,6 +9,30 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 
+DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
+
+
+def solr_crawl_id(crawl_id: str | None) -> str:
+    """The crawl's value of the crawlId field (and of its document ids)."""
+    return crawl_id or DEFAULT_CRAWL
+
+
+def document_id(crawl_id: str | None, key: str) -> str:
+    """`<crawlId>!<row key>`: one document per crawl and URL. The `!` is SolrCloud's compositeId separator, so a
+    collection routed by compositeId keeps each crawl's documents together; crawl ids cannot contain it."""
+    return f"{solr_crawl_id(crawl_id)}!{key}"
+
+
+def row_key_of(doc_id: str) -> str:
+    """The row key inside a document id (a document indexed before crawl ids, whose id is the key, as it is)."""
+    head, sep, key = doc_id.partition("!")
+    return key if sep and ":" not in head else doc_id
+
+
+def crawl_filter(crawl_id: str | None) -> str:
+    """A filter query for one crawl's documents (the term parser takes the value verbatim)."""
+    return "{!term f=crawlId}" + solr_crawl_id(crawl_id)
+
 
 class SolrUnavailable(NutchError):
     """Solr is down, unreachable, or rejected a request."""

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from nutch2 import __version__
 from nutch2.errors import ConfigError, NutchError
+from nutch2.headers import header_block_problem
 from nutch2.marks import Mark
 from nutch2.parseutil import TRUNCATED_KEY
 from nutch2.status import CrawlStatus
@@ -316,6 +317,10 @@ class WarcReader:
             return None
         if record.rec_headers.get_header("WARC-Truncated"):
             self.skipped["truncated"] += 1
+            return None
+        if header_block_problem(http.headers) is not None:  # what the fetcher would have refused
+            self.skipped["headers_too_large"] += 1
+            _drain(record.raw_stream)
             return None
         try:
             content, cut = self._payload(record)

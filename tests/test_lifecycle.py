@@ -184,7 +184,7 @@ def test_crawl_solr_checks_solr_first_and_a_rerun_indexes_every_round(web: TestW
     with open_store(conf, crawl_id, create=False) as store:
         batches = Journal(store).batches()
     assert len(batches) == 3 and {r.state for r in batches} == {INDEXED}
-    ids = {p.key for p in rows(conf, crawl_id).values() if Mark.INDEX.check(p)}
+    ids = {f"{crawl_id}!{p.key}" for p in rows(conf, crawl_id).values() if Mark.INDEX.check(p)}  # crawl!key
     assert len(ids) > 8  # pages of more than one round
     found = requests.get(f"{solr}/select", params={"q": "*:*", "fl": "id", "rows": 10000,
                                                    "fq": f"batchId:({' OR '.join(r.batch_id for r in batches)})"},

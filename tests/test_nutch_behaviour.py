@@ -205,7 +205,7 @@ def test_parse_and_index_keep_meta_tags_cache_policy_and_repr_url(store_env) -> 
     assert page.metadata[META_PREFIX + "description"] == b"About us"
     assert caching_forbidden(page.metadata) == "content" == page.metadata[CACHING_FORBIDDEN_KEY].decode()
     doc = IndexingJob(conf, "B", _Solr()).document(page)
-    assert doc["url"] == "http://site.test/" and doc["id"] == key
+    assert doc["url"] == "http://site.test/" and doc["id"] == f"webpage!{key}" and doc["crawlId"] == "webpage"
     assert doc["meta_description"] == ["About us"] and doc["meta_keywords"] == ["a, b"]
     assert doc["cache"] == "content"
 
@@ -291,9 +291,9 @@ def test_cached_view_honours_noarchive() -> None:
 
     url = "http://site.test/a.html"
     page = WebPage(reverse_url(url), content=b"<html><head></head><body>x</body></html>", content_type="text/html")
-    assert cached_copy(url, page) is not None
+    assert cached_copy(page) is not None
     page.metadata = {CACHING_FORBIDDEN_KEY: b"content"}
-    assert cached_copy(url, page) is None
+    assert cached_copy(page) is None
 
 
 def test_search_hits_link_the_row_and_drop_what_the_policy_forbids() -> None:

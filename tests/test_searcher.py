@@ -1,4 +1,5 @@
-"""The Searcher's parts without servers: snippets, <base>, parameters, job arguments, stats, fetch times, CLI."""
+"""The Searcher's parts without servers: snippets, snapshots, queries, access checks, logins, job arguments, stats,
+fetch times, CLI."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from nutch2.headers import header_block_problem, stored_headers
+from nutch2.jobs.index import site_values
 from nutch2.marks import Mark
+from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
 from nutch2.searcher.app import _paging
+from nutch2.searcher.auth import Credentials, add_user, check_password, hash_password, read_users
 from nutch2.searcher.crawlstats import CrawlStatsJob, bar_chart
 from nutch2.searcher.jobapi import JobManager
-from nutch2.searcher.pages import StoreAccess, fetched_at, with_base
+from nutch2.searcher.pages import StoreAccess, fetched_at
 from nutch2.searcher.params import ParamError
 from nutch2.searcher.search import SearchRequest, snippet_markup
+from nutch2.searcher.snapshot import Lookup, rewrite_css, snapshot_html
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
@@ -31,27 +37,129 @@ def test_snippet_keeps_only_our_marks() -> None:
     assert str(snippet_markup("  two\n  lines ")) == "two lines"
 
 
-def test_base_goes_first_in_the_head_and_resolves_the_pages_own() -> None:
-    url = "http://example.com/a/b.html?x=1&y=2"
-    assert with_base("<!DOCTYPE html><html><head><title>t</title></head>", url) == (
-        '<!DOCTYPE html><html><head><base href="http://example.com/a/b.html?x=1&amp;y=2"><title>t</title></head>')
-    own = '<html><HEAD lang=en><base href="../c/">'
-    assert with_base(own, url) == '<html><HEAD lang=en><base href="http://example.com/c/"><base href="../c/">'
-    assert with_base("<html><body>x", url).startswith('<html><base href="http://example.com/a/b.html')
-    assert with_base("<!doctype html><p>x", url) == '<!doctype html><base href="http://example.com/a/b.html?x=1&amp;y=2"><p>x'
-    assert with_base("plain <header>", url).startswith('<base href="')
-    assert 'href="http://example.com/&#34;&gt;"' in with_base("<head>", 'http://example.com/">')
+def _lookup(held: dict[str, str]) -> Lookup:
+    """A Lookup over URL -> content type of fetched rows."""
+    def get(url: str) -> WebPage | None:
+        ctype = held.get(url)
+        return WebPage("k", status=int(CrawlStatus.FETCHED), content_type=ctype) if ctype else None
+
+    return Lookup(get, lambda u: u)
+
+
+def test_snapshot_points_links_at_cached_copies_and_resources_at_the_crawl() -> None:
+    import lxml.html
+
+    held = {"http://s.test/a.html": "text/html", "http://s.test/css/site.css": "text/css",
+            "http://s.test/img/logo.png": "image/png", "http://s.test/page.js": "application/javascript"}
+    page = ('<?xml version="1.0"?><!DOCTYPE html><html><head><base href="http://s.test/">'
+            '<link rel="stylesheet" href="css/site.css"><link rel="stylesheet" href="http://cdn.test/x.css">'
+            '<meta http-equiv="refresh" content="0; url=http://live.test/"><script src="page.js"></script>'
+            '<style>body { background: url(img/logo.png) } @import "http://cdn.test/y.css";</style></head>'
+            '<body onload="x()"><a id="in" href="a.html#top">in</a><a id="out" href="http://live.test/b">out</a>'
+            '<a id="js" href="javascript:alert(1)">js</a><a id="frag" href="#top">top</a>'
+            '<img id="i1" src="img/logo.png" srcset="img/big.png 2x"><img id="i2" src="http://live.test/t.gif">'
+            "<div style=\"background-image: url('http://live.test/bg.png')\">x</div>"
+            '<form action="http://live.test/f"><input name="q"></form><iframe src="http://live.test/"></iframe>'
+            "</body></html>")
+    out = snapshot_html(page, "http://s.test/dir/p.html", _lookup(held))
+    doc = lxml.html.document_fromstring(out)
+    by_id = {el.get("id"): el for el in doc.iter() if el.get("id")}
+    assert by_id["in"].get("href") == "/cached?url=http%3A%2F%2Fs.test%2Fa.html"
+    assert by_id["in"].get("target") == by_id["out"].get("target") == "_top"
+    assert by_id["out"].get("href") == "http://live.test/b" and "noreferrer" in by_id["out"].get("rel")
+    assert by_id["js"].get("href") is None and by_id["frag"].get("href") == "#top"
+    assert by_id["i1"].get("src") == "/cached/resource?url=http%3A%2F%2Fs.test%2Fimg%2Flogo.png"
+    assert by_id["i1"].get("srcset") is None and by_id["i2"].get("src") == "data:,"
+    links = [el.get("href") for el in doc.iter("link")]
+    assert links == ["/cached/resource?url=http%3A%2F%2Fs.test%2Fcss%2Fsite.css", "data:,"]
+    assert not list(doc.iter("script")) and not list(doc.iter("base")) and not list(doc.iter("meta"))
+    assert doc.body.get("onload") is None and doc.find(".//form").get("action") is None
+    assert doc.find(".//iframe").get("src") == "about:blank"
+    style = doc.find(".//style").text
+    assert 'url("/cached/resource?url=http%3A%2F%2Fs.test%2Fimg%2Flogo.png")' in style and '@import "data:,"' in style
+    assert 'url("data:,")' in doc.find(".//div").get("style")
+    assert "live.test" not in out.replace('href="http://live.test/b"', "")  # nothing else of the live site is left
+    assert out.startswith("<!DOCTYPE html>")
+    css = rewrite_css("a{b:url('../img/logo.png')} c{d:url(data:image/png;base64,AAAA)} @import 'x.css';",
+                      "http://s.test/css/site.css", _lookup(held))
+    assert css == ('a{b:url("/cached/resource?url=http%3A%2F%2Fs.test%2Fimg%2Flogo.png")} '
+                   'c{d:url("data:image/png;base64,AAAA")} @import "data:,";')
 
 
 def test_search_parameters() -> None:
-    req = SearchRequest.from_params({"q": "  open   source ", "start": "20", "rows": "500"})
-    assert (req.q, req.start, req.rows, req.host) == ("open source", 20, 100, None)
-    params = SearchRequest.from_params({"q": "x", "host": 'a") OR (*:*'.replace(" ", "")}).solr_params()
-    assert params["fq"] == '{!term f=host tag=host}a")OR(*:*'  # one term, whatever it holds
-    assert params["facet.field"] == "{!ex=host}host"
-    for bad in ({"start": "-5"}, {"start": "x"}, {"rows": "0"}, {"start": "10001"}, {"host": "a b"}):
+    req = SearchRequest.from_params({"q": "  open   source ", "start": "20", "rows": "500"}, "news")
+    assert (req.q, req.start, req.rows, req.host, req.text) == ("open source", 20, 100, None, "open source")
+    params = req.solr_params()
+    assert params["defType"] == "edismax" and "_query_" not in params["uf"] and params["mm"] == "100%"
+    assert params["fq"] == ["{!term f=crawlId}news", "{!collapse field=host tag=collapse}"]
+    assert params["expand"] == "true" and params["facet.field"] == "{!ex=host,collapse}host"
+    params = SearchRequest.from_params({"q": "x", "host": "www.a.test"}).solr_params()
+    assert params["fq"] == ["{!term f=crawlId}webpage", "{!term f=host tag=host}www.a.test"]  # and no collapse
+    req = SearchRequest.from_params({"q": "crawler site:Example.COM. host:a.example.com x", "collapse": "0"}, "c")
+    assert (req.text, req.sites, req.hosts, req.collapsed) == ("crawler x", ("example.com",), ("a.example.com",),
+                                                               False)
+    assert req.solr_params()["fq"] == ["{!term f=crawlId}c", "{!terms f=host}a.example.com",
+                                       "{!terms f=site}example.com"]
+    assert SearchRequest.from_params({"q": "site:example.com"}).text == ""  # q.alt lists the site
+    for bad in ({"start": "-5"}, {"start": "x"}, {"rows": "0"}, {"start": "10001"}, {"host": "a b"},
+                {"host": "a)OR(*:*"}, {"q": "site:"}, {"q": "host:a,b"}, {"q": "site:{!join}"}, {"collapse": "2"},
+                {"q": " ".join(f"site:s{i}.com" for i in range(11))}):
         with pytest.raises(ParamError):
             SearchRequest.from_params({"q": "x", **bad})
+
+
+def test_site_values_stop_at_the_registered_domain() -> None:
+    assert site_values("a.b.example.co.uk") == ["a.b.example.co.uk", "b.example.co.uk", "example.co.uk"]
+    assert site_values("example.com") == ["example.com"] and site_values("127.0.1.1") == ["127.0.1.1"]
+
+
+def test_host_headers_json_depth_and_the_allowlist() -> None:
+    assert split_host_header("LocalHost:8081") == ("localhost", 8081)
+    assert split_host_header("[::1]:80") == ("::1", 80) and split_host_header("127.0.0.1") == ("127.0.0.1", None)
+    for bad in ("", "a b", "evil.com/x", "user@127.0.0.1", "127.0.0.1:99999", "[::1"):
+        assert split_host_header(bad) is None, bad
+    policy = AccessPolicy.build(["0.0.0.0", "Search.Example.ORG."])
+    assert policy.allowed_hosts == {"localhost", "127.0.0.1", "::1", "search.example.org"}
+    assert not policy.host_allowed("0.0.0.0") and AccessPolicy.build(["*"]).host_allowed("any.name")
+    assert json_too_deep(b"[" * 33 + b"]" * 33, 32) and not json_too_deep(b"[" * 32 + b"]" * 32, 32)
+    assert not json_too_deep(b'{"a": "[[[[[[[[[[[[[\\"[["}', 2)
+
+
+def test_passwords_are_kept_hashed_and_checked(tmp_path: Path) -> None:
+    import base64
+
+    from nutch2.errors import ConfigError
+
+    stored = hash_password("s3cret-pass", n=2**10)
+    assert stored.startswith("scrypt$1024$8$1$") and "s3cret" not in stored
+    assert check_password("s3cret-pass", stored) and not check_password("s3cret-pasS", stored)
+    assert not check_password("x", "scrypt$bad") and not check_password("x", "md5$1$2$3$4$5")
+    users = tmp_path / "users"
+    add_user(users, "ann", "password-1")
+    add_user(users, "bob", "password-2")
+    add_user(users, "ann", "password-3")  # replaced, not added
+    assert oct(users.stat().st_mode & 0o777) == "0o600" and "password" not in users.read_text()
+    assert len(read_users(users)) == 2
+    creds = Credentials("t" * 20, read_users(users))
+
+    def basic(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    assert creds.check(basic("ann", "password-3")) == "ann" and creds.check(basic("ann", "password-3")) == "ann"
+    assert creds.check(basic("ann", "password-1")) is None and creds.check(basic("eve", "password-2")) is None
+    assert creds.check("Bearer " + "t" * 20) == "token" and creds.check("Bearer " + "t" * 19) is None
+    assert creds.check("Basic !!!") is None and creds.check(None) is None and creds.check("Digest x") is None
+    (tmp_path / "bad").write_text("ann:plaintext\n")
+    with pytest.raises(ConfigError, match="bad:1 is not a 'user:scrypt"):
+        read_users(tmp_path / "bad")
+
+
+def test_stored_headers_drop_credentials_and_a_fetch_refuses_huge_blocks() -> None:
+    assert stored_headers({"Location": "https://u:p@h.test/x", "Content-Location": "/a@b", "X": "u:p@h"}) == {
+        "Location": "https://h.test/x", "Content-Location": "/a@b", "X": "u:p@h"}
+    assert header_block_problem([("a", "b")] * 100) is None
+    assert header_block_problem([("a", "b")] * 101) == "more than 100 header fields"
+    assert header_block_problem([("X-Big", "v" * 65536)]) == "a header line longer than 65536 bytes"
 
 
 def test_paging_shows_ten_pages_around_the_current_one() -> None:
@@ -78,7 +186,7 @@ def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
             ("fetch", {"batch": "b", "threads": -1}, "out of range"), ("fetch", {"batch": "b", "numTasks": 5000},
                                                                        "out of range"),
             ("fetch", {"batch": "b", "resume": "yes"}, "true or false"),
-            ("inject", {"seedUrls": ["http://a/\n-D"]}, "line break"), ("inject", {"seedUrls": []}, "non-empty"),
+            ("inject", {"seedUrls": ["http://a/\n-D"]}, "line break"), ("inject", {"seedUrls": []}, "give the seeds"),
             ("parse", {"batch": "b", "reparse": True}, "exactly one of"), ("nope", {}, "unknown job type"),
             ("fetch", ["batch"], "args must be an object"), ("index", {"batch": "b", "solr": "http://evil/"},
                                                              "cannot be set through the job API"),
@@ -193,3 +301,11 @@ def test_server_refuses_what_cannot_work(tmp_path: Path, capsys: pytest.CaptureF
     assert "-port 70000 is out of range: it must be between 0 and 65535" in capsys.readouterr().err
     assert cli("server", "-crawlId", "x", *d, "-solr", "localhost:8983") == 1
     assert "must start with http://" in capsys.readouterr().err
+
+
+def test_the_page_view_shows_at_most_4096_characters_of_a_header() -> None:
+    from nutch2.searcher.pages import page_json
+
+    page = WebPage("com.a:http/", headers={"X-Big": "v" * 100_000, "ETag": '"x"'})
+    shown = page_json("http://a.com/", page)["headers"]
+    assert shown["ETag"] == '"x"' and shown["X-Big"] == "v" * 4096 + "… (100,000 characters)"

@@ -10,6 +10,7 @@ import requests
 
 from nutch2.jobs.index import indexable
 from nutch2.marks import Mark
+from nutch2.solr import document_id
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.tableutil import reverse_url
@@ -64,12 +65,13 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
     dups = [u for u, s in web.pages.items() if s.duplicate_of and reverse_url(u) in table]
     assert dups, "the crawl reached the duplicate pages"
     assert num_found() == len(docs) - len(dups)  # dedup kept one of each duplicate group
-    dup_ids = {reverse_url(u) for u in dups} | {reverse_url(web.pages[u].duplicate_of) for u in dups}
+    dup_ids = {document_id("sx", reverse_url(u)) for u in dups} | {
+        document_id("sx", reverse_url(web.pages[u].duplicate_of)) for u in dups}
     assert num_found(" OR ".join(f'id:"{i}"' for i in dup_ids)) == len(dup_ids) - len(dups)
     # noindex pages and non-HTML are not in the index
     for url, spec in web.pages.items():
         if not spec.indexable and reverse_url(url) in table:
-            assert num_found(f'id:"{reverse_url(url)}"') == 0, url
+            assert num_found(f'id:"{document_id("sx", reverse_url(url))}"') == 0, url
     # a word only one page has finds that page first
     spec = next(s for u, s in web.pages.items() if reverse_url(u) in table and s.indexable and not s.duplicate_of
                 and table[reverse_url(u)].status == CrawlStatus.FETCHED and s.url != web.seed_url)
@@ -77,9 +79,10 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
     first = hit["response"]["docs"][0]
     assert first["url"] == spec.url
     assert {"id", "url", "title", "host", "digest", "batchId", "boost", "tstamp", "contentLength", "type"} <= set(first)
+    assert first["id"] == document_id("sx", reverse_url(spec.url))
     # search prints the page with a highlighted snippet
     capsys.readouterr()
-    assert cli("search", spec.unique_word, "-solr", solr, "-rows", "3", *d) == 0
+    assert cli("search", spec.unique_word, "-solr", solr, "-rows", "3", "-crawlId", "sx", *d) == 0
     out = capsys.readouterr().out
     assert spec.url in out and f"*{spec.unique_word}*" in out
     # index -all again sends nothing new
@@ -92,7 +95,7 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
         page.status = int(CrawlStatus.GONE)
         store.put(key, page)
     assert cli("clean", "-crawlId", "sx", "-solr", solr, *d) == 0
-    assert num_found(f'id:"{key}"') == 0
+    assert num_found(f'id:"{document_id("sx", key)}"') == 0
     assert Mark.INDEX.check(rows(conf, "sx")[key]) is None
 
 
@@ -124,7 +127,7 @@ def test_solr_down_mid_job_then_rerun(web: TestWeb, solr: str, tmp_path: Path,
     # back: a rerun indexes every document exactly once
     assert cli("index", "-all", "-crawlId", "sd", "-solr", solr, *d) == 0
     ids = {doc["id"] for doc in select("*:*", fl="id", rows=1000)["response"]["docs"]}
-    assert ids == expected and num_found() == len(expected)
+    assert ids == {document_id("sd", k) for k in expected} and num_found() == len(expected)
     assert all(Mark.INDEX.check(p) for k, p in rows(conf, "sd").items() if k in expected)
     capfd.readouterr()
     assert cli("index", "-all", "-crawlId", "sd", "-solr", solr, *d) == 0

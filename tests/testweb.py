@@ -136,6 +136,17 @@ SEARCHER_ANCHOR = "<img src=x onerror=alert('xss-anchor')>"  # anchor text of th
 SEARCHER_CHINESE_TEXT = "网络爬虫是一种按照规则自动抓取网页的程序，搜索引擎用它建立索引。中文分词很难。"
 SCRIPT_STATUS = "Scripts did not run."  # what the script page says unless its script runs
 SCRIPT_RAN = "SCRIPT RAN"  # the title and status text the script page's script sets
+# with searcher=True, also: a page with a stylesheet and an image (for snapshots), pages for ranking
+SEARCHER_STYLED = "/searcher/styled.html"  # links SEARCHER_CSS and SEARCHER_IMAGE, chinese.html, a robots-denied page
+SEARCHER_CSS = "/searcher/styled.css"
+SEARCHER_IMAGE = "/searcher/logo.gif"
+SEARCHER_STYLED_COLOR = "rgb(12, 34, 56)"  # the color SEARCHER_CSS gives #styled-text
+SEARCHER_RANK_WORD = "zephyrine"  # in the title (and h1) of the first page, ten times in the body of the second
+SEARCHER_RANK = {"/searcher/rank-body.html": "Notes on the weather", "/searcher/rank-title.html": "Zephyrine lanterns"}
+SEARCHER_PHRASE = "saffron kestrel"  # as a phrase in the second page, apart (and more often) in the first
+SEARCHER_PHRASE_PAGES = ("/searcher/phrase-apart.html", "/searcher/phrase-exact.html")
+_GIF = (b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,"
+        b"\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
 
 HOSTILE_PATHS: dict[str, str] = {
     "big": "/hostile/big.html",  # 10 MB of HTML, with Content-Length
@@ -835,6 +846,36 @@ class TestWeb:
             self._add(spec, _Resource(200, ctype, fn, conditional=True))
         home = self.pages[self.seed_url]
         home.links = _dedup(home.links + [zh, script, xss], home.url)
+        self._build_searcher_snapshot_and_ranking()
+
+    def _build_searcher_snapshot_and_ranking(self) -> None:
+        """The styled page, its stylesheet and image (a crawl that takes img links and lets .css/.gif through
+        fetches them in the round after the page), and the ranking pages; all linked from host 0's home page."""
+        u = self.trap_url
+        mtime = 1_704_067_200 + 9 * 86400
+        css, gif = u(SEARCHER_CSS), u(SEARCHER_IMAGE)
+        for url, ctype, body in ((css, "text/css", _styled_css), (gif, "image/gif", lambda: _GIF)):
+            spec = PageSpec(url, 200, "searcher", "", [], None, "FETCHED", None, content_type=ctype,
+                            indexable=False)
+            self._mtimes[url] = mtime
+            self._add(spec, _Resource(200, ctype, body, conditional=True))
+        styled = u(SEARCHER_STYLED)
+        spec = PageSpec(styled, 200, "searcher", "A page with style", [css, gif, u("/searcher/chinese.html"),
+                        u("/private/secret.html")], "utf-8", "FETCHED", self._next_word(),
+                        content_type="text/html; charset=utf-8")
+        self._mtimes[styled] = mtime
+        self._add(spec, _Resource(200, spec.content_type, partial(_styled_body, spec), conditional=True))
+        linked = [styled]
+        pages = [(p, t, _rank_body) for p, t in SEARCHER_RANK.items()]
+        pages += [(p, f"Bird notes {i}", _phrase_body) for i, p in enumerate(SEARCHER_PHRASE_PAGES)]
+        for path, title, make in pages:
+            spec = PageSpec(u(path), 200, "searcher", title, [], "utf-8", "FETCHED", self._next_word(),
+                            content_type="text/html; charset=utf-8")
+            self._mtimes[spec.url] = mtime
+            self._add(spec, _Resource(200, spec.content_type, partial(make, spec), conditional=True))
+            linked.append(spec.url)
+        home = self.pages[self.seed_url]
+        home.links = _dedup(home.links + linked, home.url)
 
     def _build_hostile(self) -> None:
         hu = self.hostile_urls()
@@ -1201,6 +1242,38 @@ def _script_body(spec: PageSpec) -> bytes:
              script]
     head = '<meta charset="utf-8">\n<style>body { background: #fdf6e3; }</style>'
     return _html_doc(spec.title, head, paras, "").encode()
+
+
+def _styled_css() -> bytes:
+    return (b"body { background: #eef6f0; }\n#styled-text { color: %s; font-weight: 700; }\n"
+            b"#logo { width: 48px; height: 48px; border: 2px solid #123; }\n"
+            b".unstored { background-image: url(never-crawled.png); }\n" % SEARCHER_STYLED_COLOR.encode())
+
+
+def _styled_body(spec: PageSpec) -> bytes:
+    """Relative links to its stylesheet and image, a page the crawl holds and one it never fetched."""
+    paras = [f'<p id="styled-text" class="unstored">{spec.unique_word} in the colours of its stylesheet</p>',
+             '<p><img id="logo" src="logo.gif" alt="logo"></p>',
+             '<p><a id="held" href="chinese.html">a page the crawl holds</a></p>',
+             '<p><a id="unheld" href="/private/secret.html">a page it never fetched</a></p>']
+    head = '<meta charset="utf-8">\n<link rel="stylesheet" href="styled.css">'
+    return _html_doc(spec.title, head, paras, "").encode()
+
+
+def _rank_body(spec: PageSpec) -> bytes:
+    body = f"<p>{spec.unique_word}</p>"
+    if SEARCHER_RANK_WORD not in spec.title.lower():
+        body += "<p>" + " ".join(f"The {SEARCHER_RANK_WORD} wind blew." for _ in range(10)) + "</p>"
+    return _html_doc(spec.title, '<meta charset="utf-8">', [body], "").encode()
+
+
+def _phrase_body(spec: PageSpec) -> bytes:
+    first, second = SEARCHER_PHRASE.split()
+    if spec.path == SEARCHER_PHRASE_PAGES[1]:
+        text = f"We saw a {first} {second} over the field."
+    else:
+        text = " ".join(f"A {second} flew past; later, {first} light." for _ in range(3))
+    return _html_doc(spec.title, '<meta charset="utf-8">', [f"<p>{spec.unique_word}</p><p>{text}</p>"], "").encode()
 
 
 def _xss_body(target: str, spec: PageSpec) -> bytes:

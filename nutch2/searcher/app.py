@@ -1,9 +1,11 @@
-"""The Searcher's ASGI app (Starlette + Jinja2 templates): HTML pages, the JSON API and the job API.
+"""The Searcher's ASGI app (Starlette + Jinja2 templates): HTML pages, feeds, the JSON API and the job API.
 
-Every crawled string reaches HTML through Jinja's autoescape; snippets are rebuilt by search.snippet_markup.
-App pages load no script at all and say so in their Content-Security-Policy. Cached copies are served from
-their own route with `Content-Security-Policy: sandbox` (an opaque origin, no scripts, no forms) and shown
-in a sandboxed iframe, so nothing in a stored page can act on the app's origin.
+Every request passes access.AccessGuard first (Host, Origin, login, body limits). Every crawled string reaches
+HTML through Jinja's autoescape; snippets are rebuilt by search.snippet_markup. App pages load no script at all
+and say so in their Content-Security-Policy. Cached copies are snapshots (snapshot.py) served from their own
+route with `Content-Security-Policy: sandbox` (an opaque origin, no scripts, no forms, no remote source) and
+shown in a sandboxed iframe, so nothing in a stored page can act on the app's origin or reach the live site.
+Error pages and API errors name no file, store address or Solr URL: those go to the server's log.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -31,8 +35,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
-from nutch2.parse import caching_forbidden, detect_encoding
+from nutch2.parse import caching_forbidden, decode_content, detect_encoding
+from nutch2.searcher.access import AccessGuard, AccessPolicy
 from nutch2.searcher.crawlstats import STEPS, StatsCache, bar_chart, compute_stats
+from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
 from nutch2.searcher.jobapi import JobManager, types_json
 from nutch2.searcher.pages import (
     DATE_FIELDS,
@@ -44,19 +50,34 @@ from nutch2.searcher.pages import (
     page_json,
 )
 from nutch2.searcher.params import ParamError, int_param, url_param
-from nutch2.searcher.search import MAX_START, SearchRequest, SearchResult, search
-from nutch2.solr import SolrClient, SolrQueryError, SolrUnavailable
+from nutch2.searcher.search import (
+    MAX_START,
+    IndexSummary,
+    SearchRequest,
+    SearchResult,
+    index_summary,
+    search,
+)
+from nutch2.searcher.snapshot import LOOKUP_FIELDS, RESOURCE_TYPES, Lookup, rewrite_css, snapshot_html
+from nutch2.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
+from nutch2.tableutil import reverse_url
+from nutch2.urls import UrlChecker
 
 log = logging.getLogger("nutch2.searcher")
 
 APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; form-action 'self'; "
            "base-uri 'none'; frame-ancestors 'self'")
-# a cached copy: its own opaque origin (sandbox without allow-same-origin), no scripts, no forms, no plugins;
-# its images and styles may load from the original site, as the page had them
-CACHED_CSP = ("sandbox; default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; font-src * data:; "
-              "media-src *; script-src 'none'; form-action 'none'; frame-ancestors 'self'")
-MAX_JSON_BODY = 64 * 1024
+# a cached copy: its own opaque origin (sandbox without allow-same-origin), no scripts, no forms, no plugins, and
+# no remote source: its images, styles, fonts and media come from this server (the crawl's copies) or nowhere;
+# its links may open in the top window when clicked
+CACHED_CSP = ("sandbox allow-top-navigation-by-user-activation; default-src 'none'; img-src 'self' data:; "
+              "style-src 'self' 'unsafe-inline'; font-src 'self' data:; media-src 'self'; script-src 'none'; "
+              "form-action 'none'; frame-src 'none'; base-uri 'none'; frame-ancestors 'self'")
+RESOURCE_CSP = ("sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                "font-src 'self' data:")
 PAGE_FIELDS = None  # every field: the info page shows them all
+RAW_FIELDS = ("status", "content", "content_type", "headers", "base_url", "metadata")
+SUMMARY_TTL = 30.0  # seconds the home page's index size and freshness are kept
 
 
 @dataclass
@@ -70,6 +91,34 @@ class Searcher:
     stats: StatsCache
     jobs: JobManager | None
     templates: Jinja2Templates
+    summary: TtlValue
+    normalizer: UrlChecker
+    collapse: bool = True
+
+    def search_request(self, request: Request) -> SearchRequest:
+        return SearchRequest.from_params(request.query_params, self.crawl_id, self.collapse)
+
+
+class TtlValue:
+    """The last value of `compute()` for `ttl` seconds (None while it fails)."""
+
+    def __init__(self, compute: Callable[[], Any], ttl: float) -> None:
+        self.compute = compute
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._value: Any = None
+        self._at = -ttl
+
+    def get(self) -> Any:
+        with self._lock:
+            if time.monotonic() - self._at > self.ttl:
+                try:
+                    self._value = self.compute()
+                except (SolrUnavailable, StoreError) as e:
+                    log.warning("%s", e)
+                    self._value = None
+                self._at = time.monotonic()
+            return self._value
 
 
 def _safe_href(url: str | None) -> str | None:
@@ -149,17 +198,24 @@ async def _on_param_error(request: Request, exc: Exception) -> Response:
 
 
 async def _on_solr_error(request: Request, exc: Exception) -> Response:
+    log.warning("%s", exc)  # the whole story, Solr's URL included, for the operator
     if isinstance(exc, SolrQueryError):
         return _error(request, 400, "Solr could not run this query",
-                      f"Solr could not run this query: {exc.reason}. Check brackets, quotes and field names, or "
-                      "put the words in quotes to search for them as they are.")
-    log.warning("%s", exc)
-    return _error(request, 503, "Search is unavailable", str(exc))
+                      f"Solr could not run this query: {exc.reason}. Put the words in quotes to search for them "
+                      "as they are.")
+    return _error(request, 503, "Search is unavailable",
+                  "Search is unavailable: Solr does not answer. The server's log says why; try again later.")
 
 
 async def _on_store_error(request: Request, exc: Exception) -> Response:
     log.warning("%s", exc)
-    return _error(request, 503, "The crawl db is unavailable", str(exc))
+    s: Searcher = request.app.state.searcher
+    crawl = s.crawl_id or "webpage"
+    if str(exc).startswith("no crawl db"):
+        message = f"crawl {crawl} has no crawl db yet: run `nutch2 inject` (or crawl) with -crawlId {crawl} first."
+    else:
+        message = f"The crawl db of crawl {crawl} does not answer. The server's log says why; try again later."
+    return _error(request, 503, "The crawl db is unavailable", message)
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
@@ -184,31 +240,39 @@ def _paging(total: int, req: SearchRequest) -> list[dict[str, Any]]:
 
 
 def _with_fetch_dates(s: Searcher, result: SearchResult) -> SearchResult:
-    """Each hit's fetch time from its row (Solr's tstamp is the next fetch); without the store, none."""
+    """The fetch time of hits whose document has none (indexed before the fetched field) from their row (Solr's
+    tstamp is the next fetch); without the store, none."""
+    missing = [hit for hit in result.hits if hit.fetched is None]
+
     def read(store: Any) -> None:
-        for hit in result.hits:
-            page = store.get(hit.id, DATE_FIELDS)
+        for hit in missing:
+            page = store.get(row_key_of(hit.id), DATE_FIELDS)
             hit.fetched = iso_time(fetched_at(page)) if page is not None else None
 
-    try:
-        s.store.run(read)
-    except StoreError as e:
-        log.warning("search without fetch dates: %s", e)
+    if missing:
+        try:
+            s.store.run(read)
+        except StoreError as e:
+            log.warning("search without fetch dates: %s", e)
     return result
 
 
 def search_page(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
-    req = SearchRequest.from_params(request.query_params)
+    req = s.search_request(request)
     if not req.q:
-        return s.templates.TemplateResponse(request, "search.html", _ctx(request, result=None, req=req))
+        summary: IndexSummary | None = s.summary.get()
+        return s.templates.TemplateResponse(request, "search.html", _ctx(request, result=None, req=req,
+                                                                         summary=summary))
     result = _with_fetch_dates(s, search(s.solr, req))
     prev_start = max(0, req.start - req.rows) if req.start > 0 else None
     next_start = req.start + req.rows if req.start + req.rows < result.total and \
         req.start + req.rows <= MAX_START else None
     return s.templates.TemplateResponse(request, "search.html", _ctx(
         request, result=result, req=req, pages=_paging(result.total, req), prev_start=prev_start,
-        next_start=next_start, rows_param=req.rows if req.rows != 10 else None))
+        next_start=next_start, rows_param=req.rows if req.rows != 10 else None,
+        collapse_param=None if req.collapse == s.collapse else int(req.collapse),
+        feed=f"/rss?{_qs(q=req.q, start=req.start or None, rows=req.rows if req.rows != 10 else None)}"))
 
 
 def _get_page(s: Searcher, key: str, url: str, fields: tuple[str, ...] | None = None):
@@ -222,7 +286,7 @@ def cached_page(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
     url, key = url_param(request.query_params)
     page = _get_page(s, key, url)
-    copy = cached_copy(url, page)
+    copy = cached_copy(page)
     forbidden = caching_forbidden(page.metadata) != "none"  # robots noarchive/nocache
     return s.templates.TemplateResponse(request, "cached.html", _ctx(
         request, url=url, page=page, copy=copy, fetched=iso_time(fetched_at(page)),
@@ -230,12 +294,23 @@ def cached_page(request: Request) -> Response:
         size=len(page.content or b""), forbidden=forbidden), status_code=200 if copy else 403 if forbidden else 404)
 
 
+def _lookup(s: Searcher, store: Any) -> Lookup:
+    """What the crawl holds, asked of the store the request already uses."""
+    def get(url: str) -> Any:
+        try:
+            return store.get(reverse_url(url), LOOKUP_FIELDS)
+        except ValueError:
+            return None
+
+    return Lookup(get, lambda u: s.normalizer.normalize(u))
+
+
 def cached_raw(request: Request) -> Response:
-    """The stored page itself, in a sandbox of its own (see CACHED_CSP)."""
+    """The stored page as a snapshot, in a sandbox of its own (see CACHED_CSP and snapshot.py)."""
     s: Searcher = request.app.state.searcher
     url, key = url_param(request.query_params)
-    page = _get_page(s, key, url, ("content", "content_type", "headers", "base_url", "metadata"))
-    copy = cached_copy(url, page)
+    page = _get_page(s, key, url, RAW_FIELDS)
+    copy = cached_copy(page)
     headers = {"Content-Security-Policy": CACHED_CSP, "X-Robots-Tag": "noindex, nofollow",
                "Cache-Control": "private, max-age=60"}
     if caching_forbidden(page.metadata) != "none":
@@ -243,7 +318,27 @@ def cached_raw(request: Request) -> Response:
                                  headers=headers)
     if copy is None:
         return PlainTextResponse("no cached copy of this page (not fetched, or not text)", 404, headers=headers)
-    return Response(copy.body, media_type=copy.media_type, headers=headers)
+    body = copy.body
+    if copy.media_type == "text/html":
+        body = s.store.run(lambda store: snapshot_html(copy.body, page.base_url or url, _lookup(s, store)))
+    return Response(body, media_type=copy.media_type, headers=headers)
+
+
+def cached_resource(request: Request) -> Response:
+    """An image, stylesheet, font or media file the crawl stored, for snapshots (never HTML or scripts)."""
+    s: Searcher = request.app.state.searcher
+    url, key = url_param(request.query_params)
+    page = _get_page(s, key, url, RAW_FIELDS)
+    mime = mime_type(page.content_type)
+    headers = {"Content-Security-Policy": RESOURCE_CSP, "X-Robots-Tag": "noindex, nofollow",
+               "Cache-Control": "private, max-age=300"}
+    if not page.content or mime not in RESOURCE_TYPES or caching_forbidden(page.metadata) != "none":
+        return PlainTextResponse("the crawl holds no image, stylesheet or font at this URL", 404, headers=headers)
+    if mime == "text/css":
+        css, _ = decode_content(page.content, page.content_type, dict(page.headers), html=False)
+        body = s.store.run(lambda store: rewrite_css(css, page.base_url or url, _lookup(s, store)))
+        return Response(body, media_type="text/css", headers=headers)
+    return Response(page.content, media_type=mime, headers=headers)
 
 
 def info_page(request: Request) -> Response:
@@ -274,12 +369,31 @@ def home(request: Request) -> Response:
     return search_page(request)
 
 
+def _base(request: Request) -> str:
+    """scheme://host[:port] as the client addressed us (the Host header passed the allowlist)."""
+    return str(request.base_url).rstrip("/")
+
+
+def opensearch(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    return Response(opensearch_description(_base(request), s.crawl_id or "webpage"), media_type=OPENSEARCH_TYPE)
+
+
+def rss(request: Request) -> Response:
+    s: Searcher = request.app.state.searcher
+    req = s.search_request(request)
+    if not req.q:
+        raise ParamError("q is missing; give a query, e.g. /rss?q=crawler")
+    result = _with_fetch_dates(s, search(s.solr, req))
+    return Response(rss_feed(result, _base(request), s.crawl_id or "webpage"), media_type=RSS_TYPE)
+
+
 # ---------------------------------------------------------------------------- JSON API
 
 
 def api_search(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
-    req = SearchRequest.from_params(request.query_params)
+    req = s.search_request(request)
     if not req.q:
         raise ParamError("q is missing; give a query, e.g. /api/search?q=crawler")
     return JSONResponse(_with_fetch_dates(s, search(s.solr, req)).to_json())
@@ -311,21 +425,12 @@ def _jobs(request: Request) -> JobManager:
 
 
 async def _json_body(request: Request) -> Any:
-    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-        # also what keeps other sites' forms out: a cross-site JSON POST needs a CORS preflight we never answer
-        raise ParamError("send the job as JSON with Content-Type: application/json", 415)
-    origin = request.headers.get("origin")
-    if origin and urlsplit(origin).netloc != request.headers.get("host"):
-        raise ParamError(f"requests from {origin} may not start jobs", 403)
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_JSON_BODY:
-            raise ParamError(f"the request body is larger than {MAX_JSON_BODY} bytes", 413)
+    """The JSON body; AccessGuard already checked its type, size and depth."""
+    body = await request.body()
     try:
         return json.loads(body or b"null")
-    except ValueError as e:
-        raise ParamError(f"the body is not valid JSON: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise ParamError(f"the body is not valid JSON: {str(e)[:200]}") from None
 
 
 async def api_jobs_create(request: Request) -> Response:
@@ -372,12 +477,14 @@ def api_job_stop(request: Request) -> Response:
 
 
 def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs: JobManager | None = None,
-               stats_ttl: float = 10.0) -> Starlette:
+               stats_ttl: float = 10.0, policy: AccessPolicy | None = None) -> Starlette:
     store = StoreAccess(conf, crawl_id)
     stats = StatsCache(lambda: compute_stats(conf, store), stats_ttl)
     if jobs is not None:
         jobs.on_finish = lambda _info: stats.invalidate()
-    searcher = Searcher(conf, crawl_id, solr, store, stats, jobs, _templates())
+    summary = TtlValue(lambda: index_summary(solr, crawl_id), SUMMARY_TTL)
+    searcher = Searcher(conf, crawl_id, solr, store, stats, jobs, _templates(), summary,
+                        UrlChecker(conf, "inject", filter=False), conf.get_bool("searcher.collapse.host"))
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -392,6 +499,9 @@ def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs
         Route("/search", search_page),
         Route("/cached", cached_page),
         Route("/cached/raw", cached_raw),
+        Route("/cached/resource", cached_resource),
+        Route("/opensearch.xml", opensearch),
+        Route("/rss", rss),
         Route("/info", info_page),
         Route("/crawl", crawl_page),
         Route("/api/search", api_search),
@@ -408,6 +518,8 @@ def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs
     handlers = {ParamError: _on_param_error, SolrUnavailable: _on_solr_error, StoreError: _on_store_error,
                 HTTPException: _on_http_error}
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)  # type: ignore[arg-type]
+    app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.searcher = searcher
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(AccessGuard, policy=policy or AccessPolicy.build([]))
+    app.add_middleware(SecurityHeaders)  # outermost: refusals get the headers too
     return app

@@ -125,8 +125,9 @@ class JobManager:
         """A CLI inject, generate or updatedb holding the crawl's lock: refuse now rather than fail later."""
         try:
             lock = crawl_lock(self.conf, self.crawl_id, job)
-        except StoreLockedError as e:
-            raise JobConflict(str(e)) from None
+        except StoreLockedError:  # its message names the lock's file: the server's business, not the client's
+            raise JobConflict(f"{job}: another job (inject, generate or updatedb) holds this crawl's lock; wait for "
+                              "it to finish") from None
         lock.release()
 
     def _forget_old(self) -> None:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urljoin
-
-from markupsafe import escape
 
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
@@ -22,10 +18,6 @@ from nutch2.webpage import WebPage
 
 T = TypeVar("T")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_HEAD = re.compile(r"<head(?:\s[^>]*)?>", re.I)
-_HTML = re.compile(r"<html(?:\s[^>]*)?>", re.I)
-_DOCTYPE = re.compile(r"^\s*<!doctype[^>]*>", re.I)
-_BASE = re.compile(r"""<base\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 
 
 class StoreAccess:
@@ -77,8 +69,17 @@ def page_json(url: str, page: WebPage) -> dict[str, Any]:
         "metadata": sorted(page.metadata),
         "inlinks": [{"url": u, "anchor": a} for u, a in sorted(page.inlinks.items())],
         "outlinks": [{"url": u, "anchor": a} for u, a in page.outlinks.items()],
+        "headers": {k[:MAX_SHOWN]: _shown(v) for k, v in list(page.headers.items())[:MAX_HEADERS_SHOWN]},
     })
     return doc
+
+
+MAX_SHOWN = 4096  # characters of one header value a page view shows (rows stored before the caps may hold more)
+MAX_HEADERS_SHOWN = 200
+
+
+def _shown(value: str) -> str:
+    return value if len(value) <= MAX_SHOWN else f"{value[:MAX_SHOWN]}… ({len(value):,} characters)"
 
 
 FETCHED_STATES = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
@@ -113,34 +114,18 @@ class CachedCopy:
     charset: str  # the codec the content was decoded with
 
 
-def cached_copy(url: str, page: WebPage) -> CachedCopy | None:
-    """The page as fetched, or None when there is no content, it is not text, or the page forbids cached copies
-    (robots noarchive/nocache, see caching_forbidden).
-
-    HTML gets a <base href> first in its head: the page's own base resolved against the URL it was fetched
-    from (or that URL), so its relative links, images and styles point at the original site, not at us.
-    """
+def cached_copy(page: WebPage) -> CachedCopy | None:
+    """The page as fetched, decoded as the parser decodes it, or None when there is no content, it is not text,
+    or the page forbids cached copies (robots noarchive/nocache, see caching_forbidden). HTML is made a snapshot
+    by nutch2.searcher.snapshot before it is served."""
     if not page.content or caching_forbidden(page.metadata) != "none":
         return None
     mime = mime_type(page.content_type)
     headers = dict(page.headers)
     if mime in HTML_TYPES or (not mime and page.content.lstrip()[:1] == b"<"):
         text, charset = decode_content(page.content, page.content_type, headers, html=True)
-        return CachedCopy(with_base(text, page.base_url or url), "text/html", charset)
+        return CachedCopy(text, "text/html", charset)
     if mime.startswith("text/"):
         text, charset = decode_content(page.content, page.content_type, headers, html=False)
         return CachedCopy(text, "text/plain", charset)
     return None
-
-
-def with_base(markup: str, fetched_from: str) -> str:
-    """Insert <base href> (the page's own base resolved against `fetched_from`) where the head starts."""
-    own = _BASE.search(markup[:65536])
-    href = next((g for g in own.groups() if g is not None), "") if own else ""
-    base = urljoin(fetched_from, href.strip()) if href.strip() else fetched_from
-    tag = f'<base href="{escape(base)}">'
-    for pattern in (_HEAD, _HTML, _DOCTYPE):
-        m = pattern.search(markup)
-        if m:
-            return markup[: m.end()] + tag + markup[m.end():]
-    return tag + markup

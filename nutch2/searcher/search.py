@@ -12,49 +12,115 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from nutch2.searcher.params import ParamError, int_param
-from nutch2.solr import SolrClient
+from nutch2.solr import SolrClient, crawl_filter, row_key_of
 from nutch2.tableutil import unreverse_url
 
 DEFAULT_ROWS = 10
 MAX_ROWS = 100  # rows per page; more is clamped
 MAX_START = 10_000  # deeper paging costs Solr more than it gives a reader
 MAX_QUERY = 1000
+MAX_FILTERS = 10  # host: and site: terms in one query
 FACET_HOSTS = 20
-HIT_FIELDS = "id,url,title,host,tstamp,boost,contentLength,type,cache"
+HIT_FIELDS = "id,url,title,host,tstamp,fetched,boost,contentLength,type,cache"
 _EM = re.compile(r"(</?em>)")
+# host:NAME and site:NAME in the query box; names are letters, digits, '.', '-', '_' (and ':' for an IPv6 address)
+_FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
+_NAME = re.compile(r"[A-Za-z0-9._:-]{1,255}")
+
+# The query Solr gets: edismax over a field list. Unlike the standard parser, edismax reads `{!...}` local params
+# in q as text (Solr only honours them in q when defType is lucene or func), and `uf` leaves out _query_ and _val_,
+# so the query box can neither switch parsers, nor run joins on other cores, nor call functions.
+# Ranking: words in the title count most, then anchor text, then the body (qf); pages where the words stand as
+# the exact phrase rank above those where they are apart (pf, ps=0); all words must match (mm=100%).
+EDISMAX = {
+    "defType": "edismax",
+    "qf": "title^8 anchor^4 content^1 text^0.5",
+    "pf": "title^20 anchor^8 content^4",
+    "ps": 0,
+    "mm": "100%",
+    "uf": "title content anchor text url type lang",
+    "q.alt": "*:*",  # a query of filters only (site:example.com) lists the site
+}
 
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search: the query, the page of hits (start, rows) and an optional host to narrow to."""
+    """One search: the words, host:/site: filters taken out of them, the page of hits (start, rows), an optional
+    host to narrow to (the facet's), the crawl to search, and whether hits are collapsed to one per host."""
 
     q: str
     start: int = 0
     rows: int = DEFAULT_ROWS
     host: str | None = None
+    crawl_id: str | None = None
+    collapse: bool = True
+    text: str = ""
+    hosts: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str]) -> SearchRequest:
+    def from_params(cls, params: Mapping[str, str], crawl_id: str | None = None,
+                    collapse: bool = True) -> SearchRequest:
         q = " ".join((params.get("q") or "").split())
         if len(q) > MAX_QUERY:
             raise ParamError(f"the query is {len(q)} characters long; at most {MAX_QUERY} are accepted")
         host = (params.get("host") or "").strip() or None
-        if host is not None and (len(host) > 255 or any(c.isspace() for c in host)):
+        if host is not None and not _NAME.fullmatch(host):
             raise ParamError("host must be one host name as the facet lists it, e.g. host=www.example.com")
+        text, hosts, sites = parse_query(q)
+        flag = (params.get("collapse") or "").strip().lower()
+        if flag not in ("", "0", "1", "true", "false"):
+            raise ParamError("collapse must be 1 (one hit per host) or 0 (every hit)")
+        if flag:
+            collapse = flag in ("1", "true")
         return cls(q, int_param(params, "start", 0, 0, MAX_START),
-                   int_param(params, "rows", DEFAULT_ROWS, 1, MAX_ROWS, clamp=True), host)
+                   int_param(params, "rows", DEFAULT_ROWS, 1, MAX_ROWS, clamp=True), host, crawl_id, collapse,
+                   text, hosts, sites)
+
+    @property
+    def collapsed(self) -> bool:
+        """One hit per host: unless asked otherwise, or the query keeps to one host or site."""
+        return self.collapse and not self.host and not self.hosts and not self.sites
 
     def solr_params(self) -> dict[str, Any]:
+        fq = [crawl_filter(self.crawl_id)]
+        if self.hosts:
+            fq.append("{!terms f=host}" + ",".join(self.hosts))
+        if self.sites:
+            fq.append("{!terms f=site}" + ",".join(self.sites))
+        if self.host:
+            fq.append("{!term f=host tag=host}" + self.host)  # the term parser takes the value verbatim
         params: dict[str, Any] = {
+            **EDISMAX,
             "start": self.start, "rows": self.rows, "fl": HIT_FIELDS,
             "hl": "true", "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 200,
             "hl.encoder": "html", "hl.tag.pre": "<em>", "hl.tag.post": "</em>", "hl.defaultSummary": "true",
-            # the host facet ignores the host filter (tag/ex), so it still lists the other hosts
-            "facet": "true", "facet.field": "{!ex=host}host", "facet.limit": FACET_HOSTS, "facet.mincount": 1,
+            # the host facet ignores the host filter and the collapse (tag/ex), so it still counts every host
+            "facet": "true", "facet.field": "{!ex=host,collapse}host", "facet.limit": FACET_HOSTS,
+            "facet.mincount": 1,
         }
-        if self.host:
-            params["fq"] = "{!term f=host tag=host}" + self.host  # the term parser takes the value verbatim
+        if self.collapsed:
+            fq.append("{!collapse field=host tag=collapse}")
+            params.update({"expand": "true", "expand.rows": 0})  # how many more each host has
+        params["fq"] = fq
         return params
+
+
+def parse_query(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(words for Solr, host: names, site: names): the filters are the app's syntax, not Solr's."""
+    hosts: list[str] = []
+    sites: list[str] = []
+
+    def take(m: re.Match[str]) -> str:
+        name = m.group(2).strip('"').lower().rstrip(".")
+        if not _NAME.fullmatch(name) or "," in name:
+            raise ParamError(f"{m.group(1)}: needs a host or domain name, e.g. {m.group(1).lower()}:example.com")
+        (hosts if m.group(1).lower() == "host" else sites).append(name)
+        return " "
+    text = " ".join(_FILTER.sub(take, q).split())
+    if len(hosts) + len(sites) > MAX_FILTERS:
+        raise ParamError(f"at most {MAX_FILTERS} host: and site: filters in one query")
+    return text, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(sites))
 
 
 @dataclass
@@ -66,17 +132,19 @@ class Hit:
     tstamp: str | None  # as Solr has it: Nutch 2 indexes the row's fetchTime, the next fetch after updatedb
     boost: float | None
     snippet: Markup
-    fetched: str | None = None  # when the page was fetched, from its row (see pages.fetched_at)
+    fetched: str | None = None  # when the page was fetched (the document's, else its row's: pages.fetched_at)
     cache: str = "none"  # the page's caching policy (robots noarchive): "none", "content" or "all"
+    more: int = 0  # collapsed: how many more hits its host has
 
     @property
     def row_url(self) -> str:
         """The URL of the row behind the document (its url field is the repr URL of a redirect pair)."""
-        return unreverse_url(self.id)
+        return unreverse_url(row_key_of(self.id))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "url": self.url, "title": self.title, "host": self.host, "fetched": self.fetched,
-                "tstamp": self.tstamp, "boost": self.boost, "snippet": str(self.snippet), "cache": self.cache}
+                "tstamp": self.tstamp, "boost": self.boost, "snippet": str(self.snippet), "cache": self.cache,
+                "moreFromHost": self.more}
 
 
 @dataclass
@@ -90,7 +158,8 @@ class SearchResult:
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
-        return {"q": r.q, "start": r.start, "rows": r.rows, "host": r.host, "numFound": self.total,
+        return {"q": r.q, "start": r.start, "rows": r.rows, "host": r.host, "collapsed": r.collapsed,
+                "numFound": self.total,
                 "qtimeMs": self.qtime_ms, "elapsedMs": round(self.elapsed_ms, 1),
                 "hits": [h.to_json() for h in self.hits],
                 "facets": {"host": [{"value": v, "count": n} for v, n in self.hosts]}}
@@ -120,17 +189,40 @@ def snippet_markup(snippet: str) -> Markup:
 def search(solr: SolrClient, req: SearchRequest) -> SearchResult:
     """Run the query; SolrQueryError when Solr rejects it, SolrUnavailable when Solr is down."""
     t0 = time.perf_counter()
-    res = solr.search(req.q, **req.solr_params())
+    res = solr.search(req.text or "", **req.solr_params())
     elapsed = (time.perf_counter() - t0) * 1000
+    expanded = getattr(res, "raw_response", {}).get("expanded", {}) if req.collapsed else {}
     hits = []
     for doc in res.docs:
         hl = res.highlighting.get(doc["id"], {})
         snippet = (hl.get("content") or [""])[0]
         boost = doc.get("boost")
         cache = doc.get("cache") or "none"
-        hits.append(Hit(doc["id"], doc.get("url", ""), doc.get("title") or "", doc.get("host", ""),
+        host = doc.get("host", "")
+        hits.append(Hit(doc["id"], doc.get("url", ""), doc.get("title") or "", host,
                         doc.get("tstamp"), float(boost) if boost is not None else None,
-                        snippet_markup("" if cache == "all" else snippet), cache=cache))
+                        snippet_markup("" if cache == "all" else snippet), _iso(doc.get("fetched")), cache=cache,
+                        more=int(expanded.get(host, {}).get("numFound", 0))))
     counts = res.facets.get("facet_fields", {}).get("host", []) if res.facets else []
     hosts = [(str(counts[i]), int(counts[i + 1])) for i in range(0, len(counts) - 1, 2)]
     return SearchResult(req, int(res.hits), int(res.qtime or 0), elapsed, hits, hosts)
+
+
+def _iso(solr_date: str | None) -> str | None:
+    """Solr's '2024-05-01T12:34:56.789Z' as the app shows times: to the second."""
+    return solr_date[:19] + "Z" if solr_date else None
+
+
+@dataclass
+class IndexSummary:
+    """The crawl's part of the index, for the home page: how many documents, the newest fetch among them."""
+
+    documents: int
+    newest_fetch: str | None
+
+
+def index_summary(solr: SolrClient, crawl_id: str | None) -> IndexSummary:
+    """One cheap query: no rows, the count and the stats of the fetched field within the crawl's filter."""
+    res = solr.search("*:*", **{"rows": 0, "fq": crawl_filter(crawl_id), "stats": "true", "stats.field": "fetched"})
+    fetched = getattr(res, "raw_response", {}).get("stats", {}).get("stats_fields", {}).get("fetched") or {}
+    return IndexSummary(int(res.hits), _iso(fetched.get("max")))

@@ -1,14 +1,19 @@
-"""`nutch2 server`: check the setup, bind the port, run the Searcher under uvicorn until Ctrl-C."""
+"""`nutch2 server`: check the setup (login, TLS, limits), bind the port, run the Searcher under uvicorn until Ctrl-C."""
 
 from __future__ import annotations
 
+import getpass
 import ipaddress
 import socket
+import ssl
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
+from nutch2.searcher.access import AccessPolicy, guarded_protocol
+from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
 from nutch2.stores import backend_name, table_name
 
 
@@ -30,8 +35,10 @@ def bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as e:
         raise ConfigError(f"-host {host!r} cannot be resolved ({e.strerror}); give an address such as "
                           "127.0.0.1") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, _, proto, _, addr = infos[0]
+    # the protocol number matters: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say IPPROTO_TCP, and
+    # with Nagle on every response written in two parts (headers, body) waits ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(addr)
@@ -44,7 +51,55 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str, port: int, jobs: bool) -> int:
+@dataclass
+class ServerOptions:
+    """How `nutch2 server` listens and whom it lets in (its command-line options)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8081
+    jobs: bool = False
+    token_file: str | None = None
+    users_file: str | None = None
+    insecure: bool = False
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+
+
+def credentials(conf: Configuration, opts: ServerOptions) -> Credentials:
+    """The token and users the server checks (-tokenFile / -users, else their properties)."""
+    token_file = opts.token_file or conf.get_str("searcher.auth.token.file")
+    users_file = opts.users_file or conf.get_str("searcher.auth.users.file")
+    return Credentials(read_token(Path(token_file)) if token_file else None,
+                       read_users(Path(users_file)) if users_file else {})
+
+
+def access_policy(conf: Configuration, opts: ServerOptions, creds: Credentials) -> AccessPolicy:
+    """Loopback names, the -host address and searcher.allowed.hosts; the request limits of the configuration."""
+    extra = [h for h in conf.get_str("searcher.allowed.hosts").split(",") if h.strip()]
+    limits = {"body_max": conf.get_int("searcher.body.max"), "body_timeout": conf.get_float("searcher.body.timeout"),
+              "json_depth": conf.get_int("searcher.json.depth.max")}
+    for name, value in limits.items():
+        if value <= 0:
+            raise ConfigError(f"searcher.{name.replace('_', '.')} must be > 0, not {value}")
+    return AccessPolicy.build([opts.host, *extra], creds, **limits)
+
+
+def _ssl_check(opts: ServerOptions) -> None:
+    if bool(opts.ssl_cert) != bool(opts.ssl_key):
+        raise ConfigError("give both -sslCert FILE and -sslKey FILE (a PEM certificate chain and its private key)")
+    if not opts.ssl_cert:
+        return
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(opts.ssl_cert, opts.ssl_key)
+    except FileNotFoundError as e:
+        raise ConfigError(f"{e.filename} does not exist; give -sslCert and -sslKey as PEM files") from None
+    except (ssl.SSLError, OSError) as e:
+        raise ConfigError(f"-sslCert {opts.ssl_cert} / -sslKey {opts.ssl_key} cannot be used "
+                          f"({getattr(e, 'reason', None) or e}); give a PEM certificate chain and its key") from None
+
+
+def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: ServerOptions) -> int:
     try:
         import uvicorn
 
@@ -59,24 +114,59 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, host: str
         raise ConfigError("storage.data.store.class=memory keeps a crawl inside the process that made it, so a "
                           "server cannot read it; crawl into sqlite, hbase or cassandra")
     table_name(conf, crawl_id)  # a bad crawl id is reported before anything starts
+    creds = credentials(conf, opts)
+    if not _is_loopback(opts.host) and not creds.required and not opts.insecure:
+        raise ConfigError(f"-host {opts.host} is reachable from other machines, and the server has no login: give "
+                          "-tokenFile FILE or -users FILE (and -sslCert/-sslKey), or -insecure to serve it without")
+    _ssl_check(opts)
+    policy = access_policy(conf, opts, creds)
+    header_timeout = conf.get_float("searcher.header.timeout")
+    max_connections = conf.get_int("searcher.max.connections")
+    if header_timeout <= 0 or max_connections <= 0:
+        raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0")
     url = solr_url(conf, solr)
     client = SolrClient(url, min(conf.get_float("solr.timeout"), 30.0))
     files = conf.get_str("server.files.dir").strip()
-    manager = JobManager(conf, crawl_id, url, Path(files) if files else None) if jobs else None
-    app = create_app(conf, crawl_id, client, manager)
-    sock = bind(host, port)
+    manager = JobManager(conf, crawl_id, url, Path(files) if files else None) if opts.jobs else None
+    app = create_app(conf, crawl_id, client, manager, policy=policy)
+    sock = bind(opts.host, opts.port)
     bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"server: crawl {crawl_id or 'webpage'} at http://{shown}:{bound}/ (Solr {url}"
-          f"{', job API on' if jobs else ''}); Ctrl-C stops", file=sys.stderr, flush=True)
-    if not _is_loopback(host):
-        print(f"server: warning: listening on {host}, not loopback: anyone who reaches it can read the crawl"
-              + (" and start jobs" if jobs else "") + "; there is no login", file=sys.stderr, flush=True)
+    shown = f"[{opts.host}]" if ":" in opts.host else opts.host
+    scheme = "https" if opts.ssl_cert else "http"
+    login = ", ".join([*(["token"] if creds.token else []), *([f"{len(creds.users)} users"] if creds.users else [])])
+    print(f"server: crawl {crawl_id or 'webpage'} at {scheme}://{shown}:{bound}/ (Solr {url}"
+          f"{', job API on' if opts.jobs else ''}, login: {login or 'none'}); Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    if not _is_loopback(opts.host):
+        if not creds.required:
+            print(f"server: warning: -insecure: anyone who reaches {opts.host} can read the crawl"
+                  + (" and start jobs" if opts.jobs else ""), file=sys.stderr, flush=True)
+        elif not opts.ssl_cert:
+            print("server: warning: no -sslCert: passwords and tokens cross the network in clear text",
+                  file=sys.stderr, flush=True)
+    if opts.host in ("0.0.0.0", "::") and not policy.any_host:
+        print("server: listening on every address; requests must name localhost or a host in "
+              "searcher.allowed.hosts", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="info", access_log=True, proxy_headers=False,
-                            timeout_graceful_shutdown=35)
+                            timeout_graceful_shutdown=35, http=guarded_protocol(header_timeout),
+                            limit_concurrency=max_connections, ssl_certfile=opts.ssl_cert, ssl_keyfile=opts.ssl_key,
+                            server_header=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn stops gracefully on Ctrl-C, then raises it again: that is our exit
         pass
     print("server: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def add_user_interactively(path: str, user: str) -> int:
+    """`nutch2 server -users FILE -addUser NAME`: the password from the terminal (twice) or stdin's first line."""
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"password for {user}: ")
+        if getpass.getpass("again: ") != password:
+            raise ConfigError("the two passwords differ; nothing was written")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    add_user(Path(path), user, password)
+    print(f"server: user {user} written to {path} (scrypt hash)", file=sys.stderr)
     return 0

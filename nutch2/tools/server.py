@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nutch2.tools.args import ToolArgs, opt
+from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.solr import solr_opt
 
@@ -12,10 +12,25 @@ from nutch2.tools.solr import solr_opt
 @dataclass
 class ServerArgs(ToolArgs):
     solr: str | None = solr_opt()
-    host: str = opt("-host", "address to listen on (127.0.0.1)", default="127.0.0.1", metavar="ADDR")
+    host: str = opt("-host", "address to listen on (127.0.0.1); another than loopback needs a login or -insecure",
+                    default="127.0.0.1", metavar="ADDR")
     port: int = opt("-port", "port to listen on (8081; 0: any free port)", default=8081, metavar="N", min=0,
                     max=65535)
     jobs: bool = opt("-jobs", "also serve Nutch 2's job API (POST /api/jobs)", default=False)
+    tokenFile: str | None = opt("-tokenFile", "require 'Authorization: Bearer <the token in FILE>' "
+                                "(searcher.auth.token.file)", metavar="FILE")
+    users: str | None = opt("-users", "require HTTP basic login as a user of FILE, passwords hashed "
+                            "(searcher.auth.users.file)", metavar="FILE")
+    addUser: str | None = opt("-addUser", "with -users FILE: add or replace user NAME (password from the terminal "
+                              "or stdin), exit", metavar="NAME")
+    insecure: bool = opt("-insecure", "serve a non-loopback -host without a login", default=False)
+    sslCert: str | None = opt("-sslCert", "serve HTTPS with this certificate chain", metavar="PEM")
+    sslKey: str | None = opt("-sslKey", "the private key of -sslCert", metavar="PEM")
+
+    def check(self) -> None:
+        super().check()
+        if self.addUser and not self.users:
+            raise ArgError("-addUser NAME needs -users FILE (the file to write)")
 
 
 @tool
@@ -26,7 +41,10 @@ class Server(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.searcher.server import serve
+        from nutch2.searcher.server import ServerOptions, add_user_interactively, serve
 
         a: ServerArgs = self.args  # type: ignore[assignment]
-        return serve(self.conf, self.crawl_id, a.solr, a.host, a.port, a.jobs)
+        if a.addUser:
+            return add_user_interactively(a.users or "", a.addUser)
+        opts = ServerOptions(a.host, a.port, a.jobs, a.tokenFile, a.users, a.insecure, a.sslCert, a.sslKey)
+        return serve(self.conf, self.crawl_id, a.solr, opts)

@@ -65,7 +65,7 @@ class Index(BatchTool):
         from nutch2.jobs.index import run_index
 
         run_index(self.conf, store, batch, self.solr.url, self.args.reindex,  # type: ignore[attr-defined]
-                  make_runner(self.conf, self.tasks()), counters)
+                  make_runner(self.conf, self.tasks()), counters, self.crawl_id)
 
 
 # ---------------------------------------------------------------- clean, dedup
@@ -87,7 +87,7 @@ class Clean(Tool):
         counters = run.job_counters("clean")
         counters.incr("deleted", 0)
         with self.store() as store:
-            make_runner(self.conf).run(CleaningJob(self.conf, solr.url), store, counters)
+            make_runner(self.conf).run(CleaningJob(self.conf, solr.url, self.crawl_id), store, counters)
         run.summary(counters)
         return 0
 
@@ -95,15 +95,15 @@ class Clean(Tool):
 @tool
 class Dedup(Tool):
     name = "dedup"
-    help = "remove duplicate documents (same digest) from Solr, keeping the best"
+    help = "remove the crawl's duplicate documents (same digest) from Solr, keeping the best"
     Args = SolrArgs
-    crawl = False
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.index import dedup
 
         counters = run.job_counters("dedup")
-        counters.incr("deleted", dedup(solr_client(self.conf, self.args.solr)))  # type: ignore[attr-defined]
+        solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        counters.incr("deleted", dedup(solr, self.crawl_id))
         run.summary(counters)
         return 0
 
@@ -119,15 +119,17 @@ class SearchArgs(ToolArgs):
 @tool
 class Search(Tool):
     name = "search"
-    help = "search the Solr index: title, URL and a highlighted snippet per hit"
+    help = "search the crawl's documents in Solr: title, URL and a highlighted snippet per hit"
     Args = SearchArgs
-    crawl = False
     job = False
 
     def run(self, run: Run) -> int:
+        from nutch2.solr import crawl_filter
+
         a: SearchArgs = self.args  # type: ignore[assignment]
         solr = solr_client(self.conf, a.solr)
-        res = solr.search(a.query, **{"rows": a.rows, "fl": "id,url,title,boost", "hl": "true",
+        res = solr.search(a.query, **{"rows": a.rows, "fq": crawl_filter(self.crawl_id), "fl": "id,url,title,boost",
+                                      "hl": "true",
                                       "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 160})
         bold = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("*", "*")
         run.out(f"{res.hits} hits for {a.query!r}")

@@ -1,0 +1,145 @@
+"""Who may use the Searcher: an API token and HTTP basic users whose passwords are kept hashed (scrypt).
+
+A users file has one `user:scrypt$<n>$<r>$<p>$<salt>$<hash>` line per user (base64 salt and hash, `#` comments);
+`nutch2 server -users FILE -addUser NAME` adds or replaces a line. A token file holds the token on its first line.
+Both are read once when the server starts. Checking a password costs a scrypt (tens of milliseconds), so the
+passwords that passed are remembered by their SHA-256 for the life of the process.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nutch2.errors import ConfigError
+
+MIN_TOKEN = 16
+_USER = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+_N, _R, _P = 2**14, 8, 1  # scrypt cost: 16 MiB, ~50 ms
+
+
+def hash_password(password: str, salt: bytes | None = None, n: int = _N, r: int = _R, p: int = _P) -> str:
+    """`scrypt$n$r$p$salt$hash` for a users file."""
+    salt = salt or os.urandom(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=64 * 1024 * 1024)
+    b64 = base64.b64encode
+    return f"scrypt${n}${r}${p}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def check_password(password: str, stored: str) -> bool:
+    """Does `password` match a `scrypt$...` value (constant-time compare)?"""
+    try:
+        kind, n, r, p, salt, digest = stored.split("$")
+        if kind != "scrypt":
+            return False
+        want = base64.b64decode(digest, validate=True)
+        got = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt, validate=True), n=int(n),
+                             r=int(r), p=int(p), dklen=len(want), maxmem=64 * 1024 * 1024)
+    except (ValueError, binascii.Error):
+        return False
+    return hmac.compare_digest(got, want)
+
+
+def read_users(path: Path) -> dict[str, str]:
+    """user -> stored hash; ConfigError naming the file and line when it is not a users file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ConfigError(f"cannot read the users file {path}: {e.strerror}; create it with "
+                          "nutch2 server -users FILE -addUser NAME") from None
+    users: dict[str, str] = {}
+    for i, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, stored = line.partition(":")
+        if not sep or not _USER.fullmatch(user) or not stored.startswith("scrypt$") or stored.count("$") != 5:
+            raise ConfigError(f"{path}:{i} is not a 'user:scrypt$...' line; add users with "
+                              "nutch2 server -users FILE -addUser NAME (passwords are never stored as they are)")
+        users[user] = stored
+    if not users:
+        raise ConfigError(f"the users file {path} has no user; add one with nutch2 server -users FILE -addUser NAME")
+    return users
+
+
+def read_token(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ConfigError(f"cannot read the token file {path}: {e.strerror}") from None
+    token = lines[0].strip() if lines else ""
+    if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
+        raise ConfigError(f"the token in {path} must be one word of at least {MIN_TOKEN} characters on the first "
+                          "line, e.g. the output of: python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return token
+
+
+def add_user(path: Path, user: str, password: str) -> None:
+    """Add or replace `user` in the users file (created with mode 0600), written whole and renamed into place."""
+    if not _USER.fullmatch(user):
+        raise ConfigError(f"user name {user!r} must be 1-64 letters, digits or . _ @ -")
+    if len(password) < 8:
+        raise ConfigError("the password must have at least 8 characters")
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    kept = [ln for ln in lines if ln.partition(":")[0].strip() != user]
+    kept.append(f"{user}:{hash_password(password)}")
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(kept) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class Credentials:
+    """What a request may authenticate with; `required` is False when neither a token nor users are set."""
+
+    token: str | None = None
+    users: dict[str, str] = field(default_factory=dict)
+    _passed: set[bytes] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def required(self) -> bool:
+        return bool(self.token or self.users)
+
+    def challenge(self) -> str:
+        return 'Basic realm="nutch2", charset="UTF-8"' if self.users else 'Bearer realm="nutch2"'
+
+    def check(self, authorization: str | None) -> str | None:
+        """The user (or "token") an Authorization header proves, or None."""
+        if not authorization:
+            return None
+        scheme, _, value = authorization.strip().partition(" ")
+        scheme, value = scheme.lower(), value.strip()
+        if scheme == "bearer" and self.token:
+            return "token" if hmac.compare_digest(value.encode(), self.token.encode()) else None
+        if scheme != "basic" or not self.users:
+            return None
+        try:
+            user, sep, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            return None
+        stored = self.users.get(user)
+        if not sep or stored is None:
+            return None
+        seen = hashlib.sha256(f"{user}\0{password}\0{stored}".encode()).digest()
+        with self._lock:
+            if seen in self._passed:
+                return user
+        if not check_password(password, stored):
+            return None
+        with self._lock:
+            if len(self._passed) > 1024:
+                self._passed.clear()
+            self._passed.add(seen)
+        return user
