@@ -138,7 +138,7 @@ public class TikaLauncher {
    * down, and the culprit is known because a process parses one document at a time.
    */
   static final class Front {
-    static final long GRACE_MS = 5_000;
+    static final long GRACE_MS = 2_000;
     final java.util.concurrent.LinkedBlockingQueue<Child> idle = new java.util.concurrent.LinkedBlockingQueue<>();
     final java.util.Set<Child> all = java.util.concurrent.ConcurrentHashMap.newKeySet();
     final String heap;
