@@ -14,8 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from requests.cookies import RequestsCookieJar
+
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
+from nutch2.netconf import auth_settings, proxy_settings
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.runner import release_memory
@@ -242,6 +245,9 @@ def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSett
         accept=conf.get_str("http.accept"),
         accept_language=conf.get_str("http.accept.language"),
         stop_at=stop_at,
+        proxy=proxy_settings(conf),
+        auth=auth_settings(conf),
+        cookies=conf.get_bool("http.enable.cookie.header"),
     )
 
 
@@ -272,6 +278,7 @@ class Fetcher:
         self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
         self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight end there too
         self.robots = RobotsCache(None, self.robots_agent, self.settings)
+        self.cookies = RequestsCookieJar() if self.settings.cookies else None  # the task's jar (its threads share it)
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
@@ -372,7 +379,7 @@ class Fetcher:
             print(file=sys.stderr)
 
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
-        protocol = HttpProtocol(self.settings)
+        protocol = HttpProtocol(self.settings, self.cookies)
         try:
             while True:
                 got = queues.get()
