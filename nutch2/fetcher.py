@@ -16,6 +16,7 @@ from typing import Protocol
 
 from requests.cookies import RequestsCookieJar
 
+from nutch2.chromium import ChromiumSettings, Renderer
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
 from nutch2.netconf import auth_settings, proxy_settings
@@ -279,6 +280,8 @@ class Fetcher:
         self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight end there too
         self.robots = RobotsCache(None, self.robots_agent, self.settings)
         self.cookies = RequestsCookieJar() if self.settings.cookies else None  # the task's jar (its threads share it)
+        chromium = ChromiumSettings.from_conf(conf)  # protocol-chromium: pages rendered in a browser
+        self.renderer = Renderer(chromium, counters) if chromium is not None else None
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
@@ -294,6 +297,8 @@ class Fetcher:
 
     def close(self) -> None:
         self.robots.close()
+        if self.renderer is not None:
+            self.renderer.close()
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
@@ -468,6 +473,9 @@ class Fetcher:
         try:
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
+            if self.renderer is not None and not out.stopped and self.renderer.applies(item.url, out):
+                # the queue slot is held while the page renders: its own requests keep the host's politeness
+                out = self.renderer.render(item.url, out, lambda url: self._resource(url, protocol))
         finally:
             queues.finish(item, q)
         if out.stopped:  # cut by fetcher.timelimit.mins: not an outcome of this URL; left for a later fetch
@@ -476,6 +484,17 @@ class Fetcher:
         self.stats.add(len(out.content))
         self.counters.incr("bytes", len(out.content))
         self.output(item, out.code, out.args, out)
+
+    def _resource(self, url: str, protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
+        """A resource a rendered page asks for (protocol-chromium): fetched only where robots.txt allows it."""
+        if self.redirect_checker.check(url) is None:
+            return None, "filtered"
+        rules = self.robots.rules_for(url)
+        if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
+            return None, "robots_denied"
+        out = protocol.fetch(url)
+        self.counters.incr("bytes", len(out.content))
+        return out, ""
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
