@@ -486,9 +486,8 @@ class Fetcher:
         self.output(item, out.code, out.args, out)
 
     def _resource(self, url: str, protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
-        """A resource a rendered page asks for (protocol-chromium): fetched only where robots.txt allows it."""
-        if self.redirect_checker.check(url) is None:
-            return None, "filtered"
+        """A resource a rendered page asks for (protocol-chromium): fetched only where robots.txt allows it (the URL
+        filters are for the URLs a crawl visits; a page's scripts are not among them)."""
         rules = self.robots.rules_for(url)
         if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
             return None, "robots_denied"

@@ -346,7 +346,8 @@ class HttpProtocol:
                 return out
             target = out.args[0]
             hops += 1
-            if hops > self.settings.redirect_max or target in seen:
+            # with cookies, coming back to a URL is no loop (a cookie wall sets one and sends the client back)
+            if hops > self.settings.redirect_max or (target in seen and not self.settings.cookies):
                 return ProtocolOutput(ProtocolStatusCode.REDIR_EXCEEDED, [target], out.http_code,
                                       headers=out.headers, final_url=current)
             if may_follow is not None and not may_follow(target):
