@@ -55,6 +55,10 @@ class FetcherJob(Job):
         self._written = 0
         self._write_lock = threading.Lock()
 
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        if self.parser is not None:
+            self.parser.close()  # the inline parse's clients of this task (a Tika server's sessions)
+
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.GENERATE.value, None if self.batch_id == ALL_BATCHES else self.batch_id)
 
