@@ -81,16 +81,17 @@ def bench_beyond(quick: bool = False, runs: int = 3) -> str:
     spec = DocSpec("Benchmark report", "Ada Lovelace", "quixbenchzor", "http://127.0.0.1:1/next.html")
     docs = [(make(kind, spec), ctype, suffix) for kind, (suffix, ctype) in DOCUMENT_TYPES.items()]
     pdf = [d for d in docs if d[2] == ".pdf"]
-    sizes = {"html": 50 if quick else 3000, "tika": 12 if quick else 300, "pdf": 12 if quick else 600}
+    sizes = {"html": 50 if quick else 3000, "tika": 12 if quick else 120, "pdf": 12 if quick else 300}
     tika = _tika_pids()
     variants = {
         "parse-html, 20 KB pages": ("html", [(html, "text/html", ".html")], {}),
         "parse-tika, 6 formats (PDF DOCX XLSX ODT PPTX EPUB)": ("tika", docs, {"tika_server_url": TIKA_URL}),
+        "parse-tika, the same, 2 tasks": ("tika", docs, {"tika_server_url": TIKA_URL, "mapreduce_job_tasks": 2}),
         "parse-pdf (pypdf in process)": ("pdf", pdf, {}),
     }
     lines = _header("issue 25: documents through Tika, pages through Chromium", "python -m bench beyond"
                     + (" --quick" if quick else ""))
-    lines += ["Parse job, local runner, 1 task, sqlite: documents/s = rows / the job's own elapsed time. Peak RSS of "
+    lines += ["Parse job, local runner, 1 task (unless said), sqlite: documents/s = rows / the job's own elapsed time. Peak RSS of "
               "the nutch2 process tree and, for parse-tika, of the Tika server's (front + 2 parser JVMs, "
               "docker/services.sh start tika; the server's JVMs were warm). Document sizes: "
               + ", ".join(f"{s.lstrip('.')} {len(c) // 1024 or 1} KB" for c, _, s in docs) + ".", "",
@@ -132,7 +133,7 @@ def bench_beyond(quick: bool = False, runs: int = 3) -> str:
 
 def _chromium(quick: bool, runs: int, web) -> list[str]:
     """Fetch of one batch of HTML pages, with and without protocol-chromium (pool of 2 browsers)."""
-    hosts, pages = (4, 10) if quick else (50, 8)
+    hosts, pages = (4, 10) if quick else (50, 4)
     lines = [f"Fetch job of {hosts * pages} HTML pages ({hosts} hosts, nginx, 8 fetcher threads, no delay), with every "
              "page rendered in headless chromium (chromium.url.pattern=., chromium.pool.size=2, page.load.delay=0, "
              "the rendered DOM kept) and without. pages/s = pages / the fetch job's elapsed time; peak RSS of the "
