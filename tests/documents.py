@@ -7,6 +7,7 @@ has hyperlinks, a link to `link` (an outlink the parser must find). `make(kind, 
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 import zlib
@@ -195,7 +196,7 @@ def _pdf_file(objects: list[bytes]) -> bytes:
 
 def _deflate_repeat(unit: bytes, total: int) -> bytes:
     """zlib data inflating to `unit` repeated up to `total` bytes, compressed block by block (never in memory)."""
-    co = zlib.compressobj(9)
+    co = zlib.compressobj(6)
     block = unit * max(1, (1 << 20) // len(unit))
     parts = []
     done = 0
@@ -206,6 +207,7 @@ def _deflate_repeat(unit: bytes, total: int) -> bytes:
     return b"".join(parts)
 
 
+@functools.lru_cache(maxsize=2)
 def pdf_bomb(inflated_bytes: int = 1 << 30) -> bytes:
     """A one-page PDF whose content stream (FlateDecode, ~1 MB) inflates to `inflated_bytes` of text operators."""
     stream = _deflate_repeat(b"BT /F1 12 Tf 72 712 Td (bomb bomb bomb) Tj ET\n", inflated_bytes)
@@ -219,6 +221,7 @@ def pdf_bomb(inflated_bytes: int = 1 << 30) -> bytes:
     ])
 
 
+@functools.lru_cache(maxsize=2)
 def pdf_endless_pages(pages: int = 20_000) -> bytes:
     """A PDF with `pages` pages (each a tiny shared content stream): slow to walk, small on the wire."""
     kids = " ".join(f"{i} 0 R" for i in range(4, 4 + pages))
@@ -232,6 +235,7 @@ def pdf_endless_pages(pages: int = 20_000) -> bytes:
     return _pdf_file(objects)
 
 
+@functools.lru_cache(maxsize=2)
 def docx_zip_bomb(inflated_bytes: int = 1 << 30) -> bytes:
     """A DOCX whose word/document.xml (~1 MB deflated) inflates to `inflated_bytes`: one paragraph of 'a's."""
     ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
