@@ -133,7 +133,7 @@ def bench_beyond(quick: bool = False, runs: int = 3) -> str:
 
 def _chromium(quick: bool, runs: int, web) -> list[str]:
     """Fetch of one batch of HTML pages, with and without protocol-chromium (pool of 2 browsers)."""
-    hosts, pages = (4, 10) if quick else (50, 4)
+    hosts, pages = (4, 3) if quick else (50, 4)
     lines = [f"Fetch job of {hosts * pages} HTML pages ({hosts} hosts, nginx, 8 fetcher threads, no delay), with every "
              "page rendered in headless chromium (chromium.url.pattern=., chromium.pool.size=2, page.load.delay=0, "
              "the rendered DOM kept) and without. pages/s = pages / the fetch job's elapsed time; peak RSS of the "
