@@ -91,9 +91,9 @@ def bench_beyond(quick: bool = False, runs: int = 3) -> str:
     }
     lines = _header("issue 25: documents through Tika, pages through Chromium", "python -m bench beyond"
                     + (" --quick" if quick else ""))
-    lines += ["Parse job, local runner, 1 task (unless said), sqlite: documents/s = rows / the job's own elapsed time. Peak RSS of "
-              "the nutch2 process tree and, for parse-tika, of the Tika server's (front + 2 parser JVMs, "
-              "docker/services.sh start tika; the server's JVMs were warm). Document sizes: "
+    lines += ["Parse job, local runner, 1 task (unless said), sqlite: documents/s = rows / the job's own elapsed "
+              "time. Peak RSS of the nutch2 process tree and, for parse-tika, of the Tika server's (front + 2 parser "
+              "JVMs, docker/services.sh start tika; the server's JVMs were warm). Document sizes: "
               + ", ".join(f"{s.lstrip('.')} {len(c) // 1024 or 1} KB" for c, _, s in docs) + ".", "",
               "| parser | rows | docs/s (median) | runs | nutch2 peak RSS MB | Tika server peak RSS MB | load |",
               "|---|---|---|---|---|---|---|"]
