@@ -137,6 +137,9 @@ class Browser:
                 "--remote-debugging-port=0", f"--user-data-dir={self.profile}", "about:blank"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # chromium refuses to run as root with its sandbox
+        setpriv = shutil.which("setpriv")
+        if setpriv:  # the browser dies with the task, kill -9 included (its renderers follow it)
+            args = [setpriv, "--pdeathsig", "KILL", "--", *args]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
