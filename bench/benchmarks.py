@@ -604,3 +604,12 @@ BENCHMARKS = {
     "spark": bench_spark,
     "warc": bench_warc,
 }
+
+
+def _beyond(quick: bool = False, runs: int = 3) -> str:
+    from bench.beyond import bench_beyond  # issue 25: imports the test web's document writers
+
+    return bench_beyond(quick, runs)
+
+
+BENCHMARKS["beyond"] = _beyond

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from nutch2.chromium import ChromiumSettings
 from nutch2.config import Configuration
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
 from nutch2.headers import stored_headers
@@ -42,6 +43,7 @@ class FetcherJob(Job):
         self.resume = resume
         self.threads = fetcher_threads(conf, threads)
         http_settings(conf)  # a bad value fails here, before any task starts
+        ChromiumSettings.from_conf(conf)  # protocol-chromium's settings too (a missing browser, a bad pattern)
         self.store_content = conf.get_bool("fetcher.store.content")
         self.parser = PageParser(conf) if conf.get_bool("fetcher.parse") else None  # checks its settings now
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
@@ -54,6 +56,10 @@ class FetcherJob(Job):
     def reduce_setup(self, ctx: TaskContext) -> None:
         self._written = 0
         self._write_lock = threading.Lock()
+
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        if self.parser is not None:
+            self.parser.close()  # the inline parse's clients of this task (a Tika server's sessions)
 
     def mark_filter(self) -> MarkFilter | None:
         return (Mark.GENERATE.value, self.batch_id)

@@ -54,3 +54,6 @@ class ParserJob(Job):
                 Mark.PARSE.put(page, fetch_mark)
         ctx.write(page)
         return iter(())
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        self.parser.close()  # the parsers' clients of this task (a Tika server's sessions)

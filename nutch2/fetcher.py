@@ -13,10 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from requests.cookies import RequestsCookieJar
+
 from nutch2 import stop
+from nutch2.chromium import ChromiumSettings, Renderer
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
 from nutch2.logs import Progress
+from nutch2.netconf import auth_settings, proxy_settings
 from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.runner import release_memory
@@ -245,6 +249,9 @@ def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSett
         accept=conf.get_str("http.accept"),
         accept_language=conf.get_str("http.accept.language"),
         stop_at=stop_at,
+        proxy=proxy_settings(conf),
+        auth=auth_settings(conf),
+        cookies=conf.get_bool("http.enable.cookie.header"),
     )
 
 
@@ -275,6 +282,9 @@ class Fetcher:
         self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
         self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight end there too
         self.robots = RobotsCache(None, self.robots_agent, self.settings)
+        self.cookies = RequestsCookieJar() if self.settings.cookies else None  # the task's jar (its threads share it)
+        chromium = ChromiumSettings.from_conf(conf)  # protocol-chromium: pages rendered in a browser
+        self.renderer = Renderer(chromium, counters) if chromium is not None else None
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
@@ -291,6 +301,8 @@ class Fetcher:
 
     def close(self) -> None:
         self.robots.close()
+        if self.renderer is not None:
+            self.renderer.close()
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
@@ -386,7 +398,7 @@ class Fetcher:
             progress.done()
 
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
-        protocol = HttpProtocol(self.settings)
+        protocol = HttpProtocol(self.settings, self.cookies)
         try:
             while True:
                 got = queues.get()
@@ -482,6 +494,9 @@ class Fetcher:
         try:
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
+            if self.renderer is not None and not out.stopped and self.renderer.applies(item.url, out):
+                # the queue slot is held while the page renders: its own requests keep the host's politeness
+                out = self.renderer.render(item.url, out, lambda url: self._resource(url, protocol))
         finally:
             queues.finish(item, q)
         if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
@@ -490,6 +505,16 @@ class Fetcher:
         self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
         self.counters.incr("bytes", len(out.content))
         self.output(item, out.code, out.args, out)
+
+    def _resource(self, url: str, protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
+        """A resource a rendered page asks for (protocol-chromium): fetched only where robots.txt allows it (the URL
+        filters are for the URLs a crawl visits; a page's scripts are not among them)."""
+        rules = self.robots.rules_for(url)
+        if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
+            return None, "robots_denied"
+        out = protocol.fetch(url)
+        self.counters.incr("bytes", len(out.content))
+        return out, ""
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""

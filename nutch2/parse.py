@@ -131,6 +131,10 @@ class ParseResult:
     base_url: str = ""
     nocache: bool = False  # robots noarchive/nocache or Pragma: no-cache: do not show a cached copy
     meta: dict[str, str] = field(default_factory=dict)  # <meta name=... content=...>, name lower-cased
+    parser: str = ""  # the parser id that gave this result (parse-html, parse-tika, ...; nutch2/parsers)
+    content_type: str | None = None  # the document's own MIME type when its parser found it (Tika's detection)
+    retryable: bool = False  # a failure of the parser's server, not of the document: parse the row again later
+    counter: str | None = None  # the counter a failure of this kind adds to (e.g. tika_unavailable)
 
     @property
     def is_success(self) -> bool:
@@ -319,6 +323,10 @@ class _Canceller:
     def cancel(self) -> None:
         """Ask the parse to stop at its next check."""
         self._event.set()
+
+    def cancelled(self) -> bool:
+        """Whether the caller gave up (for parsers whose steps are long: check between them)."""
+        return self._event.is_set()
 
     def check(self) -> None:
         """Raise ParseTimeout every few calls once cancelled."""

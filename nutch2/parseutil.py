@@ -8,7 +8,8 @@ from nutch2.config import Configuration
 from nutch2.domains import host_of
 from nutch2.errors import ConfigError
 from nutch2.marks import Mark
-from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags, parse_content
+from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags
+from nutch2.parsers import GENERIC_TYPES, ParserFactory, ParseSettings
 from nutch2.runner import TaskContext
 from nutch2.signature import md5_signature, text_profile_signature
 from nutch2.status import ParseMajor, ParseMinor
@@ -45,6 +46,11 @@ class PageParser:
         if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
             raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
         self.text_profile = sig.startswith("textprofile")
+        self.parsers = ParserFactory(conf, ParseSettings.from_conf(conf, self.outlink_tags))
+
+    def close(self) -> None:
+        """Close the parsers' clients (a Tika server's sessions); a task's cleanup."""
+        self.parsers.close()
 
     def parse(self, page: WebPage, ctx: TaskContext, *, signature_loaded: bool = False) -> bool:
         """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully.
@@ -59,13 +65,20 @@ class PageParser:
             ctx.incr("skipped_truncated")
             return False
         content = page.content or b""
-        result = parse_content(content, page.base_url or url, page.content_type, dict(page.headers),
-                               max_outlinks=self.max_outlinks, max_outlink_length=self.max_outlink_length,
-                               timeout=self.timeout if self.timeout > 0 else None, outlink_tags=self.outlink_tags)
+        result = self.parsers.parse(content, page.base_url or url, page.content_type, dict(page.headers))
         page.parse_status = ParseStatus(result.status_major, result.status_minor, list(result.status_args))
+        if result.counter:
+            ctx.incr(result.counter)
         if result.status_major != ParseMajor.SUCCESS:
-            ctx.incr("failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            # a retryable failure (the parser's server is down) leaves no parse mark: the next parse run takes it
+            ctx.incr("retry_later" if result.retryable else
+                     "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
             return False
+        if result.parser not in ("parse-html", "parse-text"):
+            ctx.incr(f"parsed_by_{result.parser}")
+        declared = (page.content_type or "").split(";", 1)[0].strip().lower()
+        if result.content_type and (not declared or declared in GENERIC_TYPES):
+            page.content_type = result.content_type  # the type the document parser found (Nutch's MimeUtil)
         self._apply(page, url, content, result, ctx, signature_loaded)
         ctx.incr("parsed")
         return True

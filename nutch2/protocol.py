@@ -29,11 +29,13 @@ from datetime import UTC
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import requests.auth
 import urllib3
 from urllib3.util.retry import Retry
 
 from nutch2 import stop
 from nutch2.errors import ConfigError
+from nutch2.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
 from nutch2.urls import strip_credentials
 from nutch2.watchdog import WATCHDOG, DeadlineAdapter, Guard
@@ -73,6 +75,9 @@ class HttpSettings:
     store_headers: bool = True
     max_fetch_ms: int | None = None  # http.time.limit: total wall-clock cap; None = 3 × timeout_ms
     stop_at: float | None = None  # time.monotonic() at which every request is cut (fetcher.timelimit.mins)
+    proxy: ProxySettings | None = None  # http.proxy.*: every request through it, but for http.proxy.exception.list
+    auth: tuple[Credentials, ...] = field(default=(), repr=False)  # http.auth.file: answered 401 challenges
+    cookies: bool = False  # http.enable.cookie.header: keep the cookies hosts set, send them back (a jar per task)
 
     def __post_init__(self) -> None:
         if not 0 < self.timeout_ms <= _MAX_TIMEOUT_MS:
@@ -83,6 +88,11 @@ class HttpSettings:
                                       "e.g. -D http.content.inflate.limit=33554432")
         if self.max_fetch_ms is not None and self.max_fetch_ms <= 0:
             raise ProtocolConfigError(f"the total fetch time limit {self.max_fetch_ms} ms must be > 0")
+
+    def secrets(self) -> tuple[str, ...]:
+        """Passwords that must never reach a stored message."""
+        found = [c.password for c in self.auth] + list(self.proxy.secrets() if self.proxy else ())
+        return tuple(sorted({s for s in found if s}, key=len, reverse=True))
 
     @property
     def fetch_cap_ms(self) -> int:
@@ -238,20 +248,34 @@ def _block_all_cookies() -> http.cookiejar.DefaultCookiePolicy:
     return http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
 
 
-class HttpProtocol:
-    """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe)."""
+_COOKIE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
 
-    def __init__(self, settings: HttpSettings) -> None:
+
+class HttpProtocol:
+    """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe).
+
+    ``cookies``: the task's cookie jar (http.enable.cookie.header), shared by its threads (a CookieJar locks itself);
+    None with cookies on gives this protocol a jar of its own.
+    """
+
+    def __init__(self, settings: HttpSettings, cookies: http.cookiejar.CookieJar | None = None) -> None:
         if not settings.agent or not settings.agent.strip():
             raise ProtocolConfigError(_EMPTY_AGENT)
         self.settings = settings
+        self._jar = cookies
+        self._secrets = settings.secrets()
+        self._auth: dict[str, requests.auth.AuthBase] = {}  # host:port -> the auth its challenge asked for
         self._session = self._make_session()
 
     def _make_session(self) -> requests.Session:
-        """Build a pooled session with no retries, no env proxies/netrc and no cookies."""
+        """Build a pooled session with no retries, no env proxies/netrc, and no cookies unless they are on."""
         s = requests.Session()
         s.trust_env = False
-        s.cookies.set_policy(_block_all_cookies())
+        if self.settings.cookies:
+            if self._jar is not None:
+                s.cookies = self._jar  # type: ignore[assignment]
+        else:
+            s.cookies.set_policy(_block_all_cookies())
         retry = Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False,
                       raise_on_status=False)
         adapter = DeadlineAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
@@ -285,7 +309,7 @@ class HttpProtocol:
         try:
             out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline, may_follow)
         except Exception as exc:  # noqa: BLE001 - fetch() must never raise
-            out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [_describe(exc)], final_url=url)
+            out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [redact(_describe(exc), self._secrets)], final_url=url)
         end = time.monotonic()
         out.fetch_ms = int((end - start) * 1000)
         failed = out.truncated or out.code == ProtocolStatusCode.EXCEPTION
@@ -324,7 +348,8 @@ class HttpProtocol:
                 return out
             target = out.args[0]
             hops += 1
-            if hops > self.settings.redirect_max or target in seen:
+            # with cookies, coming back to a URL is no loop (a cookie wall sets one and sends the client back)
+            if hops > self.settings.redirect_max or (target in seen and not self.settings.cookies):
                 return ProtocolOutput(ProtocolStatusCode.REDIR_EXCEEDED, [target], out.http_code,
                                       headers=out.headers, final_url=current)
             if may_follow is not None and not may_follow(target):
@@ -339,16 +364,12 @@ class HttpProtocol:
         connect_timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
         guard = WATCHDOG.arm(deadline)
         try:
-            try:
-                resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False,
-                                         timeout=(connect_timeout, timeout))
-            except Exception as exc:
-                if guard.expired:
-                    raise _FetchError(_TOTAL_TIMEOUT) from exc
-                raise
-            if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
-                resp.close()
-                raise _FetchError(_TOTAL_TIMEOUT)
+            resp = self._get(url, cond, guard, (connect_timeout, timeout))
+            if resp.status_code == 401 and self.settings.auth and self._hostport(url) not in self._auth:
+                auth = self._answer(url, resp)  # a challenge we hold credentials for: ask again with them
+                if auth is not None:
+                    resp.close()
+                    resp = self._get(url, cond, guard, (connect_timeout, timeout))
             try:
                 content, truncated, error = self._read_body(resp, deadline, guard)
             finally:
@@ -368,11 +389,50 @@ class HttpProtocol:
         elif code != ProtocolStatusCode.SUCCESS:
             args = [str(resp.status_code)]
         headers = dict(resp.headers) if self.settings.store_headers else {}
+        if self.settings.cookies:  # the jar keeps the host's cookies; a row never does
+            headers = {k: v for k, v in headers.items() if k.lower() not in _COOKIE_HEADERS}
         return ProtocolOutput(
             code=code, args=args, http_code=resp.status_code, content=content,
             content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
             truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
         )
+
+    def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: tuple[float, float]) -> requests.Response:
+        """One GET through the proxy (unless the host is an exception), with the host's auth once it was asked."""
+        proxy = self.settings.proxy
+        proxies = {"http": proxy.url(), "https": proxy.url()} if proxy is not None and proxy.applies(url) else {}
+        try:
+            resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False, timeout=timeout,
+                                     proxies=proxies, auth=self._auth.get(self._hostport(url)))
+        except Exception as exc:
+            if guard.expired:
+                raise _FetchError(_TOTAL_TIMEOUT) from exc
+            raise
+        if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
+            resp.close()
+            raise _FetchError(_TOTAL_TIMEOUT)
+        return resp
+
+    @staticmethod
+    def _hostport(url: str) -> str:
+        parts = urlsplit(url)
+        return f"{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+
+    def _answer(self, url: str, resp: requests.Response) -> requests.auth.AuthBase | None:
+        """The auth for a 401's challenge (Basic or Digest) from http.auth.file's credentials for its host, port
+        and realm; kept for the host, so later requests send it (Basic) or answer its nonce (Digest) at once."""
+        for challenge in parse_challenges(resp.headers.get("WWW-Authenticate")):
+            if challenge.scheme not in ("BASIC", "DIGEST"):
+                continue
+            creds = find_credentials(self.settings.auth, url, challenge)
+            if creds is None:
+                continue
+            auth: requests.auth.AuthBase = (requests.auth.HTTPBasicAuth(creds.username, creds.password)
+                                            if challenge.scheme == "BASIC"
+                                            else requests.auth.HTTPDigestAuth(creds.username, creds.password))
+            self._auth[self._hostport(url)] = auth
+            return auth
+        return None
 
     def _read_body(self, resp: requests.Response, deadline: float,
                    guard: Guard) -> tuple[bytes, bool, str | None]:

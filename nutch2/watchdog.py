@@ -158,8 +158,41 @@ class _GuardedHTTPSPool(HTTPSConnectionPool):
 
 
 class DeadlineAdapter(HTTPAdapter):
-    """An HTTPAdapter whose connections report their sockets to :data:`WATCHDOG`."""
+    """An HTTPAdapter whose connections report their sockets to :data:`WATCHDOG` (through an HTTP or SOCKS proxy
+    too: the connection to the proxy is the one that is cut)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        known = proxy in self.proxy_manager
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not known:
+            manager.pool_classes_by_scheme = (_socks_pools() if proxy.lower().startswith("socks")
+                                              else {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool})
+        return manager
+
+
+def _socks_pools() -> dict[str, type]:
+    """Guarded pool classes for a SOCKS proxy (urllib3's contrib.socks needs PySocks: imported only when used)."""
+    from urllib3.contrib.socks import (
+        SOCKSConnection,
+        SOCKSHTTPConnectionPool,
+        SOCKSHTTPSConnection,
+        SOCKSHTTPSConnectionPool,
+    )
+
+    class GuardedSOCKSConnection(_Guarded, SOCKSConnection):
+        pass
+
+    class GuardedSOCKSHTTPSConnection(_Guarded, SOCKSHTTPSConnection):
+        pass
+
+    class GuardedSOCKSPool(SOCKSHTTPConnectionPool):
+        ConnectionCls = GuardedSOCKSConnection
+
+    class GuardedSOCKSHTTPSPool(SOCKSHTTPSConnectionPool):
+        ConnectionCls = GuardedSOCKSHTTPSConnection
+
+    return {"http": GuardedSOCKSPool, "https": GuardedSOCKSHTTPSPool}

@@ -84,3 +84,29 @@ def require_solr() -> str:
 def solr_up() -> str:
     """The real Solr core (docker/services.sh start solr), as require_solr() finds it."""
     return require_solr()
+
+
+TIKA_URL = os.environ.get("NUTCH2_TIKA_URL", "http://127.0.0.1:9998").rstrip("/")
+
+
+def require_tika() -> str:
+    """The test Tika server's URL (docker/services.sh start tika); fails in CI and skips elsewhere when it does not
+    answer."""
+    import requests
+
+    try:
+        r = requests.get(f"{TIKA_URL}/version", timeout=5)
+        r.raise_for_status()
+        if not r.text.startswith("Apache Tika"):
+            raise requests.RequestException(r.text[:80])
+    except requests.RequestException:
+        if os.environ.get("CI"):
+            pytest.fail(f"Tika not answering at {TIKA_URL} in CI (tests/run.sh starts it)")
+        pytest.skip(f"Tika not answering at {TIKA_URL}; run: docker/services.sh start tika")
+    return TIKA_URL
+
+
+@pytest.fixture(scope="module")
+def tika_up() -> str:
+    """The real Tika server, as require_tika() finds it."""
+    return require_tika()

@@ -1,5 +1,6 @@
 """A TCP proxy in front of a real server, which a test can cut: the way to make Solr, Cassandra or HBase
-vanish (or restart) in the middle of a job without a mock."""
+vanish (or restart) in the middle of a job without a mock. And an HTTP forward proxy that counts what it carries
+(the crawler's http.proxy.* settings)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,86 @@ def _close(s: socket.socket) -> None:
     except OSError:
         pass
     s.close()
+
+
+class ForwardProxy:
+    """An HTTP forward proxy on loopback that counts the requests it carries (per host:port) and, with
+    `credentials`, asks for Proxy-Authorization (Basic) first: 407 without it. GET and HEAD with absolute URIs."""
+
+    def __init__(self, credentials: tuple[str, str] | None = None) -> None:
+        import base64
+        import http.client
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlsplit
+
+        proxy = self
+        self.requests: dict[str, int] = {}
+        self.refused = 0
+        self.lock = threading.Lock()
+        expected = ("Basic " + base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode()
+                    if credentials else None)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                self._forward()
+
+            def do_HEAD(self) -> None:
+                self._forward()
+
+            def _forward(self) -> None:
+                if expected is not None and self.headers.get("Proxy-Authorization") != expected:
+                    with proxy.lock:
+                        proxy.refused += 1
+                    self.send_response(407)
+                    self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                parts = urlsplit(self.path)
+                if parts.scheme != "http" or not parts.hostname:
+                    self.send_error(400, "absolute http URI expected")
+                    return
+                with proxy.lock:
+                    key = f"{parts.hostname}:{parts.port or 80}"
+                    proxy.requests[key] = proxy.requests.get(key, 0) + 1
+                conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=30)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("proxy-authorization", "proxy-connection", "connection")}
+                target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                try:
+                    conn.request(self.command, target, headers=headers)
+                    resp = conn.getresponse()
+                    body = resp.read()
+                except OSError:
+                    self.send_error(502)
+                    return
+                finally:
+                    conn.close()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def total(self) -> int:
+        with self.lock:
+            return sum(self.requests.values())
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -23,7 +23,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 services=()
-for s in ${NUTCH2_SERVICES:-solr cassandra hbase spark}; do
+for s in ${NUTCH2_SERVICES:-solr cassandra hbase spark tika}; do
   if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" || true; done; }

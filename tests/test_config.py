@@ -340,8 +340,8 @@ def test_unknown_key_in_site_toml_warns(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_a_nutch_property_nutch2_lacks_gets_one_warning_naming_it(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    d = site_dir(tmp_path, xml=hadoop_xml(**{"http.proxy.host": "proxy", "http.agent.name": "Bot",
+    d = site_dir(tmp_path, xml=hadoop_xml(**{"http.robot.rules.whitelist": "a.com", "http.agent.name": "Bot",
                                              "spark.executor.memory": "2g"}))
     Configuration(d)
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1 and "http.proxy.host" in lines[0] and "does not implement" in lines[0], lines
+    assert len(lines) == 1 and "http.robot.rules.whitelist" in lines[0] and "does not implement" in lines[0], lines

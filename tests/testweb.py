@@ -43,6 +43,9 @@ Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyo
   host's home page (which links nowhere), so a crawl knows the host.  Hostile sitemaps are served on host 0 under
   ``/hostile/sitemaps/`` (`hostile_sitemap_urls`), linked from nowhere: XXE, billion laughs, 100 MB, a gzip bomb,
   an index loop, endless nesting, an index of 3000 sitemaps, malformed XML, an HTML page.
+* Beyond HTML (only with ``beyond_html=True``): three more hosts after all others, `docs_host` (documents of six
+  formats, links written by script, a page behind a cookie, hostile pages for a browser), `basic_host` and
+  `digest_host` (HTTP authentication); see tests/testweb_beyond.py.
 * Unknown paths answer 404.  Every request is logged (`requests`, `count`,
   `in_flight_max`, `reset_log`), robots.txt included.
 
@@ -313,6 +316,8 @@ class _Resource:
     delay: float = 0.0
     stream: Callable[[_Handler], None] | None = None
     extra_headers: dict[str, str] = field(default_factory=dict)
+    # asked before serving: None to serve, or (status, headers) to answer instead (authentication, a cookie wall)
+    check: Callable[[_Handler], tuple[int, dict[str, str]] | None] | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -391,6 +396,7 @@ class TestWeb:
         page_bytes: int = 2048,
         endless_interval: float = 0.5,
         sitemaps: bool = False,
+        beyond_html: bool = False,
     ) -> None:
         if hosts < 1 or pages_per_host < 1:
             raise ValueError("need at least one host and one page per host")
@@ -409,6 +415,15 @@ class TestWeb:
         self.sitemaps = sitemaps
         total = hosts + (1 if traps else 0) + (1 if sitemaps else 0)
         self.sitemap_host: int | None = total - 1 if sitemaps else None
+        # beyond_html=True (issue 25): three more hosts after all others, see tests/testweb_beyond.py
+        self.beyond_html = beyond_html
+        self.docs_host: int | None = total if beyond_html else None
+        self.basic_host: int | None = total + 1 if beyond_html else None
+        self.digest_host: int | None = total + 2 if beyond_html else None
+        total += 3 if beyond_html else 0
+        self.documents: dict[str, PageSpec] = {}  # kind -> the document page (beyond_html)
+        self.scripted_links: dict[str, list[str]] = {}  # page -> links only its script writes (beyond_html)
+        self.basic_credentials = self.digest_credentials = ("", "")
         # with sitemaps=True: URL -> (lastmod ms, changefreq, priority) of every URL a strict parser accepts from
         # the sitemap host's sitemaps (None where the entry gives nothing), and the URLs it must reject
         self.sitemap_entries: dict[str, tuple[int | None, str | None, float | None]] = {}
@@ -533,6 +548,8 @@ class TestWeb:
         """(status, body) of a host's robots.txt."""
         if self.traps and host_index == self.robots_503_host:
             return 503, "Service Unavailable\n"
+        if self.beyond_html and host_index == self.docs_host:
+            return 200, "User-agent: *\nDisallow: /docs/private/\n"
         if host_index == self.sitemap_host:
             return 200, f"User-agent: *\nDisallow:\n\nSitemap: {self.url(host_index, '/sitemap_index.xml')}\n"
         if self.traps and host_index == 2:
@@ -710,6 +727,10 @@ class TestWeb:
         if self.sitemaps:
             self._build_sitemaps()
             self._build_hostile_sitemaps()
+        if self.beyond_html:
+            from tests.testweb_beyond import build_beyond_html
+
+            build_beyond_html(self)
 
     def _html_resource(self, spec: PageSpec) -> _Resource:
         return _Resource(200, spec.content_type, partial(self._page_body, spec), conditional=True)
@@ -1108,6 +1129,10 @@ class TestWeb:
         res = self._resources.get((host, path))
         if res is None:
             return self._send(h, 404, "text/html; charset=utf-8", _error_body(404), head)
+        refusal = res.check(h) if res.check is not None else None
+        if refusal is not None:
+            status, refusal_headers = refusal
+            return self._send(h, status, "text/html; charset=utf-8", _error_body(status), head, refusal_headers)
         if res.delay and self._stopping.wait(res.delay):
             h.close_connection = True
             return 0

@@ -136,7 +136,8 @@ class Fetch(BatchTool):
         make_runner(self.conf, a.num_tasks).run(FetcherJob(self.conf, batch, a.threads, a.resume), store, counters)
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
-        parsed = self.conf.get_bool("fetcher.parse") and not counters.get("not_modified_unparsed")
+        parsed = (self.conf.get_bool("fetcher.parse") and not counters.get("not_modified_unparsed")
+                  and not counters.get("retry_later"))
         lifecycle.record(self.step, store, batch, counters, state=PARSED if parsed else FETCHED)
         if parsed:
             lifecycle.record(lifecycle.PARSE, store, batch, counters)
@@ -177,8 +178,13 @@ class Parse(BatchTool):
                                                 counters)
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
-        if not self.args.reparse:  # type: ignore[attr-defined]
-            super().done(store, batch, counters)
+        if self.args.reparse:  # type: ignore[attr-defined]
+            return
+        if counters.get("retry_later"):  # a parser server was down: those pages must be parsed before updatedb
+            log(f"parse: {counters.get('retry_later')} pages could not be parsed now (their parser did not answer); "
+                f"they stay in the batch: run `nutch2 parse {batch or '-all'} -resume` once it is back")
+            return
+        super().done(store, batch, counters)
 
     def resume_flags(self) -> list[str]:
         return [] if self.args.resume or self.args.reparse else ["-resume"]  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2.errors import NutchError
 from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, UPDATING, Journal
 from nutch2.logs import log
 from nutch2.marks import Mark
@@ -155,6 +156,9 @@ class Crawl(Tool):
             state = self._state(batch)
         if before(PARSED):
             self.step(run, Parse, ParseArgs(batch=batch, resume=resume, num_tasks=a.num_tasks))
+            if self._state(batch) not in (PARSED, UPDATING, UPDATED, INDEXED):
+                raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
+                                 "answer); run the same command again once it is back")
         if before(UPDATED):
             self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
         if self.indexing and before(INDEXED):
