@@ -392,6 +392,16 @@ def test_browser_dashboard(browser, server: SearchServer, crawl: Crawl, shots: P
     assert f"TOTAL urls {stats['total']}" in driver.find_element(By.ID, "stats").text
     batch_rows = driver.find_elements(By.CSS_SELECTOR, "#batches tr")[1:]
     assert len(batch_rows) == 3 and all(r.text.endswith("indexed") for r in batch_rows)
+    # finished batches show what each step did (the journal's counts), not the zeros of marks updatedb removed
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#batches tr th")]
+    api_rows = {b["batchId"]: b for b in api(server, "/api/batches").json()["batches"]}
+    for tr in batch_rows:
+        cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        row = dict(zip(heads, cells, strict=True))
+        want = api_rows[row["Batch"]]
+        assert [int(row[s]) for s in ("generated", "fetched", "parsed", "updated", "indexed")] == [
+            want[s] for s in ("generated", "fetched", "parsed", "updated", "indexed")]
+        assert int(row["fetched"]) > 0 and int(row["parsed"]) > 0 and int(row["indexed"]) > 0
     _shot(driver, shots, "06-dashboard")
 
 
