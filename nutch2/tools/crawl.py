@@ -7,7 +7,6 @@ interrupted crawl had left (the journal keeps the round), then ends as an uninte
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,17 +17,15 @@ from nutch2.marks import Mark
 from nutch2.runners import make_runner
 from nutch2.stores import open_store
 from nutch2.tools import lifecycle
-from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
-from nutch2.tools.seeds import Inject, InjectArgs
+from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, seed_path
 from nutch2.tools.solr import Clean, Dedup, Index, IndexArgs, SolrArgs, solr_client, solr_opt
 
 
 @dataclass
-class CrawlArgs(ToolArgs):
-    seeds: Path | None = opt(None, "a seed file or folder", metavar="seeds", api="file_in", name="seedDir")
-    seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
+class CrawlArgs(SeedsArgs):
     rounds: int | None = opt("-rounds", "generate/fetch/parse/updatedb rounds", metavar="N", required=True, min=1,
                              max=100_000)
     topN: int | None = opt("-topN", "URLs per round (crawl.topN)", metavar="N", min=1)
@@ -37,12 +34,6 @@ class CrawlArgs(ToolArgs):
     solr: str | None = solr_opt()
     index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
                       cli=False)
-    groups = (("seeds", "seedUrls"),)
-
-    def check(self) -> None:
-        super().check()
-        if self.seeds is None and not self.seedUrls:
-            raise ArgError("give the seeds: a seed file or folder")
 
 
 @tool
@@ -97,14 +88,8 @@ class Crawl(Tool):
         return cls(self.conf, self.crawl_id if cls.crawl else None, args).execute(run.child())
 
     def inject(self, run: Run) -> None:
-        a: CrawlArgs = self.args  # type: ignore[assignment]
-        if a.seeds is not None:
-            self.step(run, Inject, InjectArgs(seeds=a.seeds))
-            return
-        with tempfile.TemporaryDirectory(prefix="nutch2-seeds-") as tmp:
-            path = Path(tmp) / "seeds.txt"
-            path.write_text("".join(line.strip() + "\n" for line in a.seedUrls or []), encoding="utf-8")
-            self.step(run, Inject, InjectArgs(seeds=path))
+        with seed_path(self.args) as seeds:  # type: ignore[arg-type]
+            self.step(run, Inject, InjectArgs(seeds=seeds))
 
     def record_crawl(self, value: dict | None) -> None:
         with open_store(self.conf, self.crawl_id, create=False) as store:

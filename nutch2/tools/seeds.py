@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,13 +15,13 @@ from nutch2.tools.base import Run, Tool, tool
 
 
 @dataclass
-class InjectArgs(ToolArgs):
+class SeedsArgs(ToolArgs):
+    """Seeds: a file or folder (CLI, or a name in the server's files folder), or lines sent to the job API."""
+
     seeds: Path | None = opt(None, "a seed file (one URL per line, tab-separated k=v metadata) or a folder of them",
                              metavar="seeds", api="file_in", name="seedDir")
     seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
-    overwrite: bool = opt("-overwrite", "replace rows of URLs already in the table", default=False)
-    update: bool = opt("-update", "apply the seed's score/interval/metadata to known rows", default=False)
-    groups = (("overwrite", "update"), ("seeds", "seedUrls"))
+    groups = (("seeds", "seedUrls"),)
 
     def check(self) -> None:
         super().check()
@@ -28,6 +30,25 @@ class InjectArgs(ToolArgs):
         for line in self.seedUrls or []:
             if "\n" in line or "\r" in line:
                 raise ArgError("a seed line cannot hold a line break")
+
+
+@contextmanager
+def seed_path(args: SeedsArgs) -> Iterator[Path]:
+    """The seed file or folder; sent lines written to a file of their own for the time of the job."""
+    if args.seeds is not None:
+        yield args.seeds
+        return
+    with tempfile.TemporaryDirectory(prefix="nutch2-seeds-") as tmp:
+        path = Path(tmp) / "seeds.txt"
+        path.write_text("".join(line.strip() + "\n" for line in args.seedUrls or []), encoding="utf-8")
+        yield path
+
+
+@dataclass
+class InjectArgs(SeedsArgs):
+    overwrite: bool = opt("-overwrite", "replace rows of URLs already in the table", default=False)
+    update: bool = opt("-update", "apply the seed's score/interval/metadata to known rows", default=False)
+    groups = (("overwrite", "update"), ("seeds", "seedUrls"))
 
 
 @tool
@@ -45,13 +66,8 @@ class Inject(Tool):
             seed_files(self.args.seeds)  # type: ignore[attr-defined]
 
     def run(self, run: Run) -> int:
-        a: InjectArgs = self.args  # type: ignore[assignment]
-        if a.seeds is not None:
-            return self._inject(run, a.seeds)
-        with tempfile.TemporaryDirectory(prefix="nutch2-seeds-") as tmp:
-            path = Path(tmp) / "seeds.txt"
-            path.write_text("".join(line.strip() + "\n" for line in a.seedUrls or []), encoding="utf-8")
-            return self._inject(run, path)
+        with seed_path(self.args) as seeds:  # type: ignore[arg-type]
+            return self._inject(run, seeds)
 
     def _inject(self, run: Run, seeds: Path) -> int:
         from nutch2.jobs.inject import InjectorJob
