@@ -52,7 +52,7 @@ _sc_props: dict[str, str] | None = None
 def spark_properties(conf: Configuration) -> dict[str, str]:
     """The SparkConf of a configuration: defaults, then every spark.* property; a local master binds to loopback;
     the executors' Python is spark.pyspark.python, else $PYSPARK_PYTHON, else this Python (the one nutch2 runs in,
-    whatever is first on PATH)."""
+    not the python3 first on the executors' PATH)."""
     props = {**SPARK_DEFAULTS, **conf.with_prefix("spark.")}
     log4j = f"-Dlog4j2.configurationFile=file:{conf.resource('log4j2-spark.properties')}"
     props["spark.driver.extraJavaOptions"] = f"{log4j} {props.get('spark.driver.extraJavaOptions', '')}".strip()

@@ -57,7 +57,7 @@ class TaskLease:
     """The lease of one fetch task of one batch, for one attempt."""
 
     def __init__(self, store: DataStore, batch: str, task: int, run: str, attempt: str, timeout: float,
-                 log: Callable[[str], None], settle: float = 0.5) -> None:
+                 log: Callable[[str], None], settle: float = 0.2) -> None:
         self.store = store
         self.batch = batch
         self.name = f"{lease_prefix(batch)}{task}"
