@@ -131,12 +131,14 @@ def test_an_attempt_that_died_is_taken_over_after_its_lease_times_out(crawl, tmp
     after = [r for r in web.requests() if r.arrived > died]
     assert after and min(r.arrived for r in after) - died >= 2.0  # fetcher.lease.timeout
     counts = _requests(web)
-    assert len(counts) == HOSTS * PAGES and set(counts.values()) == {1}, counts  # the dead attempt's included
+    assert set(counts.values()) == {1}, counts  # the dead attempt's requests included
     table = rows(conf, crawl_id)
     assert all(Mark.FETCH.check(p) == batch for p in table.values())  # nothing left out
     lost = {unreverse_url(k).split("//", 1)[1].replace(f":{web.port}", "") for k, p in table.items()
             if p.status == CrawlStatus.RETRY}
-    assert lost <= killed_requests and len(lost) <= 2 * 3  # in flight, or answered but not yet written
+    # lost: claimed by the dead attempt: in flight, answered but not yet written, or just about to be requested
+    assert len(set(counts) | lost) == HOSTS * PAGES and not lost & (set(counts) - killed_requests)
+    assert len(lost) <= 2 * 3
     assert second.get("result_lost") == len(lost) and second.get("done_by_earlier_attempt") >= 1
     assert second.get("fetched") == HOSTS * PAGES - len(lost)  # its own and its predecessor's, counted once
     print(f"killed after {len(killed_requests)} requests: {len(lost)} results lost")
