@@ -122,13 +122,14 @@ class TaskLease:
             if rec.get("state") != "held":
                 polite = max(polite, delay)
                 continue
+            who = f"attempt {rec.get('attempt')}" + ("" if same_run else " of an earlier fetch of the batch")
             first = seen.get(name)
             if first is None or first[0] != raw:
                 seen[name] = (raw, now)
-                holders.append(f"attempt {rec.get('attempt')}")
+                holders.append(who)
                 continue
             if now - first[1] < (self.timeout if same_run else 2 * self.interval):
-                holders.append(f"attempt {rec.get('attempt')}")
+                holders.append(who)
             else:
                 polite = max(polite, delay)  # it died (no renewal): its last request may be just before that
         return holders, polite
