@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from nutch2 import tasklease
 from nutch2.config import Configuration
 from nutch2.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
@@ -28,7 +27,7 @@ from nutch2.runner import Job, TaskContext, stable_hash
 from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.tasklease import TaskLease
+from nutch2.tasklease import TaskLease, clear_leases
 from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
@@ -153,7 +152,7 @@ class FetcherJob(Job):
         ctx.store.flush()
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        tasklease.clear(ctx.store, self.batch_id)  # every attempt has ended
+        clear_leases(ctx.store, self.batch_id)  # every attempt has ended
 
     def _lost(self, ctx: TaskContext, item: FetchItem) -> None:
         """A URL claimed without an outcome: its request may have been sent. Recorded once, as a request that got

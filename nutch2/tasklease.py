@@ -22,7 +22,7 @@ get_state/put_state), `fetch-lease/<batch>/<task>`:
 
 The store offers no compare-and-set here, so exclusion rests on time (writes visible within `settle` seconds,
 clocks that run at the same rate); each attempt measures with its own monotonic clock only, never another
-machine's wall clock. The driver deletes a batch's records when its fetch job ends (clear()).
+machine's wall clock. The driver deletes a batch's records when its fetch job ends (clear_leases).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def lease_prefix(batch: str) -> str:
     return f"{PREFIX}{batch}/"
 
 
-def clear(store: DataStore, batch: str) -> None:
+def clear_leases(store: DataStore, batch: str) -> None:
     """Delete the batch's lease records (the driver, after the fetch job ended)."""
     for name in store.states():
         if name.startswith(lease_prefix(batch)):
@@ -183,4 +183,4 @@ def _parse(raw: str | None) -> dict | None:
     return rec if isinstance(rec, dict) else None
 
 
-__all__ = ["TaskLease", "TaskLeaseLost", "clear", "lease_prefix"]
+__all__ = ["TaskLease", "TaskLeaseLost", "clear_leases", "lease_prefix"]

@@ -290,6 +290,8 @@ def test_a_worker_lost_mid_fetch_on_the_standalone_cluster(tmp_path: Path) -> No
         s.bind(("127.0.0.1", 0))
         ui = s.getsockname()[1]
     env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1"}
+    if os.environ.get("JAVA17_HOME"):  # the Java docker/services/spark.sh runs the master with
+        env["JAVA_HOME"] = os.environ["JAVA17_HOME"]
     worker = subprocess.Popen([f"{home}/bin/spark-class", "org.apache.spark.deploy.worker.Worker", STANDALONE,
                                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(ui),
                                "--work-dir", str(tmp_path / "work")], env=env, stdout=subprocess.DEVNULL,
