@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, help="crawl: pages per host (default 100)")
     ap.add_argument("--frameworks", nargs="+", default=["local", "processes"], help="crawl: nutch2's runners")
     ap.add_argument("--baseline", metavar="PYTHON:CHECKOUT",
-                    help="crawl: also crawl with another nutch2 (its python and checkout), e.g. an older commit")
+                    help="crawl, sparkcrawl: also crawl with another nutch2 (its python and checkout), e.g. an "
+                         "older commit")
     ap.add_argument("--no-scrapy", action="store_true", help="crawl: nutch2 only (compared with the last crawler)")
     ap.add_argument("--out", help="append the markdown section(s) to this file")
     args = ap.parse_args(argv)
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "crawl":
             kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages,
                   "frameworks": tuple(args.frameworks), "baseline": args.baseline, "scrapy": not args.no_scrapy}
+        elif name == "sparkcrawl":
+            kw = {"baseline": args.baseline}
         sections.append(BENCHMARKS[name](quick=args.quick, runs=runs, **kw))
     if args.out:
         with open(args.out, "a") as f:

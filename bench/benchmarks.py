@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -541,6 +542,91 @@ def bench_spark(quick: bool = False, runs: int = 3, sizes: tuple[int, ...] | Non
     return _emit(lines)
 
 
+# ---------------------------------------------------------------------------------------------- a crawl on Spark
+SPARK_CRAWL_STEPS = ("generate", "fetch", "parse", "updatedb")
+
+
+def bench_sparkcrawl(quick: bool = False, runs: int = 3, baseline: str | None = None) -> str:
+    """The fixed cost of a 3-round crawl on Spark local[2]: one `crawl` command (one SparkContext for every job)
+    against the same jobs run as separate commands (a SparkContext each) and against the local runner's crawl;
+    baseline "PYTHON:CHECKOUT": the same `crawl` command of another nutch2 (its executors run the python3 first on
+    PATH, so its folder's python leads PATH)."""
+    hosts, pages = (4, 8) if quick else (10, 20)
+    web = generate_web(hosts, pages)
+    spark = {"mapreduce_framework_name": "spark", "spark.master": "local[2]", "spark.ui.enabled": "false",
+             "mapreduce_job_tasks": 2}
+    base = (baseline.split(":", 1)[0], Path(baseline.split(":", 1)[1])) if baseline else None
+    variants = ["local: crawl", "spark: crawl"] + ([] if quick else ["spark: separate commands"]) + (
+        ["spark: crawl (baseline)"] if base else [])  # quick (CI's smoke test): one Spark start, not 14
+    lines = _header(f"sparkcrawl: the fixed cost of a 3-round crawl on Spark local[2] ({hosts} hosts x {pages} "
+                    f"pages = {web.total})", "python -m bench sparkcrawl" + (" --quick" if quick else ""))
+    results: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
+    with Nginx(web) as nginx:
+        seeds = _tmp("seeds") / "seeds.txt"
+        seeds.write_text("\n".join(nginx.seeds()) + "\n")
+        for _ in range(runs):
+            for who in variants:
+                data = _tmp("sparkcrawl")
+                load = loadavg()
+                try:
+                    d = _defines(data, **(spark if who.startswith("spark") else {"mapreduce_job_tasks": 2}))
+                    if who == "spark: separate commands":
+                        seconds, starts, out = _separate_commands(seeds, d)
+                    else:
+                        python, cwd, env = sys.executable, REPO, None
+                        if who.endswith("(baseline)") and base is not None:
+                            python, cwd = base
+                            env = {"PATH": f"{Path(python).parent}:{os.environ.get('PATH', '')}"}
+                        r = run([python, "-m", "nutch2", "crawl", str(seeds), "-crawlId", "bench", "-rounds", "3"]
+                                + d, cwd=cwd, env=env)
+                        seconds, out = r.seconds, r.stdout
+                        starts = len(re.findall(r"^spark: SparkContext started", r.stderr, re.M)) or (
+                            1 if who.startswith("spark") else 0)  # the baseline does not log its one start
+                    m = re.search(r"FETCHED=(\d+)", out)
+                    results[who].append((seconds, int(m.group(1)) if m else 0, starts, load))
+                    print(f"sparkcrawl {who}: {results[who][-1]}", file=sys.stderr, flush=True)
+                finally:
+                    shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(seeds.parent, ignore_errors=True)
+    local = median([r[0] for r in results["local: crawl"]])
+    lines += ["wall s = the whole crawl (inject, then 3 rounds of generate, fetch, parse, updatedb, then the crawl's "
+              "readdb count; separate commands: the 13 commands' walls added, no readdb), sqlite, delay 0, "
+              "mapreduce.job.tasks=2; fixed s = wall s - the local runner's; SparkContexts = starts counted in the "
+              "log. Medians; runs interleaved.", "",
+              "| variant | pages fetched | SparkContexts | wall s (median) | runs | fixed s vs local | load |",
+              "|---|---|---|---|---|---|---|"]
+    for who in variants:
+        rs = results[who]
+        wall = median([r[0] for r in rs])
+        lines.append(f"| {who} | {rs[0][1]} | {rs[0][2]} | {wall:.1f} | {', '.join(f'{r[0]:.1f}' for r in rs)} | "
+                     f"{wall - local:.1f} | {' '.join(f'{r[3]:.1f}' for r in rs)} |")
+    lines += ["", f"load average at end {loadavg():.2f}", ""]
+    return _emit(lines)
+
+
+def _separate_commands(seeds: Path, d: list[str]) -> tuple[float, int, str]:
+    """inject, then 3 rounds of generate, fetch, parse and updatedb, each a command of its own."""
+    seconds, starts = 0.0, 0
+    r = run(NUTCH2 + ["inject", str(seeds), "-crawlId", "bench"] + d, cwd=REPO)
+    seconds += r.seconds
+    starts += r.stderr.count("spark: SparkContext started")
+    fetched = 0
+    for _ in range(3):
+        g = run(NUTCH2 + ["generate", "-crawlId", "bench"] + d, cwd=REPO, check=False)
+        seconds += g.seconds
+        starts += g.stderr.count("spark: SparkContext started")
+        if g.returncode != 0:
+            break
+        batch = g.stdout.strip().splitlines()[-1]
+        for step in SPARK_CRAWL_STEPS[1:]:
+            r = run(NUTCH2 + [step, batch, "-crawlId", "bench"] + d, cwd=REPO)
+            seconds += r.seconds
+            starts += r.stderr.count("spark: SparkContext started")
+            m = re.search(r"^fetch: finished in .* fetched=(\d+)", r.stderr, re.M)
+            fetched += int(m.group(1)) if m else 0
+    return seconds, starts, f"FETCHED={fetched}"
+
+
 # ---------------------------------------------------------------------------------------------- WARC out and in
 def bench_warc(quick: bool = False, runs: int = 3, rows: int | None = None) -> str:
     """`nutch2 warc` of one batch of fetched pages, then `nutch2 warcimport` of its files: records/s, both runners."""
@@ -602,6 +688,7 @@ BENCHMARKS = {
     "tablesize": bench_tablesize,
     "parse": bench_parse,
     "spark": bench_spark,
+    "sparkcrawl": bench_sparkcrawl,
     "warc": bench_warc,
 }
 

@@ -1,27 +1,34 @@
 """FetcherJob: fetch one batch politely. Map: random keys (a batch's hosts spread over the reducers by a stable hash
 of their queue id); reduce: the fetch engine of nutch2/fetcher.py (a QueueFeeder thread plus fetcher threads over
 FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fetch state, with the FETCH mark
-(and, with fetcher.parse, the parse)."""
+(and, with fetcher.parse, the parse).
+
+Exactly once per batch: each request is claimed in the store first (nutch2/fetchclaim.py), so -resume and a
+retried, re-run or speculative task never request a URL twice; where the runner may run a task twice (Spark),
+one attempt at a time holds the task's hosts (nutch2/tasklease.py)."""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from nutch2.chromium import ChromiumSettings
 from nutch2.config import Configuration
+from nutch2.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
 from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
 from nutch2.headers import stored_headers
 from nutch2.marks import Mark
 from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.protocol import ProtocolOutput
 from nutch2.runner import Job, TaskContext, stable_hash
-from nutch2.status import CrawlStatus, ParseMajor, protocol_to_crawl_status
+from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.tasklease import TaskLease, clear_leases
 from nutch2.urls import UrlChecker, choose_repr, queue_id
 from nutch2.webpage import ProtocolStatus, WebPage
 
@@ -52,6 +59,11 @@ class FetcherJob(Job):
         queue_id("http://x/", conf.get_str("fetcher.queue.mode"))
         self.redirect_checker = UrlChecker(conf, "fetcher")
         self.progress = progress  # None: the fetcher decides (a live line on a terminal, log lines elsewhere)
+        self.lease_timeout = conf.get_float("fetcher.lease.timeout")
+        self.run = uuid.uuid4().hex[:12]  # this run's claims; every task and attempt of the run shares it
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.reduce_setup(ctx)
 
     def reduce_setup(self, ctx: TaskContext) -> None:
         self._written = 0
@@ -66,31 +78,95 @@ class FetcherJob(Job):
 
     # ---------------------------------------------------------------- map: random keys
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if self.resume and Mark.FETCH.check(page) is not None:
-            ctx.incr("skipped_already_fetched")
+        v = verdict(page.markers, page.metadata, self.run, self.resume)
+        item = self._item(page)
+        if v is not Verdict.FETCH and not this_run(page.metadata, self.run):
+            # -resume: an earlier run's work (its tasks are gone); this run's own is settled by its reducer
+            if v is Verdict.DONE:
+                ctx.incr("skipped_already_fetched")
+            else:
+                self._lost(ctx, item)
             return
+        yield random.randint(0, 65535), item
+
+    @staticmethod
+    def _item(page: WebPage) -> FetchItem:
         url = unreverse_url(page.key)
         ps = page.protocol_status
         modified = ps.last_modified or page.modified_time or None
         etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None)
-        yield random.randint(0, 65535), FetchItem(page.key, url, dict(page.markers), page.fetch_time,
-                                                  modified if page.status != CrawlStatus.INJECTED else None, etag,
-                                                  metadata=dict(page.metadata), signature=page.signature,
-                                                  repr_url=page.repr_url,
-                                                  parsed=page.parse_status.major_code == ParseMajor.SUCCESS)
+        return FetchItem(page.key, url, dict(page.markers), page.fetch_time,
+                         modified if page.status != CrawlStatus.INJECTED else None, etag,
+                         metadata=dict(page.metadata), signature=page.signature, repr_url=page.repr_url,
+                         parsed=page.parse_status.major_code == ParseMajor.SUCCESS)
 
     def partition(self, key: Any, value: FetchItem, n: int) -> int:
         return stable_hash(queue_id(value.url, self.partition_mode)) % n
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        """A feeder and fetcher threads over this reducer's items (nutch2/fetcher.py); rows written as they come."""
-        fetcher = Fetcher(self.conf, self.threads, lambda *outcome: self._output(ctx, *outcome), ctx, self.progress)
+        """A feeder and fetcher threads over this reducer's items (nutch2/fetcher.py); rows written as they come.
+        Where the runner may run this task twice, the attempt first takes the task's lease (its hosts), and
+        checks each item against the store when an earlier attempt of this run had the task."""
+        lease = None
+        if ctx.attempt is not None:
+            lease = TaskLease(ctx.store, self.batch_id, ctx.task, self.run, ctx.attempt, self.lease_timeout,
+                              ctx.log).acquire()
+        fetcher = Fetcher(self.conf, self.threads, lambda *outcome: self._output(ctx, *outcome), ctx, self.progress,
+                          claim=lambda item: self._claim(ctx, lease, item))
+        feed = (item for _, item in items)
         try:
-            fetcher.run(item for _, item in items)
+            if lease is not None:
+                lease.delay_of = fetcher.max_delay
+            fetcher.run(self._settle(feed, ctx) if lease is not None and lease.rerun else feed)
         finally:
             fetcher.close()
+            try:
+                ctx.store.flush()
+            finally:
+                if lease is not None:
+                    lease.release()
+
+    def _settle(self, items: Iterator[FetchItem], ctx: TaskContext) -> Iterator[FetchItem]:
+        """The items of a task an earlier attempt of this run had: what it finished is counted, not fetched;
+        what it claimed without an outcome is a lost fetch (recorded, not requested)."""
+        for item in items:
+            row = ctx.store.get(item.key, ("markers", "metadata", "status"))
+            if row is None:
+                continue
+            v = verdict(row.markers, row.metadata, self.run, self.resume)
+            if v is Verdict.FETCH:
+                yield item
+            elif v is Verdict.LOST:
+                item.metadata = dict(row.metadata)
+                self._lost(ctx, item)
+            elif this_run(row.metadata, self.run):
+                ctx.incr("done_by_earlier_attempt")
+                ctx.incr(f"status_{CrawlStatus(row.status).name}")
+                if row.status == CrawlStatus.FETCHED:
+                    ctx.incr("fetched")
+            else:
+                ctx.incr("skipped_already_fetched")
+
+    def _claim(self, ctx: TaskContext, lease: TaskLease | None, item: FetchItem) -> None:
+        """Make durable that this run may request the item (with the outcomes written before it)."""
+        if lease is not None:
+            lease.check()
+        item.metadata[CLAIM] = claim_value(item.markers.get(Mark.GENERATE.value) or self.batch_id, self.run)
+        page = WebPage.from_store(item.key, {})
+        page.metadata = dict(item.metadata)
+        ctx.store.put(item.key, page)
         ctx.store.flush()
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        clear_leases(ctx.store, self.batch_id)  # every attempt has ended
+
+    def _lost(self, ctx: TaskContext, item: FetchItem) -> None:
+        """A URL claimed without an outcome: its request may have been sent. Recorded once, as a request that got
+        no answer (a failed fetch: RETRY), not requested again."""
+        ctx.incr("result_lost")
+        code = ProtocolStatusCode.EXCEPTION
+        self._output(ctx, item, code, [LOST_REASON], ProtocolOutput(code, [LOST_REASON], final_url=item.url))
 
     # ---------------------------------------------------------------- output
     def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],

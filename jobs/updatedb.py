@@ -28,6 +28,7 @@ from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.domains import host_of
 from nutch2.errors import NutchError
+from nutch2.fetchclaim import CLAIM
 from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
 from nutch2.marks import Mark, get_distance, set_distance
 from nutch2.runner import Counters, Job, TaskContext
@@ -181,6 +182,8 @@ class DbUpdaterJob(Job):
         parse_mark = Mark.PARSE.check(page)
         for mark in (Mark.GENERATE, Mark.FETCH, Mark.PARSE):
             mark.remove(page)
+        if CLAIM in page.metadata:  # the fetch's claim has done its work with the batch
+            del page.metadata[CLAIM]
         if not fetched:  # deferred, dropped by a time limit, or not reached: due again next round
             ctx.incr("not_fetched")
             return

@@ -38,6 +38,8 @@ class Counting(Protocol):
 
 # output(item, protocol status code, args, what the server sent or None): record one URL's outcome
 Output = Callable[["FetchItem", int, list[str], "ProtocolOutput | None"], None]
+# claim(item): make durable that the item's request is about to be sent (raises StoreError to stop the task)
+Claim = Callable[["FetchItem"], None]
 
 
 @dataclass(slots=True)
@@ -271,10 +273,11 @@ class Fetcher:
     """Fetches one task's items politely; not reusable (one run)."""
 
     def __init__(self, conf: Configuration, threads: int, output: Output, counters: Counting,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, claim: Claim | None = None) -> None:
         self.conf = conf
         self.threads = threads
         self.output = output
+        self.claim = claim  # called right before each page request (robots.txt requests are not claimed)
         self.counters = counters
         # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
         self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
@@ -342,6 +345,16 @@ class Fetcher:
         with queues.lock:
             waiting = queues.total > 0 or queues._busy()
         return not waiting and self.stats.active == 0
+
+    def max_delay(self) -> float:
+        """The largest delay between two requests to one queue this run keeps (fetcher.server.delay, or a
+        robots.txt Crawl-delay it learnt), for whoever fetches these hosts next."""
+        queues = self._queues
+        if queues is None:
+            return 0.0
+        with queues.lock:
+            delays = [q.delay() for q in queues.queues.values()] + [d for _, d, _ in queues.retired.values()]
+        return max([queues.crawl_delay, *delays])
 
     def stop(self) -> None:
         """Drop every queued item and let the threads end (the caller gave up on the run); requests in flight
@@ -492,6 +505,8 @@ class Fetcher:
                          [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
             return
         try:
+            if self.claim is not None:
+                self.claim(item)
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
             if self.renderer is not None and not out.stopped and self.renderer.applies(item.url, out):

@@ -75,7 +75,10 @@ MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to p
 class TaskContext:
     """What a task sees: the configuration, the store it writes to, its counters, its number and step
     (-1 for a map task, i for the reducers of step i). Lines for the user go through log(): printed at once in
-    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere."""
+    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere.
+    `attempt` is None where the runner runs each task once (local, processes); a runner that may run a task
+    again, or two attempts of it at once (Spark: retries, lost executors, stage re-runs, speculation), names
+    each attempt, so a job whose tasks act on the world (fetch) can keep its attempts apart."""
 
     def __init__(self, conf: Configuration, store: DataStore, counters: Counters, task: int, step: int = -1,
                  messages: list[str] | None = None) -> None:
@@ -86,6 +89,7 @@ class TaskContext:
         self.step = step
         self.messages = messages
         self.dropped = 0
+        self.attempt: str | None = None
 
     def log(self, msg: str) -> None:
         if self.messages is None:

@@ -1,12 +1,18 @@
 """The spark runner (mapreduce.framework.name=spark): the same rows and counters as the local runner on the test
-web, a 2-round crawl on local-cluster (separate executor JVMs and Python workers) and on the standalone master
-and worker of `docker/services.sh start spark`, and an executor's Python worker killed mid-fetch."""
+web; Spark's retries of fetch tasks never request a URL twice nor break a host's delay — an executor JVM killed
+mid-fetch of a 3-round crawl on local-cluster (spark.task.maxFailures=4; one SparkContext for the whole crawl;
+executors found without the venv on PATH), a Worker of the standalone cluster of `docker/services.sh start
+spark` lost mid-fetch (Spark's defaults); and a failed fetch (a Python worker killed, local master: no retry)
+is one line, after which -resume requests nothing twice."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,9 +22,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from nutch2.fetchclaim import LOST_REASON
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
+from nutch2.tableutil import unreverse_url
 from tests.conftest import STORE_BACKENDS
 from tests.crawlutil import cli, conf_for, defines
 from tests.test_crash_safety import same_rows, table
@@ -29,6 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 SPARK = {"mapreduce.framework.name": "spark", "spark.master": "local[2]", "spark.ui.enabled": "false"}
 SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch")
 STANDALONE = "spark://127.0.0.1:7077"
+MASTER_UI = "http://127.0.0.1:8090"
 SUMMARY = re.compile(r"^(\w+): finished in [\d.]+ s: (.*)$", re.M)
 
 
@@ -110,30 +119,147 @@ def nutch2(*args: object, timeout: float = 600) -> subprocess.CompletedProcess[s
                           text=True, timeout=timeout)
 
 
-def _crawl_to_the_end(web: TestWeb, tmp_path: Path, backend: str, master: str) -> None:
+# ---------------------------------------------------------------------------------------------- processes
+def _procs() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, command line) of every process."""
+    procs = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        procs[int(stat.parent.name)] = (ppid, cmd)
+    return procs
+
+
+def _below(pid: int, root: int, procs: dict[int, tuple[int, bytes]]) -> bool:
+    while pid > 1 and pid in procs:
+        if pid == root:
+            return True
+        pid = procs[pid][0]
+    return False
+
+
+def _python_workers(root: int) -> list[int]:
+    """Spark's Python workers below a process: forked by pyspark.daemon (the daemon's children)."""
+    procs = _procs()
+    daemons = {p for p, (_, cmd) in procs.items() if b"pyspark.daemon" in cmd and _below(p, root, procs)}
+    return [p for p, (pp, _) in procs.items() if pp in daemons]
+
+
+def _fetching(root: int, port: int) -> bool:
+    """Does a Python worker below `root` hold a connection to the test web (port): is a fetch task running there?"""
+    inodes = set()
+    for pid in _python_workers(root):
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    for table_file in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table_file).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+                    return True
+    return False
+
+
+def _executors(root: int) -> list[int]:
+    """The executor JVMs below a process."""
+    procs = _procs()
+    return [p for p, (_, cmd) in procs.items() if b"CoarseGrainedExecutorBackend" in cmd and _below(p, root, procs)]
+
+
+# ---------------------------------------------------------------------------------------------- a crawl with a kill
+DELAY = 0.3  # fetcher.server.delay of the kill tests
+
+
+def _crawl_with_a_kill(web: TestWeb, tmp_path: Path, backend: str, props: dict, kill, rounds: int = 2,
+                       env: dict[str, str] | None = None, seeds_per_host: int = 10,
+                       ) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`crawl` of the first pages of every host (their links lead to the rest), and kill() once the web has seen 15
+    page requests (it returns what it killed, or None to be asked again); the crawl must finish."""
     seeds = tmp_path / "seeds.txt"
-    seeds.write_text(web.seed_url + "\n")
-    d = defines(tmp_path, backend, **{**SPARK, "spark.master": master, "fetcher.server.delay": 0.05,
-                                      "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-    crawl_id = f"sc{uuid.uuid4().hex[:8]}"
-    p = nutch2("crawl", seeds, "-rounds", 2, "-crawlId", crawl_id, *d)
-    assert p.returncode == 0, p.stderr
-    assert re.search(rf"crawl: {crawl_id}: \d+ URLs: .*FETCHED=(\d+)", p.stdout), p.stdout
-    rows = table(conf_for(tmp_path, backend), crawl_id)
-    fetched = [k for k, r in rows.items() if r.status == CrawlStatus.FETCHED]
-    assert len(fetched) >= 5 and len(rows) > len(fetched)  # round 2 fetched what round 1 found
+    seeds.write_text("".join(web.page_url(h, i) + "\n" for h in range(web.n_hosts) for i in range(seeds_per_host)))
+    d = defines(tmp_path, backend, **{**SPARK, "fetcher.server.delay": DELAY, "fetcher.threads.fetch": 4,
+                                      "fetcher.lease.timeout": 6, **props})
+    crawl_id = f"sk{uuid.uuid4().hex[:8]}"
+    web.reset_log()
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", seeds, "-rounds", str(rounds), "-crawlId",
+                             crawl_id, *d], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    killed = None
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and killed is None:
+        if len([r for r in web.requests() if r.path != "/robots.txt"]) >= 15:
+            killed = kill(proc.pid)
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=600)
+    print("".join(f"{line}\n" for line in err.splitlines() if line.startswith(("fetch", "spark", "crawl"))))
+    assert killed is not None, f"nothing was killed mid-fetch: {err}"
+    assert proc.returncode == 0, err
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), crawl_id
 
 
-@pytest.mark.timeout(600)
-def test_two_round_crawl_on_local_cluster(web: TestWeb, tmp_path: Path) -> None:
-    """Separate executor JVMs, each with its own Python workers (and its own working folder)."""
-    _crawl_to_the_end(web, tmp_path, "sqlite", "local-cluster[2,1,1024]")
+def _each_url_once_and_politely(web: TestWeb, conf, crawl_id: str, stderr: str) -> None:
+    """Every page URL requested once, no host's requests closer than its delay, every fetched row counted once."""
+    counts = collections.Counter(f"{r.host}{r.path}" for r in web.requests() if r.path != "/robots.txt")
+    twice = sorted(u for u, n in counts.items() if n > 1)
+    assert not twice, twice
+    closest = web.closest_requests()
+    assert min(closest.values()) >= DELAY * 0.9, closest
+    rows = {_short(web, k): p for k, p in table(conf, crawl_id).items()}
+    fetched = {u for u, p in rows.items() if p.status == CrawlStatus.FETCHED}
+    lost = {u for u, p in rows.items() if p.protocol_status.args == [LOST_REASON]}
+    done = {u for u, p in rows.items() if p.status != CrawlStatus.UNFETCHED}
+    assert done - lost <= set(counts) <= done, (done ^ set(counts), lost)  # lost: claimed, requested or about to be
+    assert len(fetched) >= 40 and len(lost) <= 8  # lost: in flight in the lost executor (4 threads), or unwritten
+    summaries = [dict(x.split("=", 1) for x in line.split()) for job, line in SUMMARY.findall(stderr)
+                 if job == "fetch"]
+    assert sum(int(c.get("fetched", 0)) for c in summaries) == len(fetched)  # counted once, not per attempt
 
 
-@pytest.mark.timeout(600)
-def test_two_round_crawl_on_the_standalone_master_and_worker(web: TestWeb, tmp_path: Path) -> None:
+def _short(web: TestWeb, key: str) -> str:
+    """A row key as the test web logs its URL (host and path)."""
+    return unreverse_url(key).split("//", 1)[1].replace(f":{web.port}", "")
+
+
+@pytest.mark.timeout(900)
+def test_an_executor_killed_mid_fetch_on_local_cluster(tmp_path: Path) -> None:
+    """local-cluster: separate executor JVMs, each with its own Python workers; one is killed (kill -9 of the JVM)
+    while its fetch task runs, with spark.task.maxFailures=4: Spark re-runs what it lost (the task, and the map
+    output that lived in that executor). PATH leads to a python3 without nutch2: executors must not use it."""
+    bad = tmp_path / "bin"
+    bad.mkdir()
+    (bad / "python3").write_text("#!/bin/sh\necho 'not the Python of nutch2' >&2\nexit 3\n")
+    (bad / "python3").chmod(0o755)
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join([str(bad), *(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)])
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"} | {"PATH": path}
+
+    def kill_an_executor(driver: int) -> int | None:
+        for pid in _executors(driver):
+            if _fetching(pid, web.port):
+                os.kill(pid, signal.SIGKILL)
+                return pid
+        return None
+
+    props = {"spark.master": "local-cluster[2,1,1024]", "spark.task.maxFailures": 4, "mapreduce.job.tasks": 2}
+    with TestWeb(hosts=4, pages_per_host=25, traps=False) as web:
+        p, crawl_id = _crawl_with_a_kill(web, tmp_path, "sqlite", props, kill_an_executor, rounds=3, env=env)
+        assert len(re.findall(r"^spark: SparkContext started", p.stderr, re.M)) == 1, p.stderr  # all 3 rounds
+        assert f"executors run {sys.executable}" in p.stderr
+        assert re.search(rf"crawl: {crawl_id}: \d+ URLs: ", p.stdout), p.stdout
+        _each_url_once_and_politely(web, conf_for(tmp_path, "sqlite"), crawl_id, p.stderr)
+        assert len(re.findall(r"^crawl: round \d of 3", p.stderr, re.M)) == 3
+
+
+def _standalone() -> tuple[str, list[str]]:
+    """The standalone master's Spark home and a service store, or skip (fail in CI)."""
     try:
-        requests.get("http://127.0.0.1:8090/json/", timeout=3).raise_for_status()
+        requests.get(f"{MASTER_UI}/json/", timeout=3).raise_for_status()
     except requests.RequestException:
         if os.environ.get("CI"):
             pytest.fail("the Spark standalone master is not running: docker/services.sh start spark")
@@ -143,38 +269,67 @@ def test_two_round_crawl_on_the_standalone_master_and_worker(web: TestWeb, tmp_p
         if os.environ.get("CI"):
             pytest.fail("a cluster needs a store every executor reaches: NUTCH2_TEST_STORES=hbase,cassandra")
         pytest.skip("no service store (NUTCH2_TEST_STORES)")
-    _crawl_to_the_end(web, tmp_path, service[0], STANDALONE)
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent), service
+
+
+def _alive_workers() -> list[dict]:
+    state = requests.get(f"{MASTER_UI}/json/", timeout=3).json()
+    return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+
+
+@pytest.mark.timeout(900)
+def test_a_worker_lost_mid_fetch_on_the_standalone_cluster(tmp_path: Path) -> None:
+    """A second Worker (1 core) joins the master of `docker/services.sh start spark`, so that one of the three
+    fetch tasks runs in its executor; the Worker is killed (kill -9) mid-fetch. Spark's defaults: a lost Worker is
+    not a task failure, Spark runs the task again (and the map output it lost). sqlite is refused in one line."""
+    home, service = _standalone()
+    before = len(_alive_workers())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        ui = s.getsockname()[1]
+    env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1"}
+    if os.environ.get("JAVA17_HOME"):  # the Java docker/services/spark.sh runs the master with
+        env["JAVA_HOME"] = os.environ["JAVA17_HOME"]
+    worker = subprocess.Popen([f"{home}/bin/spark-class", "org.apache.spark.deploy.worker.Worker", STANDALONE,
+                               "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(ui),
+                               "--work-dir", str(tmp_path / "work")], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    executors: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(_alive_workers()) <= before:
+            assert worker.poll() is None and time.monotonic() < deadline, "the second Worker did not register"
+            time.sleep(0.5)
+
+        def lose_the_worker(_driver: int) -> int | None:
+            if not _fetching(worker.pid, web.port):
+                return None  # its executor runs no fetch task (yet)
+            executors.update(_executors(worker.pid))
+            worker.send_signal(signal.SIGKILL)
+            return worker.pid
+
+        props = {"spark.master": STANDALONE, "mapreduce.job.tasks": 3}
+        with TestWeb(hosts=6, pages_per_host=30, traps=False) as web:
+            p, crawl_id = _crawl_with_a_kill(web, tmp_path, service[0], props, lose_the_worker, seeds_per_host=20)
+            _each_url_once_and_politely(web, conf_for(tmp_path, service[0]), crawl_id, p.stderr)
+            assert "done_by_earlier_attempt=" in p.stderr or "waiting for attempt" in p.stderr, p.stderr
+    finally:
+        worker.kill()
+        worker.wait()
+        for pid in executors:  # the lost Worker's executor ends by itself once it sees its Worker gone
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     seeds = tmp_path / "seeds.txt"
     p = nutch2("inject", seeds, "-crawlId", "x", *defines(tmp_path, "sqlite", **{**SPARK, "spark.master": STANDALONE}))
     assert p.returncode == 1 and "sqlite store is a file on this machine" in p.stderr  # refused in one line
 
 
-def _python_workers(root: int) -> list[int]:
-    """Spark's Python workers below a process: forked by pyspark.daemon (the daemon's children)."""
-    procs = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            cmd = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        procs[int(stat.parent.name)] = (ppid, cmd)
-
-    def below(pid: int) -> bool:
-        while pid > 1 and pid in procs:
-            if pid == root:
-                return True
-            pid = procs[pid][0]
-        return False
-
-    daemons = {p for p, (_, cmd) in procs.items() if b"pyspark.daemon" in cmd and below(p)}
-    return [p for p, (pp, _) in procs.items() if pp in daemons]
-
-
 @pytest.mark.timeout(600)
 def test_python_worker_killed_mid_fetch(tmp_path: Path) -> None:
-    """The fetch fails with one line (Spark does not retry it behind the user's back); fetch -resume finishes
-    the batch with nothing lost."""
+    """A local master does not retry tasks: the fetch fails with one line naming the cause and -resume; fetch
+    -resume finishes the batch with nothing lost and no URL requested twice."""
     props = {**SPARK, "fetcher.server.delay": 0.2, "fetcher.write.batch.size": 5, "fetcher.threads.fetch": 4}
     d = defines(tmp_path, "sqlite", **props)
     local = defines(tmp_path, "sqlite", **{**props, "mapreduce.framework.name": "local"})  # inject, generate
@@ -200,11 +355,21 @@ def test_python_worker_killed_mid_fetch(tmp_path: Path) -> None:
         assert killed, "no Python worker was found to kill"
         assert proc.returncode == 1, err
         lines = [x for x in err.splitlines() if x.startswith("nutch2 ")]
-        assert len(lines) == 1 and "Python worker died" in lines[0] and "-resume" in lines[0], err
+        assert len(lines) == 1 and "Python worker died" in lines[0] and "with -resume" in lines[0], err
+        assert "collectAndServe" not in err and "Traceback" not in err, err
         marked = sum(Mark.FETCH.check(p) == batch for p in table(conf, "kf").values())
         assert marked < len(urls)
-        resume = nutch2("fetch", batch, "-resume", "-crawlId", "kf", *d)
-        assert resume.returncode == 0, resume.stderr
+        first = {f"{r.host}{r.path}" for r in web.requests() if r.path != "/robots.txt"}
+        # in this process: the module's SparkContext (one JVM start fewer)
+        assert cli("fetch", batch, "-resume", "-crawlId", "kf", *d) == 0
         rows = table(conf, "kf")
         assert len(rows) == len(urls)
-        assert all(Mark.FETCH.check(p) == batch and p.status == CrawlStatus.FETCHED for p in rows.values())
+        assert all(Mark.FETCH.check(p) == batch for p in rows.values())
+        lost = {k for k, p in rows.items() if p.status == CrawlStatus.RETRY}
+        assert all(rows[k].protocol_status.args == [LOST_REASON] for k in lost)
+        assert all(p.status == CrawlStatus.FETCHED for k, p in rows.items() if k not in lost)
+        counts = collections.Counter(f"{r.host}{r.path}" for r in web.requests() if r.path != "/robots.txt")
+        assert set(counts.values()) == {1}  # -resume requests nothing twice
+        short_lost = {_short(web, k) for k in lost}  # claimed by the failed run: requested, or about to be
+        assert set(counts) | short_lost == {_short(web, k) for k in rows} and not short_lost & (set(counts) - first)
+        assert len(lost) <= 8

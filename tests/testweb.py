@@ -444,6 +444,7 @@ class TestWeb:
         self._versions: dict[str, int] = {}
         self._mtimes: dict[str, float] = {}
         self._body_cache: dict[tuple[str, int], bytes] = {}
+        self._dropped: set[tuple[int, str]] = set()  # (host, path) answered by closing the connection
         self._word_counter = 0
 
     # ------------------------------------------------------------------ public API
@@ -634,6 +635,16 @@ class TestWeb:
             self._versions[url] = self._versions.get(url, 0) + 1
             self._mtimes[url] = max(time.time(), self._mtimes.get(url, 0) + 1)
 
+    def drop(self, urls: Iterable[str]) -> None:
+        """Answer these URLs by closing the connection without a response (a request that gets no answer);
+        an empty list answers them all again."""
+        dropped = set()
+        for url in urls:
+            parts = urlsplit(url)
+            dropped.add((self._host_of_ip[parts.hostname or ""], parts.path or "/"))
+        with self._lock:
+            self._dropped = dropped
+
     # request log
 
     def requests(self, host: int | str | None = None, path: str | None = None) -> list[RequestRecord]:
@@ -648,6 +659,19 @@ class TestWeb:
         parts = urlsplit(url)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return len(self.requests(parts.hostname, path))
+
+    def closest_requests(self) -> dict[str, float]:
+        """Per host (IP), the shortest time between the arrivals of two of its requests (robots.txt included):
+        what politeness keeps at or above the host's delay."""
+        by_host: dict[str, list[float]] = {}
+        for r in self.requests():
+            by_host.setdefault(r.host, []).append(r.arrived)
+        out = {}
+        for host, times in by_host.items():
+            times.sort()
+            if len(times) > 1:
+                out[host] = min(b - a for a, b in zip(times, times[1:], strict=False))
+        return out
 
     def in_flight_max(self, host: int | str | None = None) -> int:
         """Most requests seen at once on `host` (index or IP); over all hosts when None."""
@@ -1126,6 +1150,9 @@ class TestWeb:
         if path == "/robots.txt":
             status, text = self.robots_txt(host)
             return self._send(h, status, "text/plain; charset=utf-8", text.encode(), head)
+        if (host, path) in self._dropped:
+            h.close_connection = True
+            return 0
         res = self._resources.get((host, path))
         if res is None:
             return self._send(h, 404, "text/html; charset=utf-8", _error_body(404), head)

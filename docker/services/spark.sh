@@ -2,8 +2,8 @@
 # (sourced by docker/services.sh after common.sh; defines spark_start/_stop/_status).
 #   master  spark://127.0.0.1:$SPARK_MASTER_PORT (7077), web UI 127.0.0.1:$SPARK_MASTER_UI (8090)
 #   worker  $SPARK_WORKER_CORES cores (2), $SPARK_WORKER_MEMORY (2g), web UI 127.0.0.1:$SPARK_WORKER_UI (8091)
-# UI ports stay away from Solr's 8983. Executors run the python3 on PATH (the one with nutch2 installed), or
-# $PYSPARK_PYTHON. Jobs reach it with: -D mapreduce.framework.name=spark -D spark.master=spark://127.0.0.1:7077
+# UI ports stay away from Solr's 8983. Executors run the Python of the nutch2 command that sends the job (or its
+# spark.pyspark.python). Jobs reach it with: -D mapreduce.framework.name=spark -D spark.master=spark://127.0.0.1:7077
 # Layout: $NUTCH2_SERVICES_DIR/spark/{master.pid,worker.pid,master.log,worker.log,work/}
 
 _spark_vars() {
