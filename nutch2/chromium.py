@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.logs import warning
 from nutch2.protocol import ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
@@ -285,6 +286,7 @@ class Renderer:
             html, truncated = _Page(browser, self.settings, url, out, fetch, self.counters.incr).render()
         except ChromiumError as e:
             self.counters.incr("chromium_failed")
+            warning(f"warning: chromium: {url} not rendered ({e}); its fetched HTML is parsed instead")
             if browser is not None:
                 browser.alive = False  # restarted for the next page
             out.headers = {**out.headers, "X-Nutch2-Chromium": f"failed: {e}"[:200]}

@@ -32,6 +32,8 @@ class BatchTool(Tool):
                                 force=getattr(self.args, "force", False))
                 self.work(store, batch, counters)
                 self.done(store, batch, counters)
+            elif batch is not None:
+                lifecycle.record_empty(self.step, store, batch, counters)
         run.summary(counters)
         return 0
 

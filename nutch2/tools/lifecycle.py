@@ -93,8 +93,16 @@ def record(step: Step, store: DataStore, batch: str | None, counters: Counters, 
         journal.advance(b, state or step.records, {step.count: n})
 
 
+def record_empty(step: Step, store: DataStore, batch: str, counters: Counters) -> None:
+    """A known batch the step before finished with no row for this step (nothing was fetched in it): this step
+    is done too, with 0 rows, so `crawl` and the dashboard see the batch go on."""
+    rec = Journal(store).batch(batch)
+    if rec is not None and _ready_for(step, rec):
+        record(step, store, batch, counters)
+
+
 def _ready_for(step: Step, rec: BatchRecord) -> bool:
-    """With -all: the batches the step went through (those at the step before it)."""
+    """The batch went through the step before this one and not yet through this one."""
     before = {FETCH.job: GENERATED, PARSE.job: FETCHED, INDEX.job: UPDATED}.get(step.job)
     return before is not None and rec.reached(before) and not rec.reached(step.records)
 
@@ -109,5 +117,5 @@ def unfinished(store: DataStore) -> list[BatchRecord]:
     return [r for r in Journal(store).batches() if r.state in (GENERATED, FETCHED, PARSED)]
 
 
-__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "pending_index",
+__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty", "pending_index",
            "unfinished", "PARSED", "UPDATED"]
