@@ -35,7 +35,7 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp: Path):
     require_solr()
-    wipe_solr()
+    wipe_solr(CRAWL)
     d = defines(tmp, "sqlite")
     with SearchServer(["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *d], tmp / "server.log") as s:
         yield s
