@@ -175,13 +175,18 @@ def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
     (files / "seeds").mkdir(parents=True)
     (files / "seeds" / "s.txt").write_text("http://a/\n")
     jobs = JobManager(make_conf(tmp_path), "c", "http://127.0.0.1:8983/solr/nutch", files)
-    tool, args = jobs.build("generate", {"topN": 50, "noFilter": True, "noNorm": False})
+    tool, args, _ = jobs.build("generate", {"topN": 50, "noFilter": True, "noNorm": False})
     assert tool.name == "generate" and (args.topN, args.noFilter, args.noNorm) == (50, True, False)
     assert jobs.build("fetch", {"batch": "1700000000-42", "threads": 4, "resume": True})[1].threads == 4
     assert jobs.build("parse", {"all": True})[1].batch_id is None
     assert jobs.build("index", {"reindex": True})[1].solr == "http://127.0.0.1:8983/solr/nutch"  # the server's
     assert jobs.build("inject", {"seedUrls": ["http://a/", " http://b/ "]})[1].seedUrls == ["http://a/", " http://b/ "]
     assert jobs.build("inject", {"seedDir": "seeds"})[1].seeds == (files / "seeds").resolve()
+    # what the API shows is what the client sent: no resolved path, no Solr URL
+    assert jobs.build("inject", {"seedDir": "seeds"})[2] == {"seedDir": "seeds"}
+    assert jobs.build("index", {"reindex": True})[2] == {"reindex": True}
+    assert jobs.build("crawl", {"seedDir": "seeds/s.txt", "index": True, "rounds": 2})[2] == {
+        "seedDir": "seeds/s.txt", "index": True, "rounds": 2}
     for job, args, words in (
             ("updatedb", {"batch": "-all"}, "not a batch id"), ("updatedb", {"batch": "a b"}, "not a batch id"),
             ("fetch", {"batch": "b", "threads": -1}, "out of range"), ("fetch", {"batch": "b", "numTasks": 5000},
@@ -201,6 +206,25 @@ def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
         no_files.build("inject", {"seedDir": "seeds"})
     with pytest.raises(ParamError, match="needs Solr"):
         no_files.build("index", {"all": True})
+
+
+def test_job_messages_name_no_url_or_path_of_the_server(tmp_path: Path) -> None:
+    from nutch2.searcher.jobapi import Redactor
+
+    files, data = tmp_path / "files", str(tmp_path / "crawl")
+    r = Redactor("http://127.0.0.1:8983/solr/nutch", files, data)
+    assert r.text(f"warc: wrote {files.resolve()}/out/a.warc.gz") == "warc: wrote out/a.warc.gz"
+    assert r.value({"files": [f"{files}/out/a.warc.gz"], "n": 2}) == {"files": ["out/a.warc.gz"], "n": 2}
+    error = ("nutch2 index: error: Solr at http://127.0.0.1:8983/solr/nutch does not answer (connection refused); "
+             f"sqlite store {data}/c_webpage.sqlite: disk I/O error; proxy http://u:p@10.0.0.1:3128/ refused; "
+             "lock /var/lock/nutch2/c.lock is held; /etc/passwd: not a seed file")
+    shown = r.text(error, strict=True)
+    assert shown == ("nutch2 index: error: Solr at <solr> does not answer (connection refused); sqlite store "
+                     "<data>/c_webpage.sqlite: disk I/O error; proxy <url> refused; lock <path> is held; <path>: "
+                     "not a seed file")
+    # what is not a path stays
+    plain = "fetch: no rows carry batch id '123-456' from generate; check text/html 1/2 and/or `nutch2 generate`"
+    assert r.text(plain, strict=True) == plain
 
 
 def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebPage:

@@ -365,7 +365,7 @@ def crawl_page(request: Request) -> Response:
     return s.templates.TemplateResponse(request, "crawl.html", _ctx(
         request, view=summary, readdb=readdb, chart=bar_chart(list(readdb["status"].items())) if readdb else None,
         batches=view.batch_rows(), top=top, steps=[step for step, _ in STEPS],
-        jobs=s.jobs.all()[:10] if s.jobs else []))
+        jobs=[j.to_json() for j in s.jobs.all()[:10]] if s.jobs else []))
 
 
 def home(request: Request) -> Response:
