@@ -62,7 +62,6 @@ class TableStats:
                 self.score_min = s if self.score_min is None else min(self.score_min, s)
                 self.score_max = s if self.score_max is None else max(self.score_max, s)
 
-
     def statuses(self) -> list[tuple[str, int]]:
         """(status name, count) in CrawlStatus order, unknown codes last."""
         order = {s.name: i for i, s in enumerate(CrawlStatus)}
