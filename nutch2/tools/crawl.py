@@ -74,10 +74,12 @@ class Crawl(Tool):
             self.step(run, Dedup, SolrArgs(solr=self.solr_url))
         self.record_crawl(None)
         from nutch2.jobs.readdb import StatsJob
+        from nutch2.tablestats import record_stats
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
-            job = StatsJob(self.conf)
+            job = StatsJob(self.conf, per_host=True)
             make_runner(self.conf, a.num_tasks).run(job, store)
+            record_stats(store, job.stats, per_host=True)  # the searcher's dashboard shows them
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)
         run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")

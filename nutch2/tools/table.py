@@ -9,6 +9,7 @@ from pathlib import Path
 from nutch2.errors import NutchError
 from nutch2.runners import make_runner
 from nutch2.stores import BatchLock
+from nutch2.tablestats import record_stats
 from nutch2.tableutil import reverse_url
 from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
@@ -17,7 +18,8 @@ from nutch2.tools.base import Run, Tool, tool
 # ---------------------------------------------------------------- readdb
 @dataclass
 class ReaddbArgs(ToolArgs):
-    stats: bool = opt("-stats", "counts per status and retry, score min/avg/max", default=False)
+    stats: bool = opt("-stats", "counts per status and retry, score min/avg/max (kept for the searcher)",
+                      default=False)
     url: str | None = opt("-url", "print one row", metavar="URL")
     dump: Path | None = opt("-dump", "write every row as JSON Lines into DIR", metavar="DIR", api="file_out")
     sort: bool = opt("-sort", "with -stats: counts per host", default=False)
@@ -52,6 +54,7 @@ class Readdb(Tool):
 
             job = StatsJob(self.conf, per_host=a.sort)
             runner.run(job, store, run.job_counters("readdb"))
+            record_stats(store, job.stats, a.sort)  # the searcher's dashboard shows the last result
             out = io.StringIO()
             job.report(out)
             for line in out.getvalue().splitlines():
