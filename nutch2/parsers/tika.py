@@ -19,9 +19,10 @@ parsed (a corrupt file, a bomb that ended a parser process), a 503 that says the
 The official server (forked mode) answers nothing when a document ends its parser (out of memory, over its time
 limit): it closes the connection and restarts the parser process. So a connection closed after the document was sent
 is followed by a health check, ``GET /version``, tried for up to ``tika.server.restart.wait`` seconds: no answer, the
-server is down (retryable, as above); an answer, and the document is sent once more (each request on a connection of
-its own: another document that ended the same parser process may have taken this one with it); closed again, it is
-this document that ends the parser: a FAILED parse, counted as ``tika_parser_died``, never retried.
+server is down (retryable, as above); an answer, and the document is sent once more (a parser process that dies
+takes every document it was parsing with it, and a kept-alive connection may have been closed by the restart);
+closed again, it is this document that ends the parser: a FAILED parse, counted as ``tika_parser_died``, never
+retried.
 """
 
 from __future__ import annotations
@@ -216,11 +217,11 @@ class TikaParser:
         raise AssertionError("unreachable")
 
     def _send(self, path: str, body: bytes, headers: dict[str, str], budget: float) -> tuple[int, str]:
-        """One PUT on a connection of its own (a closed one then says something about this request only)."""
+        """One PUT, cut at ``budget`` seconds; _Dropped when the server closed the connection without an answer."""
         deadline = time.monotonic() + budget
         guard = WATCHDOG.arm(deadline)
         try:
-            resp = self._session().put(self.url + path, data=body, headers={**headers, "Connection": "close"},
+            resp = self._session().put(self.url + path, data=body, headers=headers,
                                        timeout=(self.connect_timeout, budget))
             text = resp.text
             if guard.expired:
@@ -248,8 +249,7 @@ class TikaParser:
         end = time.monotonic() + self.restart_wait
         while True:
             try:
-                r = self._session().get(self.url + "/version", timeout=(self.connect_timeout, 5.0),
-                                        headers={"Connection": "close"})
+                r = self._session().get(self.url + "/version", timeout=(self.connect_timeout, 5.0))
                 if r.status_code == 200:
                     return True
             except requests.RequestException:
