@@ -6,7 +6,6 @@ request through a counting proxy, credentials nowhere they are kept, hostile pag
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,7 +14,7 @@ import requests
 
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode
 from nutch2.tableutil import reverse_url
-from tests.conftest import require_solr, require_tika
+from tests.conftest import require_chromium, require_solr, require_tika
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.documents import DOCUMENT_TYPES, LINKING_KINDS
 from tests.proxy import ForwardProxy
@@ -31,11 +30,6 @@ def web():
         yield w
 
 
-def need_chromium() -> None:
-    if shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (tests/run.sh installs it)")
-
-
 def host_of(web: TestWeb, index: int | None) -> str:
     assert index is not None
     return web.hosts[index]
@@ -48,7 +42,7 @@ def select(solr: str, q: str, **params: object) -> dict:
 
 
 def test_documents_and_scripted_links_with_tika_and_chromium(web: TestWeb, tmp_path: Path) -> None:
-    need_chromium()
+    require_chromium()
     tika, solr = require_tika(), require_solr()
     requests.post(f"{solr}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
     props = {"tika.server.url": tika, "chromium.hosts": host_of(web, web.docs_host), "http.redirect.max": 3,
@@ -165,7 +159,7 @@ def test_hostile_pages_in_the_browser(web: TestWeb, tmp_path: Path, capsys: pyte
     """A script that never ends is cut at the page time limit and the DOM kept; windows, a navigation away and a
     download are blocked; a robots-disallowed script is never requested, an image is blocked by type, the allowed
     script is fetched once (politely) and what it writes is in the DOM. All reported as counters."""
-    need_chromium()
+    require_chromium()
     urls = {name: web.url(web.docs_host, path) for name, path in BROWSER_HOSTILE.items()}
     web.reset_log()
     props = {"chromium.hosts": host_of(web, web.docs_host), "chromium.page.timeout": 4, "page.load.delay": 0.5,
