@@ -60,6 +60,53 @@ def test_tika_parses_each_format(tika: str, kind: str) -> None:
         assert r.outlinks == []
 
 
+def _mail_with_attachment() -> bytes:
+    """A mail (message/rfc822) whose attachment is a DOCX: a document with an embedded document."""
+    from email.message import EmailMessage
+
+    msg = EmailMessage()
+    msg["Subject"], msg["From"], msg["To"] = "Mail with an attachment", "ada@example.org", "bob@example.org"
+    msg.set_content("The mail itself is about quixmailbodyzor.")
+    main, sub = DOCUMENT_TYPES["docx"][1].split("/")
+    msg.add_attachment(make("docx", DocSpec("Attached report", "Ada", "quixattachedzor")), maintype=main,
+                       subtype=sub, filename="report.docx")
+    return msg.as_bytes()
+
+
+@pytest.mark.integration
+def test_tika_reads_embedded_documents(tika: str) -> None:
+    """The text of an embedded document (a mail's DOCX attachment) is the container's text too; with
+    tika.server.max.embedded=0 only the container's own text is read."""
+    mail = _mail_with_attachment()
+    r = factory(**{"tika.server.url": tika}).parse(mail, "http://h.example/m.eml", "message/rfc822", {})
+    assert r.parser == "parse-tika" and r.is_success, r.status_args
+    assert r.title == "Mail with an attachment"
+    assert "quixmailbodyzor" in r.text and "quixattachedzor" in r.text
+    r = factory(**{"tika.server.url": tika, "tika.server.max.embedded": 0}).parse(
+        mail, "http://h.example/m.eml", "message/rfc822", {})
+    assert r.is_success and "quixmailbodyzor" in r.text and "quixattachedzor" not in r.text
+
+
+@pytest.mark.integration
+def test_tika_limits_through_the_client(tika: str) -> None:
+    """At most http.content.limit bytes of a document are sent to Tika, and at most parser.text.limit characters of
+    its text are kept (Tika's writeLimit)."""
+    text = b"alpha beta " * 100 + b"quixtailzor"
+    props = {"tika.server.url": tika, "parse.plugin": "*=parse-tika", "tika.language.detect": "false"}
+    whole = factory(**props).parse(text, "http://h.example/a.txt", "text/plain", {})
+    assert whole.parser == "parse-tika" and "quixtailzor" in whole.text
+    cut = factory(**props, **{"http.content.limit": 100}).parse(text, "http://h.example/a.txt", "text/plain", {})
+    assert cut.is_success and cut.text.startswith("alpha beta") and len(cut.text.strip()) <= 100
+    assert "quixtailzor" not in cut.text
+    doc = make("docx", DocSpec("Long", "Ada", "quixlongzor"))
+    full = factory(**props).parse(doc, "http://h.example/a.docx", DOCUMENT_TYPES["docx"][1], {})
+    assert "quixlongzor" in full.text and len(full.text) > 40
+    short = factory(**props, **{"parser.text.limit": 40}).parse(doc, "http://h.example/a.docx",
+                                                                  DOCUMENT_TYPES["docx"][1], {})
+    assert short.is_success and short.text.startswith("Long") and len(short.text) <= 40
+    assert "quixlongzor" not in short.text
+
+
 def test_pdf_in_process_without_tika() -> None:
     r = factory().parse(make("pdf", SPEC), "http://h.example/d.pdf", "application/pdf", {})
     assert r.parser == "parse-pdf" and r.is_success
