@@ -596,6 +596,10 @@ class Fetcher:
         it, in turn in its host's queue (fetcher.server.delay or the host's Crawl-delay after the host's last
         request, the page's own included), ended by `until` (the page's time); ``(None, reason)`` when refused.
         The URL filters are for the URLs a crawl visits; a page's scripts are not among them."""
+        try:
+            queue_id(url, self.queue_mode)
+        except ValueError:  # a URL the browser sent that names no host we could queue
+            return None, "invalid_url"
         rules = self._resource_robots(url, until, page_q, queues)
         if rules is None:
             return None, "stopped" if queues.aborted else "over_time"
