@@ -21,6 +21,7 @@ from pathlib import Path
 from nutch2.config import Configuration
 from nutch2.marks import Mark
 from nutch2.stores import open_store
+from nutch2.stores.query import Query
 from nutch2.webpage import WebPage
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,8 +145,9 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
         store.flush()
         raw = RawHBase(conf, store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
         # the way jobs read: the store's splits (token ranges on Cassandra, regions on HBase)
-        s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.splits(1)
-                                                        for _ in store.scan_split(s, fields=fields))))
+        query = Query(fields)
+        s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.partitions(query, 1)
+                                                        for _ in store.read(query, s))))
         r_scan = median(runs, lambda: timed(raw.scan))
         raw.close()
     finally:

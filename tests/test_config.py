@@ -300,12 +300,15 @@ def test_service_stores_down_fail_fast(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("value,expected", [
     ("org.apache.gora.memory.store.MemStore", "memory"),
     ("org.apache.gora.sql.store.SqlStore", "sqlite"),
+    ("nutch2.stores.sqlite.SqliteStore", "sqlite"),
     ("MEMORY", "memory"),
     (" sqlite ", "sqlite"),
 ])
 def test_gora_class_names_map(tmp_path: Path, value: str, expected: str) -> None:
     conf = make_conf(tmp_path, value)
     assert backend_name(conf) == expected
+    if expected == "postgres":  # the name is what this test is about; opening it needs the server
+        return
     store = open_store(conf, "gora")
     try:
         assert store.name == expected

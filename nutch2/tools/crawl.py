@@ -77,7 +77,7 @@ class Crawl(Tool):
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
             job = StatsJob(self.conf)
-            make_runner(self.conf, a.num_tasks).run(job, store)
+            job.compute(store, make_runner(self.conf, a.num_tasks))
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)
         run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
