@@ -35,7 +35,6 @@ class SqliteStore(BufferedStore):
     """A WebPage table in one SQLite file."""
 
     name = "sqlite"
-    aliases = ("org.apache.gora.sql.store.SqlStore",)
     capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.DURABLE, Capability.ORDERED_SCANS,
                               Capability.TRANSACTIONS, Capability.AGGREGATES})
 

@@ -283,7 +283,7 @@ def test_unknown_store_name_lists_valid_names(tmp_path: Path) -> None:
         open_store(conf, "x")
     msg = one_line(e)
     assert "storage.data.store.class" in msg and "'foo'" in msg
-    for name in ("memory", "sqlite", "hbase", "cassandra"):
+    for name in ("memory", "sqlite", "postgres", "hbase", "cassandra"):
         assert name in msg
 
 
@@ -299,7 +299,7 @@ def test_service_stores_down_fail_fast(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("value,expected", [
     ("org.apache.gora.memory.store.MemStore", "memory"),
-    ("org.apache.gora.sql.store.SqlStore", "sqlite"),
+    ("org.apache.gora.sql.store.SqlStore", "postgres"),
     ("nutch2.stores.sqlite.SqliteStore", "sqlite"),
     ("MEMORY", "memory"),
     (" sqlite ", "sqlite"),
