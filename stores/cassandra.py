@@ -314,11 +314,37 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     # -------------------------------------------------------------- index entries (EntryStorage)
     def put_entries(self, entries: list[Entry], stamp: int) -> None:
-        cql = f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        """The bulk path: one unlogged batch per index partition (a bucket's shard) and up to 200 entries."""
+        from cassandra.query import BatchStatement, BatchType
+
+        cql = self._prepare(f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) "
+                            "USING TIMESTAMP ?")
         new = {(e.index, e.bucket) for e in entries} - self._buckets
         self._many([(f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b) for b in new])
-        self._many([(cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000)) for e in entries])
+        groups: dict[tuple[str, str, int], list[Entry]] = {}
+        for e in entries:
+            groups.setdefault((e.index, e.bucket, e.shard), []).append(e)
+        batches = []
+        for group in groups.values():
+            for i in range(0, len(group), 200):
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.write_cl)
+                for e in group[i:i + 200]:
+                    batch.add(cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000))
+                batches.append(batch)
+        self._run_all(batches)
         self._buckets |= new
+
+    def _run_all(self, stmts: list[Any]) -> None:
+        """Bound statements with at most storage.cassandra.concurrency in flight, retried as _many is."""
+        from cassandra.concurrent import execute_concurrent
+
+        def run() -> None:
+            execute_concurrent(self.session, [(st, ()) for st in stmts], concurrency=self.concurrency,
+                               raise_on_first_error=True)
+
+        if stmts:
+            with_retries(run, self.retries, _transient,
+                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_short(e)}"))
 
     def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
                      end: str | None) -> Iterator[tuple[Entry, int]]:
