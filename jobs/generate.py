@@ -19,6 +19,7 @@ from nutch2.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.schedule import fetch_schedule
 from nutch2.scoring import OpicScoring
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Due, Query
 from nutch2.tableutil import unreverse_url
 from nutch2.urls import UrlChecker
 from nutch2.webpage import WebPage
@@ -59,6 +60,11 @@ class GeneratorJob(Job):
         self.max_distance = conf.get_int("generate.max.distance")
         self.min_score = conf.get_float("generate.min.score")
         self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
+
+    def query(self) -> Query:
+        """The due rows only, from the store's due index (its cost follows what is due, not the table);
+        the schedule also treats a fetch time beyond its max interval as due."""
+        return Query(self.fields, due=Due(self.cur_ms, self.cur_ms + self.schedule.max_interval * 1000))
 
     def count_key(self, url: str) -> str:
         host = host_of(url)

@@ -28,6 +28,8 @@ from nutch2.errors import NutchError
 from nutch2.marks import Mark
 from nutch2.runner import Counters, log
 from nutch2.stores.base import DataStore
+from nutch2.stores.lease import active_fences
+from nutch2.stores.query import Query
 
 _PAST = {"generate": "generated", "fetch": "fetched", "updatedb": "updated"}
 GENERATING, IMPORTING, GENERATED, FETCHED, PARSED, UPDATING, UPDATED, INDEXED = (
@@ -77,7 +79,7 @@ class Journal:
             rec.counts = dict(old.counts)
         rec.counts.update(counts or {})
         value = {k: v for k, v in asdict(rec).items() if k != "batch_id" and v not in (None, {})}
-        self.store.put_state(f"batch/{batch_id}", json.dumps(value))
+        self._put(f"batch/{batch_id}", json.dumps(value))
         return rec
 
     def advance(self, batch_id: str, state: str, counts: dict[str, int] | None = None) -> None:
@@ -90,7 +92,7 @@ class Journal:
         self.record(batch_id, rec.state if further else state, rec.rows, rec.run, counts)
 
     def forget(self, batch_id: str) -> None:
-        self.store.put_state(f"batch/{batch_id}", None)
+        self._put(f"batch/{batch_id}", None)
 
     def start_update(self, batch_id: str | None) -> str:
         """Record that updatedb of the batch (None: of every batch) starts; its run id (the interrupted run's,
@@ -135,7 +137,12 @@ class Journal:
         return None if raw is None else json.loads(raw)
 
     def record_crawl(self, value: dict[str, Any] | None) -> None:
-        self.store.put_state("crawl", None if value is None else json.dumps(value))
+        self._put("crawl", None if value is None else json.dumps(value))
+
+    def _put(self, name: str, value: str | None) -> None:
+        """A journal write, fenced by the leases this command holds on the crawl (a command that lost its lease
+        cannot record a step)."""
+        self.store.put_state_fenced(name, value, active_fences(self.store.table))
 
 
 def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer: str,
@@ -143,10 +150,11 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
     """Does the batch have rows for this job? A known batch with none (nothing was fetched in it, or it was
     updated already) is a normal no-op, said in a counter; an unknown batch id is a user error."""
     Journal(store).check_no_import(batch, job)
-    if batch is None or store.count(mark=(mark.value, batch)) > 0:
+    if batch is None or store.has_rows(Query(("status",), (mark.value, batch))):
         return True
     rec = Journal(store).batch(batch)
-    if rec is None and not any(store.count(mark=(m.value, batch)) for m in (Mark.GENERATE, Mark.UPDATEDB)):
+    if rec is None and not any(store.has_rows(Query(("status",), (m.value, batch)))
+                               for m in (Mark.GENERATE, Mark.UPDATEDB)):
         raise NutchError(f"{job}: no rows carry batch id {batch!r} from {producer}; check the id printed by "
                          f"`nutch2 generate` (or use -all)")
     counters.incr(f"{_PAST[producer]}_rows", 0)

@@ -27,6 +27,7 @@ from nutch2.runner import Job, Runner, TaskOutput, release_memory, run_map_task,
 from nutch2.shuffle import MapOutput, Run, SpillDir
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Capability
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 _pool: ProcessPoolExecutor | None = None
@@ -47,10 +48,10 @@ class ProcessRunner(Runner):
                               f"{limit} or less (mapreduce.job.tasks)")
 
     def check(self, job: Job, store: DataStore) -> None:
-        if store.name == "memory":
-            raise ConfigError("mapreduce.framework.name=processes cannot use the memory store (its rows live in "
-                              "one process); use storage.data.store.class=sqlite, hbase or cassandra, or the "
-                              "local runner")
+        if not store.has(Capability.SHARED_PROCESSES):
+            raise ConfigError(f"mapreduce.framework.name=processes cannot use the {store.name} store (its rows live "
+                              "in one process); use storage.data.store.class=sqlite, postgres, hbase or cassandra, "
+                              "or the local runner")
         store.flush()  # what the driver wrote must be visible to the workers
 
     def map_tasks(self, job: Job, splits: list[Any], store: DataStore, spill: SpillDir,

@@ -1,7 +1,8 @@
 """Jobs and runners. A job is a picklable description: what to read, a map, optional reduce steps, a final step.
 
-A job never loops over the table itself: it names fields and a mark filter (or its own input splits); a runner
-asks for splits, runs one map task per split, partitions what the maps emit over the first step's reducers,
+A job never loops over the table itself: it names what it reads as a store Query (fields, a mark or due
+filter), or its own inputs; a runner asks the store for the query's partitions, runs one map task per partition,
+partitions what the maps emit over the first step's reducers,
 sorts each partition by key and runs the reducers; what a reducer emits goes to the next step; at the end the
 job's final step runs on the driver with the per-task results. Tasks share nothing but what the runner passes:
 every task works on its own copy of the job (setup hooks open clients, cleanup hooks close them), counters are
@@ -33,6 +34,7 @@ from nutch2.errors import ConfigError
 from nutch2.logs import log
 from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.stores.query import Partition, Query
 from nutch2.webpage import WebPage
 
 
@@ -131,13 +133,18 @@ class Job:
         """Only rows carrying this mark (name, value or None for any) reach the map."""
         return None
 
+    def query(self) -> Query:
+        """What the map reads from the store: the job's fields and mark filter."""
+        return Query(self.fields, self.mark_filter())
+
     def inputs(self, store: DataStore, n: int) -> list[Any]:
-        """What each map task reads, as picklable descriptions: by default the store's splits."""
-        return list(store.splits(n))
+        """What each map task reads, as picklable descriptions: by default the store's partitions of query()."""
+        return list(store.partitions(self.query(), n))
 
     def read(self, split: Any, store: DataStore) -> Iterable[Any]:
-        """The records of one input split (in the task): by default a scan of the split with fields and mark."""
-        return store.scan_split(split, self.fields, self.mark_filter())
+        """The records of one input (in the task): by default the rows of one partition of query()."""
+        part: Partition = split
+        return store.read(self.query(), part)
 
     # ---------------------------------------------------------------- map
     def map_setup(self, ctx: TaskContext) -> None:

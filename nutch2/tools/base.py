@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack, closing
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -87,6 +87,7 @@ class Tool:
     job: ClassVar[bool] = True  # offered by the job API (server, search and the checkers are not)
     crawl_lock: ClassVar[bool] = False  # takes the crawl's lock (rewrites the table: inject, generate, updatedb)
     batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
+    creates: ClassVar[bool] = False  # may create the crawl (its lock is taken in a store it creates)
 
     def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
         self.conf = conf
@@ -105,9 +106,9 @@ class Tool:
     def locks(self) -> list[AbstractContextManager[Any]]:
         locks: list[AbstractContextManager[Any]] = []
         if self.crawl_lock:
-            locks.append(closing(_Releasing(crawl_lock(self.conf, self.crawl_id, self.name))))
+            locks.append(crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log))
         if self.batch_lock:
-            locks.append(BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name))
+            locks.append(BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log))
         return locks
 
     def locked_batch(self) -> str | None:
@@ -133,16 +134,6 @@ class Tool:
 
     def tasks(self) -> int | None:
         return getattr(self.args, "num_tasks", None)
-
-
-class _Releasing:
-    """A fasteners lock as something `closing` can release."""
-
-    def __init__(self, lock: Any) -> None:
-        self.lock = lock
-
-    def close(self) -> None:
-        self.lock.release()
 
 
 TOOLS: dict[str, type[Tool]] = {}

@@ -78,7 +78,7 @@ class Crawl(Tool):
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
             job = StatsJob(self.conf, per_host=True)
-            make_runner(self.conf, a.num_tasks).run(job, store)
+            job.compute(store, make_runner(self.conf, a.num_tasks))
             record_stats(store, job.stats, per_host=True)  # the searcher's dashboard shows them
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)

@@ -18,6 +18,7 @@ from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDA
 from nutch2.marks import Mark
 from nutch2.runner import Counters
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Query
 
 
 class Refused(NutchError):
@@ -43,7 +44,7 @@ INDEX = Step("index", Mark.UPDATEDB, "updatedb", INDEXED, "indexed", Mark.INDEX)
 
 
 def _any(store: DataStore, mark: Mark, batch: str) -> bool:
-    return store.count(mark=(mark.value, batch)) > 0
+    return store.has_rows(Query(("status",), (mark.value, batch)))
 
 
 def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = False, force: bool = False) -> None:

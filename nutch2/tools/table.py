@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.errors import NutchError
+from nutch2.logs import log
 from nutch2.runners import make_runner
 from nutch2.stores import BatchLock
 from nutch2.tablestats import record_stats
@@ -53,7 +54,7 @@ class Readdb(Tool):
             from nutch2.jobs.readdb import StatsJob
 
             job = StatsJob(self.conf, per_host=a.sort)
-            runner.run(job, store, run.job_counters("readdb"))
+            job.compute(store, runner, run.job_counters("readdb"))
             record_stats(store, job.stats, a.sort)  # the searcher's dashboard shows the last result
             out = io.StringIO()
             job.report(out)
@@ -159,6 +160,7 @@ class WarcImport(Tool):
     help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
     Args = WarcImportArgs
     crawl_lock = True
+    creates = True
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import import_id, run_import
@@ -172,7 +174,7 @@ class WarcImport(Tool):
         except OSError as e:
             raise NutchError(f"cannot read {e.filename}: {e.strerror}; check its permissions") from None
         counters = run.job_counters("warcimport")
-        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport"):
+        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport", log=log):
             run_import(self.conf, store, paths, batch, make_runner(self.conf, self.tasks()), counters)
         run.summary(counters)
         run.values["batchId"] = batch
