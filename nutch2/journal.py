@@ -5,7 +5,7 @@ Marks say where each row is; the journal says whether a job that writes many row
     batch/<id>  {"state": "generating"}              generate is writing the batch's marks
                 {"state": "importing"}               warcimport is writing the batch's rows (id: the input's digest)
                 {"state": "generated", "rows": n}    every mark is durable; the id was printed
-                {"state": "fetching", ...}           a fetch of the batch started (it may have sent requests)
+                {"state": "fetching", ...}           a fetch task of the batch is about to send its first request
                 {"state": "fetched" | "parsed", ...} the fetch (parse) job of the batch ran to its end
                 {"state": "updating", "run": r, ...} updatedb started (r: its run id, reused by a rerun)
                 {"state": "updated", "rows": n}      updatedb finished
@@ -98,6 +98,10 @@ class Journal:
         if rec is None:
             return
         self.record(batch_id, rec.state if reached(rec.state, state) else state, rec.rows, rec.run, counts)
+
+    def fetching(self, batch_id: str) -> None:
+        """A fetch of the batch sends its first request (from then on, fetching it again needs -resume)."""
+        self.advance(batch_id, FETCHING)
 
     def forget(self, batch_id: str) -> None:
         self.store.put_state(f"batch/{batch_id}", None)

@@ -30,7 +30,6 @@ class BatchTool(Tool):
             if self.has_work(store, batch, counters):
                 lifecycle.check(self.step, store, batch, resume=getattr(self.args, "resume", False),
                                 force=getattr(self.args, "force", False))
-                lifecycle.start(self.step, store, batch)
                 self.work(store, batch, counters)
                 self.done(store, batch, counters)
             elif batch is not None:

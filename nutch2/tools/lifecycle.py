@@ -26,7 +26,6 @@ from nutch2.journal import (
     UPDATING,
     BatchRecord,
     Journal,
-    reached,
 )
 from nutch2.marks import Mark
 from nutch2.runner import Counters
@@ -133,17 +132,6 @@ def _ready_for(step: Step, rec: BatchRecord) -> bool:
     return rec.reached(step.requires) and not rec.reached(step.records)
 
 
-def start(step: Step, store: DataStore, batch: str | None) -> None:
-    """Record that the step starts on the batch (None: on every batch ready for it); only fetch keeps that
-    (a batch whose fetch started may have had requests sent: fetching it again needs -resume or -force)."""
-    if step is not FETCH:
-        return
-    journal = Journal(store)
-    for rec in [journal.batch(batch)] if batch is not None else journal.batches():
-        if rec is not None and reached(rec.state, GENERATED) and not rec.reached(FETCHING):
-            journal.advance(rec.batch_id, FETCHING)
-
-
 def pending_index(store: DataStore) -> list[str]:
     """Batches updated but not indexed, oldest first (crawl -solr indexes them)."""
     return [r.batch_id for r in Journal(store).batches() if r.state == UPDATED]
@@ -154,6 +142,6 @@ def unfinished(store: DataStore) -> list[BatchRecord]:
     return [r for r in Journal(store).batches() if r.reached(GENERATED) and not r.reached(UPDATING)]
 
 
-__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "start", "record", "record_empty",
+__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty",
            "pending_index",
            "unfinished", "PARSED", "UPDATED"]
