@@ -211,3 +211,33 @@ def test_filterchecker_and_normalizerchecker_say_what_decided(tmp_path: Path) ->
     assert "urlnormalizer-basic: http://example.com/b/c.html" in n.stdout
     bad = run("normalizerchecker", "http://a/", "-scope", "nope")
     assert bad.returncode == 2 and "-scope 'nope' is not one of" in one_line(bad)
+
+
+def test_checker_options_as_nutch_has_them(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "regex-urlfilter.txt").write_text("-\\.gif$\n+^http://keep\\.example/\n")
+    listed = run("filterchecker", "-listFilters", "--conf", conf)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == ["urlfilter.max.length\tURLs longer than 2048 characters are dropped",
+                                          f"urlfilter-regex\t{conf / 'regex-urlfilter.txt'} (2 rules)"]
+    # -stdin: URLs from stdin after those given as arguments; -filterName: that filter alone (no length check)
+    long_url = "http://keep.example/" + "a" * 3000
+    p = run("filterchecker", "http://keep.example/x.gif", "-stdin", "--conf", conf,
+            stdin=f"http://keep.example/\nhttp://other.example/\n{long_url}\n")
+    assert p.returncode == 0, p.stderr
+    assert [line.split("\t")[0] for line in p.stdout.splitlines()] == [
+        "-http://keep.example/x.gif", "+http://keep.example/", "-http://other.example/", f"-{long_url}"]
+    assert "urlfilter.max.length" in p.stdout.splitlines()[3]
+    alone = run("filterchecker", long_url, "-filterName", "urlfilter-regex", "--conf", conf)
+    assert alone.returncode == 0 and alone.stdout.startswith(f"+{long_url}\t"), alone.stdout[:200]
+    assert "checking the combination of these URL filters: urlfilter-regex" in alone.stderr
+    bad = run("filterchecker", "http://a/", "-filterName", "urlfilter-nope")
+    assert bad.returncode == 2 and "-filterName 'urlfilter-nope' is not one of urlfilter-regex" in one_line(bad)
+    n = run("normalizerchecker", "-normalizer", "urlnormalizer-basic", "-scope", "fetcher", "-stdin",
+            stdin="HTTP://Example.COM/a/../b\n")
+    assert n.returncode == 0, n.stderr
+    assert n.stdout.splitlines() == ["HTTP://Example.COM/a/../b\t->\thttp://example.com/b",
+                                     "\turlnormalizer-basic: http://example.com/b"]
+    bad = run("normalizerchecker", "http://a/", "-normalizer", "urlnormalizer-regex")
+    assert bad.returncode == 2 and "-normalizer 'urlnormalizer-regex' is not one of" in one_line(bad)
