@@ -43,6 +43,7 @@ class FetcherJob(Job):
     name = "fetch"
     fields = FETCH_FIELDS
     has_reduce = True
+    progress_line = False  # the fetcher shows pages, errors and kB/s
 
     def __init__(self, conf: Configuration, batch_id: str | None, threads: int | None = None, resume: bool = False,
                  progress: bool | None = None) -> None:

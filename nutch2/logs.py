@@ -13,6 +13,7 @@ import logging.handlers
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 LOGGER = logging.getLogger("nutch2")
@@ -107,6 +108,12 @@ def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.
             LOGGER.addHandler(fh)
         LOGGER.setLevel(min(stderr_level, file_level))
         _state["file"] = log_file
+        _state["level"] = level.upper()
+
+
+def settings() -> tuple[str, Path | None]:
+    """(stderr level, log file) as set up here: what worker processes set up again (setup(..., worker=True))."""
+    return str(_state.get("level", "INFO")), log_file()
 
 
 def log_file() -> Path | None:
@@ -125,6 +132,11 @@ def debug(msg: str) -> None:
 
 def warning(msg: str) -> None:
     LOGGER.warning(msg)
+
+
+def error(msg: str) -> None:
+    """An error line: why a command failed (stderr, even with -q, and the log file)."""
+    LOGGER.error(msg)
 
 
 # ---------------------------------------------------------------- progress
@@ -169,6 +181,27 @@ class Progress:
     def done(self) -> None:
         if self.tty:
             _clear_live_line()
+
+
+class Window:
+    """Rates of growing counts over the last `span` seconds and since the start (a window of a few seconds
+    reads 0 between the slow pages of a polite fetch). Used by one thread."""
+
+    def __init__(self, span: float = 30.0) -> None:
+        self.span = span
+        self.started = time.monotonic()
+        self._marks: deque[tuple[float, tuple[float, ...]]] = deque([(self.started, ())])
+
+    def rates(self, *counts: float) -> tuple[list[float], list[float]]:
+        """(per second over the window, per second since the start) of each count, given its value now."""
+        now = time.monotonic()
+        self._marks.append((now, counts))
+        while len(self._marks) > 2 and now - self._marks[1][0] >= self.span:
+            self._marks.popleft()
+        t0, before = self._marks[0]
+        span, total = max(1e-6, now - t0), max(1e-6, now - self.started)
+        window = [(c - (before[i] if i < len(before) else 0)) / span for i, c in enumerate(counts)]
+        return window, [c / total for c in counts]
 
 
 def last_progress(job: str | None = None) -> str:

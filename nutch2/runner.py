@@ -22,15 +22,16 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from nutch2 import failpoints, stop
+from nutch2 import failpoints, progress, stop
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import log
+from nutch2.logs import debug, log
 from nutch2.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
@@ -90,6 +91,7 @@ class TaskContext:
         self.messages = messages
         self.dropped = 0
         self.attempt: str | None = None
+        self.records = 0  # records read (map) or taken in (reduce) so far: the job's progress line
 
     def log(self, msg: str) -> None:
         if self.messages is None:
@@ -122,6 +124,8 @@ class Job:
     name = "job"
     fields: tuple[str, ...] | None = None  # fields the map reads (None: all)
     has_reduce = False  # a single reduce step (steps() says more)
+    progress_line = True  # the runner shows records done and records/s (False: the job shows its own)
+    map_phase = "map"  # what the progress line calls the map tasks' work
 
     def __init__(self, conf: Configuration) -> None:
         self.conf = conf
@@ -211,6 +215,7 @@ def map_pairs(job: Job, split: Any, ctx: TaskContext) -> Iterator[tuple[Any, Any
     try:
         for record in job.read(split, ctx.store):
             stop.check()  # a stop request ends the task between records (the job is safe to run again)
+            ctx.records += 1
             yield from job.map(record, ctx) or ()
     finally:
         job.map_cleanup(ctx)
@@ -220,15 +225,16 @@ def reduce_pairs(job: Job, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -
     """The body of a reduce task of step ctx.step over its sorted partition; yields what goes to the next step."""
     job.reduce_setup(ctx)
     try:
-        yield from job.run_reducer(_until_stopped(items), ctx) or ()
+        yield from job.run_reducer(_until_stopped(items, ctx), ctx) or ()
         stop.check()  # a reducer that ended early because of a stop did not finish its partition
     finally:
         job.reduce_cleanup(ctx)
 
 
-def _until_stopped(items: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+def _until_stopped(items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
     for item in items:
         stop.check()
+        ctx.records += 1
         yield item
 
 
@@ -241,7 +247,8 @@ def run_map_task(job: Job, split: Any, task: int, store: DataStore, out: MapOutp
                  remote: bool = False) -> TaskOutput:
     """One map task on its own copy of the job, its output partitioned into `out`."""
     ctx = task_context(job, store, task, remote=remote)
-    _collect_into(job, map_pairs(job, split, ctx), out)
+    with _task(job, ctx, "map"):
+        _collect_into(job, map_pairs(job, split, ctx), out)
     return _output(job, ctx, out)
 
 
@@ -249,8 +256,25 @@ def run_reduce_task(job: Job, step: int, runs: list[Run], task: int, store: Data
                     out: MapOutput | None, remote: bool = False) -> TaskOutput:
     """One reduce task of `step` on its own copy of the job: its partition's runs, merged."""
     ctx = task_context(job, store, task, step, remote)
-    _collect_into(job, reduce_pairs(job, merge(runs, job.sort_key(step)), ctx), out)
+    with _task(job, ctx, f"reduce {step}"):
+        _collect_into(job, reduce_pairs(job, merge(runs, job.sort_key(step)), ctx), out)
     return _output(job, ctx, out)
+
+
+@contextmanager
+def _task(job: Job, ctx: TaskContext, kind: str) -> Iterator[None]:
+    """A task's debug lines and its share of the job's progress."""
+    started = time.monotonic()
+    debug(f"{job.name}: {kind} task {ctx.task} started")
+    progress.task_started(ctx)
+    how = "failed"
+    try:
+        yield
+        how = "ended"
+    finally:
+        progress.task_ended(ctx)
+        debug(f"{job.name}: {kind} task {ctx.task} {how}: {ctx.records} records in "
+              f"{time.monotonic() - started:.1f} s")
 
 
 def _collect_into(job: Job, pairs: Iterator[tuple[Any, Any]], out: MapOutput | None) -> None:
@@ -272,6 +296,7 @@ class Runner:
     """Runs a job: map tasks over the input splits, then each reduce step, then the final step here."""
 
     to_disk = False  # map output always written to files (reducers in other processes)
+    framework = "local"  # mapreduce.framework.name
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         self.conf = conf
@@ -286,18 +311,26 @@ class Runner:
         self.check(job, store)
         splits = job.inputs(store, self.num_tasks)
         steps = job.steps()
+        debug(f"{job.name}: {self.framework} runner: {len(splits)} map tasks"
+              + "".join(f", reduce step {s}: {self._reducers(steps, s)} tasks" for s in range(len(steps))))
         spill = SpillDir(self.conf.get_str("mapreduce.cluster.local.dir"))
         results: list[Any] = []
+        watch = progress.JobProgress(job.name, job.map_phase, self.conf, self.records_done) \
+            if job.progress_line else None
         try:
             parts = self._reducers(steps, 0)
             outs = self.map_tasks(job, splits, store, spill, parts)
             runs = self._collect(outs, counters, results, parts)
             for s in range(len(steps)):
+                if watch is not None:
+                    watch.phase("reduce" if len(steps) == 1 else f"reduce {s}", "records")
                 parts = self._reducers(steps, s + 1)
                 outs = self.reduce_tasks(job, s, runs, store, spill, parts)
                 runs = self._collect(outs, counters, results, parts)
         finally:
             spill.remove()
+            if watch is not None:
+                watch.close()
         job.finish(results, TaskContext(self.conf, store, counters, 0))
         store.flush()
         release_memory()
@@ -306,6 +339,10 @@ class Runner:
 
     def check(self, job: Job, store: DataStore) -> None:
         """Refuse a job this runner cannot run (before any task starts)."""
+
+    def records_done(self) -> int:
+        """Records done so far by every task this runner ran (it only grows): the progress line's count."""
+        return progress.records()
 
     def _reducers(self, steps: list[Step], s: int) -> int:
         if s >= len(steps):

@@ -9,6 +9,7 @@ import fasteners
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreLockedError
+from nutch2.logs import debug
 from nutch2.stores.base import DataStore
 
 BACKENDS = ("memory", "sqlite", "hbase", "cassandra")
@@ -75,6 +76,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
     store.crawl_id = crawl_id_of(conf, crawl_id)
     if create:
         store.create_schema()
+    debug(f"store: opened {name} table {table}" + (f" ({path})" if name == "sqlite" else ""))
     return store
 
 
@@ -131,17 +133,35 @@ def data_dir(conf: Configuration) -> Path:
     return path
 
 
-def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:
+class CrawlLock:
+    """The crawl's inter-process lock, held by one job that rewrites the table; release() frees it."""
+
+    def __init__(self, conf: Configuration, crawl_id: str | None, job: str) -> None:
+        table = table_name(conf, crawl_id)  # a bad crawl id is reported before any file is created
+        self.path = data_dir(conf) / f"{table}.lock"
+        self.job = job
+        self._lock = fasteners.InterProcessLock(str(self.path))
+        if not self._lock.acquire(blocking=False):
+            raise StoreLockedError(
+                f"{job}: another job (inject, generate or updatedb) is rewriting this crawl and holds {self.path}; "
+                "wait for it to finish"
+            )
+        debug(f"{job}: took the crawl's lock {self.path}")
+
+    def release(self) -> None:
+        self._lock.release()
+        debug(f"{self.job}: released the crawl's lock {self.path}")
+
+    def __enter__(self) -> CrawlLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> CrawlLock:
     """Take the crawl's inter-process lock for a job that rewrites the table; fail at once if it is held."""
-    table = table_name(conf, crawl_id)  # a bad crawl id is reported before any file is created
-    path = data_dir(conf) / f"{table}.lock"
-    lock = fasteners.InterProcessLock(str(path))
-    if not lock.acquire(blocking=False):
-        raise StoreLockedError(
-            f"{job}: another job (inject, generate or updatedb) is rewriting this crawl and holds {path}; "
-            "wait for it to finish"
-        )
-    return lock
+    return CrawlLock(conf, crawl_id, job)
 
 
 class BatchLock:
@@ -155,10 +175,13 @@ class BatchLock:
         self._all = fasteners.InterProcessReaderWriterLock(f"{base}.batches.lock")
         self._one: fasteners.InterProcessLock | None = None
         busy = f"{job}: another fetch, parse, updatedb or index of {{}} is running and holds {{}}; wait for it"
+        self._job = job
+        self._what = f"the lock of {'every batch' if batch is None else f'batch {batch}'} ({base}.batch*)"
         if batch is None:
             if not self._all.acquire_write_lock(blocking=False):
                 raise StoreLockedError(busy.format("a batch of this crawl", f"{base}.batches.lock"))
             self._release = self._all.release_write_lock
+            debug(f"{job}: took {self._what}")
             return
         if not self._all.acquire_read_lock(blocking=False):
             raise StoreLockedError(busy.format("every batch (-all)", f"{base}.batches.lock"))
@@ -168,6 +191,7 @@ class BatchLock:
             self._all.release_read_lock()
             raise StoreLockedError(busy.format(f"batch {batch}", path))
         self._release = self._release_one
+        debug(f"{job}: took {self._what}")
 
     def _release_one(self) -> None:
         assert self._one is not None
@@ -176,6 +200,7 @@ class BatchLock:
 
     def release(self) -> None:
         self._release()
+        debug(f"{self._job}: released {self._what}")
 
     def __enter__(self) -> BatchLock:
         return self
@@ -184,4 +209,4 @@ class BatchLock:
         self.release()
 
 
-__all__ = ["DataStore", "open_store", "crawl_lock", "BatchLock", "table_name", "backend_name", "BACKENDS"]
+__all__ = ["DataStore", "open_store", "crawl_lock", "CrawlLock", "BatchLock", "table_name", "backend_name", "BACKENDS"]

@@ -4,11 +4,13 @@ holes each give their one line; logs go where operators look; Nutch's checker to
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import requests
 
 from nutch2.cli import build_parser
 from nutch2.tools import TOOLS, job_types
@@ -165,6 +167,74 @@ def test_progress_off_a_terminal_is_a_periodic_log_line(tmp_path: Path) -> None:
     assert len(lines) >= 2 and "\r" not in p.stderr, p.stderr
     assert " errors, " in lines[-1] and " pages/s (" in lines[-1] and " avg), " in lines[-1] and "kB/s" in lines[-1]
     assert sum(x.startswith("fetch: finished in") for x in p.stderr.splitlines()) == 1  # one summary
+
+
+@pytest.mark.parametrize("level", ["-v", "log.level=DEBUG"])
+def test_debug_lines_say_what_a_run_did(tmp_path: Path, level: str) -> None:
+    """-v (or log.level=DEBUG) adds the configuration read, the store opened, the locks, the runner, its tasks
+    (worker processes' too); without it none of them shows."""
+    d = defines(tmp_path, "sqlite", **{"mapreduce.job.tasks": 2})
+    verbose = ["-v"] if level == "-v" else ["-D", level]
+    seeds = seed_file(tmp_path, *[f"http://h{i}.test/" for i in range(6)])
+    quiet = run("inject", seeds, *d)
+    assert quiet.returncode == 0 and "conf: " not in quiet.stderr and "task 0" not in quiet.stderr, quiet.stderr
+    gen = run("generate", *d, *verbose, "-D", "mapreduce.framework.name=processes")
+    assert gen.returncode == 0, gen.stderr
+    crawl = tmp_path / "crawl"
+    expected = [f"conf: read {REPO / 'conf' / 'nutch-default.toml'} (", "conf: -D: storage.data.store.class, ",
+                f"generate: took the crawl's lock {crawl / 'webpage.lock'}",
+                f"store: opened sqlite table webpage ({crawl / 'webpage.sqlite'})",
+                "generate: processes runner: 2 map tasks, reduce step 0: 2 tasks",
+                "generate: map task 0 started", "generate: map task 1 ended: ", "generate: reduce 0 task 1 ended: ",
+                f"generate: released the crawl's lock {crawl / 'webpage.lock'}"]
+    lines = gen.stderr.splitlines()
+    for text in expected:
+        assert any(line.startswith(text) for line in lines), (text, gen.stderr)
+    batch = gen.stdout.strip()
+    fetch = run("fetch", batch, *d, *verbose, "-D", "http.timeout=1000")  # the hosts do not resolve: quick
+    assert fetch.returncode == 0, fetch.stderr
+    for text in (f"fetch: took the lock of batch {batch} (", "fetch: local runner: 2 map tasks",
+                 f"fetch: released the lock of batch {batch} ("):
+        assert text in fetch.stderr, (text, fetch.stderr)
+    assert "DEBUG" in (crawl / "logs" / "hadoop.log").read_text()  # the log file has them too
+
+
+def test_why_a_command_failed_is_in_the_log_file(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    assert run("inject", seed_file(tmp_path, "http://a.test/"), *d).returncode == 0
+    failed = run("fetch", "nosuch", "-q", *d)
+    assert failed.returncode == 1 and "no rows carry batch id 'nosuch'" in one_line(failed)
+    log = (tmp_path / "crawl" / "logs" / "hadoop.log").read_text().splitlines()
+    assert any(" ERROR " in line and line.endswith(one_line(failed)) for line in log), log[-3:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_job_shows_its_progress_off_a_terminal(tmp_path: Path) -> None:
+    """generate, parse, updatedb and index: a log line every log.progress.interval seconds with the rows (then
+    records) done and their rate, as fetch does with pages."""
+    from tests.conftest import require_solr
+    from tests.crawlutil import conf_for
+    from tests.test_stop import _fetched
+
+    solr = require_solr()
+    props = {"log.progress.interval": 0}
+    d = defines(tmp_path, "sqlite", **props)
+    crawl_id = f"pg{os.getpid()}"
+    _fetched(conf_for(tmp_path, "sqlite", **props), crawl_id, 1200)
+    try:
+        for args in (["parse", "B"], ["updatedb", "B"], ["index", "B", "-solr", solr], ["generate"]):
+            p = run(*args, "-crawlId", crawl_id, *d)
+            assert p.returncode == 0, p.stderr
+            job = args[0]
+            lines = [x for x in p.stderr.splitlines() if x.startswith(f"{job}: map: ")]
+            assert lines and "\r" not in p.stderr, p.stderr
+            counts = [int(re.fullmatch(rf"{job}: map: (\d+) rows, [\d.]+ rows/s \([\d.]+ avg\)", x).group(1))
+                      for x in lines]
+            assert counts == sorted(counts) and counts[-1] <= 1200 + 5000, counts
+            assert sum(x.startswith(f"{job}: finished in") for x in p.stderr.splitlines()) == 1
+    finally:
+        requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{crawl_id}!*"}}, timeout=30)
 
 
 # ---------------------------------------------------------------------------------------------------- checkers
