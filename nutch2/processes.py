@@ -29,7 +29,7 @@ from typing import Any
 from nutch2 import logs, progress, stop
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
+from nutch2.runner import Job, Runner, TaskOutput, release_memory, results, run_map_task, run_reduce_task
 from nutch2.shuffle import MapOutput, Run, SpillDir
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
@@ -99,7 +99,7 @@ class ProcessRunner(Runner):
     @staticmethod
     def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
         try:
-            return [f.result() for f in futures]
+            return results(futures)
         except BrokenProcessPool:
             shutdown_pool()
             if stop.requested():
