@@ -69,10 +69,11 @@ def setup_logging(conf: Configuration, args: argparse.Namespace) -> None:
         level = "DEBUG"
     elif args.quiet:
         level = "WARNING"
-    folder = conf.get_str("hadoop.log.dir").strip() or str(Path(conf.get_str("storage.data.dir")) / "logs")
+    data = Path(conf.get_str("storage.data.dir"))
+    folder = conf.get_str("hadoop.log.dir").strip()
     name = conf.get_str("hadoop.log.file").strip()
-    logs.setup(level, Path(folder) / name if name else None, conf.get_float("log.file.max.size.mb"),
-               conf.get_int("log.file.backups"))
+    logs.setup(level, Path(folder or data / "logs") / name if name else None, conf.get_float("log.file.max.size.mb"),
+               conf.get_int("log.file.backups"), after=None if folder else data)
 
 
 @contextmanager

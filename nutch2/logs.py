@@ -44,9 +44,26 @@ class _StderrHandler(logging.StreamHandler):
 
 class _LazyFolder:
     """A file handler that creates its folder when the first line is written (a command that logs nothing
-    creates nothing), and stops writing with one warning when it cannot."""
+    creates nothing), and stops writing with one warning when it cannot. With `after` (the data dir that holds
+    the log folder), lines wait (the last 1000) until that folder exists: a command that fails before it made
+    the data dir (a bad name, a store that does not answer) leaves no folder behind for its log."""
 
     baseFilename: str
+    after: Path | None = None
+    _waiting: deque[logging.LogRecord] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.after is not None:
+            if not self.after.is_dir():
+                if self._waiting is None:
+                    self._waiting = deque(maxlen=1000)
+                self._waiting.append(record)
+                return
+            self.after = None
+            for waiting in self._waiting or ():
+                super().emit(waiting)  # type: ignore[misc]
+            self._waiting = None
+        super().emit(record)  # type: ignore[misc]
 
     def _open(self):  # type: ignore[no-untyped-def]
         try:
@@ -83,8 +100,9 @@ _install_default()
 
 
 def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.0, backups: int = 5,
-          worker: bool = False) -> None:
-    """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower."""
+          worker: bool = False, after: Path | None = None) -> None:
+    """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower,
+    written once the folder `after` exists (if given: the data dir that holds the log folder)."""
     with _lock:
         stderr_level = getattr(logging, level.upper())
         for h in list(LOGGER.handlers):
@@ -105,6 +123,7 @@ def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.
                                    encoding="utf-8", delay=True)
             fh.setLevel(file_level)
             fh.setFormatter(logging.Formatter(_FILE_FORMAT))
+            fh.after = after  # type: ignore[attr-defined]
             LOGGER.addHandler(fh)
         LOGGER.setLevel(min(stderr_level, file_level))
         _state["file"] = log_file

@@ -46,6 +46,7 @@ class ProcessRunner(Runner):
     """Runs every task in a worker process."""
 
     to_disk = True
+    framework = "processes"
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         super().__init__(conf, num_tasks)
@@ -54,8 +55,6 @@ class ProcessRunner(Runner):
             raise ConfigError(f"{self.num_tasks} tasks: the processes runner starts one worker process per task, "
                               f"at most {limit} on this machine ({os.cpu_count() or 1} cores); give -numTasks "
                               f"{limit} or less (mapreduce.job.tasks)")
-
-    framework = "processes"
 
     def check(self, job: Job, store: DataStore) -> None:
         if store.name == "memory":
@@ -81,14 +80,14 @@ class ProcessRunner(Runner):
 
     def records_done(self) -> int:
         self._pool()
-        return sum(_reports[0::2])
+        return sum(max(0, n) for n in _reports[0::2])
 
     def _pool(self) -> ProcessPoolExecutor:
         global _pool, _pool_size, _reports, _uncount
         if _pool is None or _pool_size != self.num_tasks:
             shutdown_pool()
             ctx = multiprocessing.get_context("spawn")  # not fork: the driver has threads (and a store client)
-            _reports = ctx.RawArray("q", 2 * self.num_tasks)
+            _reports = ctx.RawArray("q", [-1] * (2 * self.num_tasks))  # -1: nothing reported yet
             slots = ctx.Value("i", 0)
             _pool = ProcessPoolExecutor(max_workers=self.num_tasks, mp_context=ctx, initializer=_init_worker,
                                         initargs=(os.getpid(), logs.settings(), _reports, slots))

@@ -295,6 +295,9 @@ def _task(job: Job, ctx: TaskContext, kind: str) -> Iterator[None]:
     try:
         yield
         how = "ended"
+    except stop.Stopped:
+        how = "stopped"
+        raise
     finally:
         progress.task_ended(ctx)
         debug(f"{job.name}: {kind} task {ctx.task} {how}: {ctx.records} records in "

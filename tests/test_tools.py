@@ -197,6 +197,10 @@ def test_debug_lines_say_what_a_run_did(tmp_path: Path, level: str) -> None:
                  f"fetch: released the lock of batch {batch} ("):
         assert text in fetch.stderr, (text, fetch.stderr)
     assert "DEBUG" in (crawl / "logs" / "hadoop.log").read_text()  # the log file has them too
+    # lines logged before the command made the data dir reach the log file once it exists
+    fresh = tmp_path / "fresh"
+    assert run("inject", seeds, *verbose, "-D", f"storage.data.dir={fresh}").returncode == 0
+    assert f"conf: folder {REPO / 'conf'}" in (fresh / "logs" / "hadoop.log").read_text()
 
 
 def test_why_a_command_failed_is_in_the_log_file(tmp_path: Path) -> None:
