@@ -174,6 +174,7 @@ class MarkIndexedJob(IndexingJob):
     """Second pass of index, after Solr committed: the INDEX mark on every row the first pass sent."""
 
     fields = ("status", "parse_status", "metadata", "markers")
+    map_phase = "mark indexed"
 
     def map_setup(self, ctx: TaskContext) -> None:
         pass

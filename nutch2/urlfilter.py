@@ -63,6 +63,8 @@ def parse_rule(line: str, where: str, host: str | None = None) -> Rule | None:
 class RegexURLFilter:
     """Nutch's urlfilter-regex: the first matching rule accepts or rejects; no match rejects."""
 
+    name = "urlfilter-regex"
+
     def __init__(self, rules: Sequence[Rule], source: str = "<string>") -> None:
         self.rules = list(rules)
         self.source = source
@@ -112,6 +114,9 @@ class RegexURLFilter:
         return url if rule is not None and rule.accept else None
 
 
+FILTER_NAMES = (RegexURLFilter.name,)  # the URL filters there are (filterchecker -filterName)
+
+
 class URLFilters:
     """A chain of URL filters behind a length check (``urlfilter.max.length``); every filter must accept."""
 
@@ -136,6 +141,21 @@ class URLFilters:
     def filter(self, url: str) -> str | None:
         """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
         return self._filter(url)
+
+    def named(self, name: str) -> URLFilters:
+        """The chain with only the filter called `name` (filterchecker -filterName), without the length check."""
+        return URLFilters([f for f in self.filters if getattr(f, "name", None) == name], max_length=0)
+
+    def describe(self) -> list[str]:
+        """One line per check of the chain, in order (filterchecker -listFilters)."""
+        lines = [f"urlfilter.max.length\tURLs longer than {self.max_length} characters are dropped"] \
+            if self.max_length > 0 else []
+        for f in self.filters:
+            if isinstance(f, RegexURLFilter):
+                lines.append(f"{f.name}\t{f.source} ({len(f.rules)} rules)")
+            else:
+                lines.append(getattr(f, "name", type(f).__name__))
+        return lines
 
     def explain(self, url: str) -> tuple[bool, str]:
         """(kept, what decided) for one URL, as filterchecker prints it."""

@@ -225,10 +225,13 @@ class URLNormalizers:
         _ = scope or self.scope  # per-scope rules go here
         return (_basic_normalize,)
 
-    def explain(self, url: str, scope: str | None = None) -> list[tuple[str, str | None]]:
-        """Each normalisation step of ``scope`` with what it made of the URL (None: it rejected it)."""
+    def explain(self, url: str, scope: str | None = None, only: str | None = None) -> list[tuple[str, str | None]]:
+        """Each normalisation step of ``scope`` (only the normalizer named ``only``, if given) with what it made
+        of the URL (None: it rejected it)."""
         steps: list[tuple[str, str | None]] = []
         for rule in self.rules(scope):
+            if only is not None and RULE_NAMES.get(rule) != only:
+                continue
             normalized = rule(url)
             steps.append((RULE_NAMES.get(rule, rule.__name__), normalized))
             if normalized is None:
@@ -250,6 +253,7 @@ class URLNormalizers:
 
 
 RULE_NAMES: dict[Callable[[str], str | None], str] = {_basic_normalize: "urlnormalizer-basic"}
+NORMALIZER_NAMES = tuple(RULE_NAMES.values())  # normalizerchecker -normalizer
 _DEFAULT = URLNormalizers()
 
 

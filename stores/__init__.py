@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError, StoreLockedError
+from nutch2.logs import debug
 from nutch2.stores import base
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import StoreLease, held_leases, holder_text
@@ -106,6 +107,7 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
     store.crawl_id = crawl_id_of(conf, crawl_id)
     if create:
         store.create_schema()
+    debug(f"store: opened {cls.name} table {store.table}" + (f" ({store.path})" if hasattr(store, "path") else ""))
     return store
 
 
@@ -130,12 +132,22 @@ class Held:
             self.release()
             raise StoreLockedError(busy.format(holder=holder_text(holder)))
         self.leases.append(lease)
+        debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
 
     def release(self) -> None:
         for lease in reversed(self.leases):
             lease.release()
+            debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
         self.leases.clear()
         self.store.close()
+
+
+def _lease_name(scope: str) -> str:
+    if scope == "crawl":
+        return "the crawl's lease"
+    if scope == "batch/-all":
+        return "the lease of every batch"
+    return f"the lease of batch {scope.removeprefix('batch/')}"
 
     def __enter__(self) -> Held:
         return self

@@ -10,8 +10,7 @@ command that resumes).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar
 
@@ -103,13 +102,12 @@ class Tool:
                 stack.enter_context(lock)
             return self.run(run)
 
-    def locks(self) -> list[AbstractContextManager[Any]]:
-        locks: list[AbstractContextManager[Any]] = []
+    def locks(self) -> Iterator[AbstractContextManager[Any]]:
+        """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""
         if self.crawl_lock:
-            locks.append(crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log))
+            yield crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log)
         if self.batch_lock:
-            locks.append(BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log))
-        return locks
+            yield BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log)
 
     def locked_batch(self) -> str | None:
         """The batch whose lock this tool takes (None: every batch)."""
@@ -144,6 +142,3 @@ def tool(cls: type[Tool]) -> type[Tool]:
     TOOLS[cls.name] = cls
     return cls
 
-
-def stderr_line(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
