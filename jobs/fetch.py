@@ -1,11 +1,11 @@
 """FetcherJob: fetch one batch politely. Map: random keys (a batch's hosts spread over the reducers by a stable hash
-of their queue id); reduce: the fetch engine of nutch2/fetcher.py (a QueueFeeder thread plus fetcher threads over
+of their queue id); reduce: the fetch engine of nutch2/fetch/fetcher.py (a QueueFeeder thread plus fetcher threads over
 FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fetch state, with the FETCH mark
 (and, with fetcher.parse, the parse).
 
-Exactly once per batch: each request is claimed in the store first (nutch2/fetchclaim.py), so -resume and a
+Exactly once per batch: each request is claimed in the store first (nutch2/fetch/fetchclaim.py), so -resume and a
 retried, re-run or speculative task never request a URL twice; where the runner may run a task twice (Spark),
-one attempt at a time holds the task's hosts (nutch2/tasklease.py)."""
+one attempt at a time holds the task's hosts (nutch2/mapred/tasklease.py)."""
 
 from __future__ import annotations
 
@@ -16,20 +16,20 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from nutch2.chromium import ChromiumSettings
 from nutch2.config import Configuration
-from nutch2.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
-from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
-from nutch2.headers import stored_headers
+from nutch2.fetch.chromium import ChromiumSettings
+from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
+from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
+from nutch2.fetch.headers import stored_headers
+from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.mapred.runner import Job, TaskContext, stable_hash
+from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
-from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
-from nutch2.protocol import ProtocolOutput
-from nutch2.runner import Job, TaskContext, stable_hash
+from nutch2.parse.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.tasklease import TaskLease, clear_leases
-from nutch2.urls import UrlChecker, choose_repr, queue_id
+from nutch2.urls.checker import UrlChecker, choose_repr, queue_id
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
@@ -105,7 +105,7 @@ class FetcherJob(Job):
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        """A feeder and fetcher threads over this reducer's items (nutch2/fetcher.py); rows written as they come.
+        """A feeder and fetcher threads over this reducer's items (nutch2/fetch/fetcher.py); rows written as they come.
         Where the runner may run this task twice, the attempt first takes the task's lease (its hosts), and
         checks each item against the store when an earlier attempt of this run had the task."""
         lease = None

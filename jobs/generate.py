@@ -11,16 +11,16 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host, host_of
+from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
+from nutch2.crawldb.schedule import fetch_schedule
+from nutch2.crawldb.scoring import OpicScoring
 from nutch2.errors import ConfigError, NutchError
-from nutch2.journal import GENERATED, GENERATING, Journal
+from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters, Job, Runner, Step, TaskContext, log
-from nutch2.schedule import fetch_schedule
-from nutch2.scoring import OpicScoring
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import unreverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.domains import domain_of_host, host_of
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 

@@ -7,18 +7,18 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from nutch2.archive.warc import fetched_at
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host
+from nutch2.crawldb.scoring import OpicScoring
+from nutch2.index.solr import SolrClient, crawl_filter, document_id, solr_crawl_id
+from nutch2.mapred.runner import Counters, Job, Runner, TaskContext
 from nutch2.marks import Mark
-from nutch2.parse import caching_forbidden
-from nutch2.parseutil import META_PREFIX, NOINDEX_KEY
-from nutch2.runner import Counters, Job, Runner, TaskContext
-from nutch2.scoring import OpicScoring
-from nutch2.solr import SolrClient, crawl_filter, document_id, solr_crawl_id
+from nutch2.parse.html import caching_forbidden
+from nutch2.parse.parseutil import META_PREFIX, NOINDEX_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
-from nutch2.tableutil import host_of_key, unreverse_url
-from nutch2.warc import fetched_at
+from nutch2.urls.domains import domain_of_host
+from nutch2.urls.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
 
 INDEX_FIELDS = ("status", "title", "text", "inlinks", "signature", "batch_id", "score", "fetch_time", "fetch_interval",

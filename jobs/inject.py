@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.scoring import OpicScoring
 from nutch2.errors import NutchError
+from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark, set_distance
-from nutch2.runner import Job, TaskContext
-from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import reverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 
 MAX_INTERVAL = 2**31 - 1  # Nutch's fetchInterval is an int of seconds

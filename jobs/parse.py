@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark
-from nutch2.parseutil import PARSE_FIELDS, PageParser
-from nutch2.runner import Job, TaskContext
+from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import MarkFilter
 from nutch2.webpage import WebPage

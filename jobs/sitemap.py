@@ -2,7 +2,7 @@
 
 Map: the lines of -sitemapUrls (sitemap URLs, or host names whose robots.txt names the sitemaps), read on the
 driver and shipped, and with -fromRobots the host of every row → (fetch queue, source).
-Reduce step 1, per fetch queue: the sitemap fetcher (nutch2/sitemapfetcher.py: the fetch engine's politeness,
+Reduce step 1, per fetch queue: the sitemap fetcher (nutch2/sitemap/fetcher.py: the fetch engine's politeness,
 robots.txt and limits) → (row key, URL found with its lastmod, changefreq and priority).
 Reduce step 2, per row key: one read and at most one write of the row. A new row is injected: priority → score
 (Nutch's semantics, sitemap.priority.as.score), changefreq → fetch interval (within the adaptive schedule's
@@ -26,17 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.scoring import OpicScoring
 from nutch2.errors import NutchError
-from nutch2.fetcher import fetcher_threads, http_settings
+from nutch2.fetch.fetcher import fetcher_threads, http_settings
+from nutch2.mapred.runner import Job, Step, TaskContext
 from nutch2.marks import Mark, set_distance
-from nutch2.runner import Job, Step, TaskContext
-from nutch2.scoring import OpicScoring
-from nutch2.sitemapfetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
-from nutch2.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
+from nutch2.sitemap.fetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
+from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.urls import queue_id
+from nutch2.urls.checker import queue_id
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 
 ROW_FIELDS = ("status", "markers", "metadata", "fetch_time", "fetch_interval", "modified_time", "score",

@@ -26,19 +26,19 @@ from typing import Any
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
-from nutch2.domains import host_of
+from nutch2.crawldb.journal import UPDATED, UPDATING, Journal, has_rows
+from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
+from nutch2.crawldb.scoring import OpicScoring
 from nutch2.errors import NutchError
-from nutch2.fetchclaim import CLAIM
-from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
+from nutch2.fetch.fetchclaim import CLAIM
+from nutch2.mapred.runner import Counters, Job, TaskContext
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark, get_distance, set_distance
-from nutch2.runner import Counters, Job, TaskContext
-from nutch2.runners import make_runner
-from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
-from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.codec import values_from_json, values_to_json
-from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls.domains import host_of
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ALL_FIELDS, WebPage
 
 UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))

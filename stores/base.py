@@ -97,7 +97,7 @@ class DataStore(ABC):
         return {v for p in self.scan(fields=("markers",), mark=(name, None)) if (v := p.markers.get(name))}
 
     # ---------------------------------------------------------------- crawl state
-    # A few small named values kept beside the table (the batch journal, nutch2/journal.py). Written at once,
+    # A few small named values kept beside the table (the batch journal, nutch2/crawldb/journal.py). Written at once,
     # not buffered, so that a job can record a step as done only after the rows it wrote are durable.
 
     @abstractmethod

@@ -45,7 +45,7 @@ def _conf():
 
 def opic_rounds() -> dict[int, dict[str, float]]:
     """The test's simulation: rows in insertion order; each round sorts, distributes, then updates every row."""
-    from nutch2.scoring import OpicScoring, get_cash
+    from nutch2.crawldb.scoring import OpicScoring, get_cash
     from nutch2.webpage import WebPage
 
     scoring = OpicScoring(_conf())
@@ -79,7 +79,7 @@ def opic_rounds() -> dict[int, dict[str, float]]:
 
 def adaptive_intervals() -> tuple[list[int], list[int]]:
     """(nutch2's intervals, the test's expected ones) for UNKNOWN, MODIFIED, NOTMODIFIED from 100 s."""
-    from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, AdaptiveFetchSchedule
+    from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, AdaptiveFetchSchedule
     from nutch2.webpage import WebPage
 
     conf = _conf()
@@ -99,14 +99,14 @@ def adaptive_intervals() -> tuple[list[int], list[int]]:
 
 @pytest.mark.parametrize(("url", "key"), REVERSE)
 def test_reverse_url(url: str, key: str) -> None:
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
 
     assert reverse_url(url) == key
 
 
 @pytest.mark.parametrize(("key", "url"), UNREVERSE)
 def test_unreverse_url(key: str, url: str) -> None:
-    from nutch2.tableutil import unreverse_url
+    from nutch2.urls.tableutil import unreverse_url
 
     assert unreverse_url(key) == url
 
@@ -125,7 +125,7 @@ def test_adaptive_schedule() -> None:
 
 def agreement() -> dict[str, tuple[int, int]]:
     """{source: (agree, total)} for tests/conformance.py."""
-    from nutch2.tableutil import reverse_url, unreverse_url
+    from nutch2.urls.tableutil import reverse_url, unreverse_url
 
     table = sum(reverse_url(u) == k for u, k in REVERSE) + sum(unreverse_url(k) == u for k, u in UNREVERSE)
     scores = opic_rounds()

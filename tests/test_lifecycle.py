@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.journal import GENERATING, INDEXED, Journal
+from nutch2.crawldb.journal import GENERATING, INDEXED, Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store

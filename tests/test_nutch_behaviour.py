@@ -17,19 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host, host_of
+from nutch2.fetch.robots import RobotRules, robot_agents
 from nutch2.jobs.index import IndexingJob
 from nutch2.jobs.parse import ParserJob
+from nutch2.mapred.runner import LocalRunner
 from nutch2.marks import Mark
-from nutch2.parse import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
-from nutch2.parseutil import META_PREFIX
-from nutch2.robots import RobotRules, robot_agents
-from nutch2.runner import LocalRunner
+from nutch2.parse.html import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
+from nutch2.parse.parseutil import META_PREFIX
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
-from nutch2.urlnormalizer import normalize
-from nutch2.urls import choose_repr, load_filters, queue_id
+from nutch2.urls.checker import choose_repr, load_filters, queue_id
+from nutch2.urls.domains import domain_of_host, host_of
+from nutch2.urls.normalizer import normalize
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR, make_conf
 from tests.crawlutil import cli, conf_for, defines, row
@@ -141,7 +141,7 @@ def test_outlinks_from_link_and_get_forms_not_post_forms() -> None:
 
 
 def test_ignore_tags_and_form_action_are_configurable() -> None:
-    from nutch2.parse import outlink_tags
+    from nutch2.parse.html import outlink_tags
 
     body = '<form action="/search"></form><img src="/logo.png" alt="Logo"><a href="/a">A</a>'
     result = _parse(body, outlink_tags=outlink_tags(ignore_tags=["a"], form_action=False))

@@ -1,4 +1,4 @@
-"""Tests for nutch2.robots against real HTTP servers on 127.0.0.1 (one server per robots variant)."""
+"""Tests for nutch2.fetch.robots against real HTTP servers on 127.0.0.1 (one server per robots variant)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from nutch2.protocol import HttpProtocol, HttpSettings
-from nutch2.robots import RobotRules, RobotsCache, robot_agent_name, robot_agents
+from nutch2.fetch.protocol import HttpProtocol, HttpSettings
+from nutch2.fetch.robots import RobotRules, RobotsCache, robot_agent_name, robot_agents
 
 AGENT = "MyBot"
 ROBOTS = b"""User-agent: *

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nutch2.scoring import CASH_KEY, OpicScoring, get_cash, set_cash
+from nutch2.crawldb.scoring import CASH_KEY, OpicScoring, get_cash, set_cash
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 

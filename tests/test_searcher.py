@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.headers import header_block_problem, stored_headers
+from nutch2.fetch.headers import header_block_problem, stored_headers
 from nutch2.jobs.index import site_values
 from nutch2.marks import Mark
 from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
@@ -212,8 +212,8 @@ def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebP
 
 
 def test_crawl_stats_count_statuses_hosts_and_show_the_journals_batches(tmp_path: Path) -> None:
-    from nutch2.journal import Journal
-    from nutch2.runner import LocalRunner
+    from nutch2.crawldb.journal import Journal
+    from nutch2.mapred.runner import LocalRunner
 
     conf = make_conf(tmp_path, "memory")
     store = open_store(conf, "stats")

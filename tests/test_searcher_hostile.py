@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.searchapp import SOLR, SearchServer, require_solr
 

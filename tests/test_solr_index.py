@@ -8,12 +8,12 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from nutch2.index.solr import document_id
 from nutch2.jobs.index import indexable
 from nutch2.marks import Mark
-from nutch2.solr import document_id
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 
 # the core the tests wipe; NUTCH2_SOLR_URL points them at another Solr (e.g. one started with SOLR_PORT=8984)
 from tests.conftest import SOLR_URL as SOLR

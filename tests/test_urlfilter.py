@@ -1,4 +1,4 @@
-"""Tests for nutch2.urlfilter: the regex URL filter and the filter chain."""
+"""Tests for nutch2.urls.filter: the regex URL filter and the filter chain."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.urlfilter import RegexURLFilter, URLFilters, parse_rule
+from nutch2.urls.filter import RegexURLFilter, URLFilters, parse_rule
 
 SHIPPED = Path(__file__).parent.parent / "conf" / "regex-urlfilter.txt"
 

@@ -1,4 +1,4 @@
-"""Tests for nutch2.urlnormalizer: the basic URL normalizer."""
+"""Tests for nutch2.urls.normalizer: the basic URL normalizer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nutch2.urlnormalizer import (
+from nutch2.urls.normalizer import (
     SCOPES,
     URLNormalizers,
     normalize,
@@ -171,7 +171,7 @@ _segment = st.text(alphabet="abcXYZ019._~!$&'()*+,;=:@-", max_size=8)
     query=st.one_of(st.none(), st.text(alphabet="abc019=&/?:@-._~", max_size=12)),
 )
 def test_fast_path_matches_full_rules(scheme, labels, port, segments, query) -> None:
-    from nutch2.urlnormalizer import _already_normal, _full_normalize
+    from nutch2.urls.normalizer import _already_normal, _full_normalize
 
     url = f"{scheme}://{'.'.join(labels)}" + (f":{port}" if port else "") + "/" + "/".join(segments)
     if query is not None:

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.journal import COUNTS, ORDER, BatchRecord, Journal
+from nutch2.crawldb.journal import COUNTS, ORDER, BatchRecord, Journal
+from nutch2.crawldb.tablestats import TableStats, TableStatsJob
+from nutch2.mapred.runner import LocalRunner, TaskContext
 from nutch2.marks import Mark
-from nutch2.runner import LocalRunner, TaskContext
 from nutch2.searcher.pages import StoreAccess
 from nutch2.status import CrawlStatus
-from nutch2.tablestats import TableStats, TableStatsJob
 
 # the marks a row carries through a batch's steps (the page info view shows them)
 STEPS: tuple[tuple[str, Mark], ...] = (

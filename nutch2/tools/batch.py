@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nutch2.config import Configuration
-from nutch2.journal import FETCHED, PARSED, has_rows
+from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
 from nutch2.logs import log
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt

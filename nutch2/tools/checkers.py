@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nutch2.errors import NutchError
-from nutch2.runner import Counters, TaskContext
+from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.urlnormalizer import SCOPES
+from nutch2.urls.normalizer import SCOPES
 
 
 @dataclass
@@ -35,15 +35,15 @@ class _Checker(Tool):
 
     def fetch_and_parse(self, run: Run):
         """(url, protocol output, the parsed page) of the checked URL."""
-        from nutch2.fetcher import http_settings, user_agent
+        from nutch2.fetch.fetcher import http_settings, user_agent
+        from nutch2.fetch.protocol import HttpProtocol
+        from nutch2.fetch.robots import RobotsCache, robot_agents
         from nutch2.marks import Mark
-        from nutch2.parseutil import PageParser
-        from nutch2.protocol import HttpProtocol
-        from nutch2.robots import RobotsCache, robot_agents
+        from nutch2.parse.parseutil import PageParser
         from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
         from nutch2.stores import open_store
-        from nutch2.tableutil import reverse_url
-        from nutch2.urls import UrlChecker
+        from nutch2.urls.checker import UrlChecker
+        from nutch2.urls.tableutil import reverse_url
         from nutch2.webpage import WebPage
 
         a: CheckArgs = self.args  # type: ignore[assignment]
@@ -167,7 +167,7 @@ class FilterChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urls import load_filters
+        from nutch2.urls.checker import load_filters
 
         filters = load_filters(self.conf)
         for url in _urls(self.args):  # type: ignore[arg-type]
@@ -185,7 +185,7 @@ class NormalizerChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urlnormalizer import URLNormalizers
+        from nutch2.urls.normalizer import URLNormalizers
 
         scope = self.args.scope  # type: ignore[attr-defined]
         normalizers = URLNormalizers(scope)

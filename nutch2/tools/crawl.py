@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, UPDATING, Journal
 from nutch2.errors import NutchError
-from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, UPDATING, Journal
 from nutch2.logs import log
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.runners import make_runner
 from nutch2.stores import open_store
 from nutch2.tools import lifecycle
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
@@ -43,7 +43,7 @@ class Crawl(Tool):
     Args = CrawlArgs
 
     def run(self, run: Run) -> int:
-        from nutch2.fetcher import fetcher_threads, http_settings
+        from nutch2.fetch.fetcher import fetcher_threads, http_settings
 
         a: CrawlArgs = self.args  # type: ignore[assignment]
         fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, BatchRecord, Journal
 from nutch2.errors import NutchError
-from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, BatchRecord, Journal
+from nutch2.mapred.runner import Counters
 from nutch2.marks import Mark
-from nutch2.runner import Counters
 from nutch2.stores.base import DataStore
 
 

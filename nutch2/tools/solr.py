@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass
 
 from nutch2.config import Configuration
-from nutch2.journal import has_rows
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.crawldb.journal import has_rows
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
@@ -24,7 +24,7 @@ def solr_opt() -> object:
 
 def solr_client(conf: Configuration, url: str | None):
     """A client of the configured core that answered a ping (a dead Solr fails here, before any work)."""
-    from nutch2.solr import SolrClient, solr_url
+    from nutch2.index.solr import SolrClient, solr_url
 
     client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"))
     client.ping()
@@ -124,7 +124,7 @@ class Search(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.solr import crawl_filter
+        from nutch2.index.solr import crawl_filter
 
         a: SearchArgs = self.args  # type: ignore[assignment]
         solr = solr_client(self.conf, a.solr)

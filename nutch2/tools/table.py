@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.errors import NutchError
-from nutch2.runners import make_runner
+from nutch2.mapred.runners import make_runner
 from nutch2.stores import BatchLock
-from nutch2.tableutil import reverse_url
 from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
+from nutch2.urls.tableutil import reverse_url
 
 
 # ---------------------------------------------------------------- readdb
@@ -61,8 +61,8 @@ class Readdb(Tool):
         return 0
 
     def _row(self, run: Run, store, raw: str) -> int:
-        from nutch2.rowjson import row_to_json
-        from nutch2.urls import UrlChecker
+        from nutch2.crawldb.rowjson import row_to_json
+        from nutch2.urls.checker import UrlChecker
 
         url = UrlChecker(self.conf, "inject", filter=False).normalize(raw)  # the form inject stored it in
         try:

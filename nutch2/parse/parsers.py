@@ -5,10 +5,10 @@ available here parses the page, the next one is tried when it fails.
 Parsers (the ids are Nutch's plugin ids; each is a small class with one ``parse(Document) -> ParseResult`` method,
 built once from the configuration and shipped with the job, so it can become a plugin of the Parser extension point):
 
-- ``parse-html``: HTML and XHTML (nutch2/parse.py);  ``parse-text``: text/plain;
+- ``parse-html``: HTML and XHTML (nutch2/parse/html.py);  ``parse-text``: text/plain;
 - ``parse-tika``: any format Apache Tika reads, through a Tika server's REST API (``tika.server.url``;
-  nutch2/parsers/tika.py); not available when no server is configured;
-- ``parse-pdf``: PDF in this process with pypdf (nutch2/parsers/pdf.py), the embedded default for PDFs.
+  nutch2/parse/tika.py); not available when no server is configured;
+- ``parse-pdf``: PDF in this process with pypdf (nutch2/parse/pdf.py), the embedded default for PDFs.
 
 The MIME type is the row's Content-Type; a missing or generic one (``application/octet-stream``) is sniffed from
 the first bytes (HTML, PDF, the ``mimetype`` entry of OpenDocument and EPUB files, the parts of an OOXML file),
@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.parse import (
+from nutch2.parse.html import (
     DEFAULT_OUTLINK_TAGS,
     ParseResult,
     _failure,
@@ -98,7 +98,7 @@ class Parser(Protocol):
 
 
 class HtmlParser:
-    """parse-html: nutch2/parse.py's HTML parser."""
+    """parse-html: nutch2/parse/html.py's HTML parser."""
 
     plugin_id = PARSE_HTML
 
@@ -216,8 +216,8 @@ class ParserFactory:
     """Picks and runs the parsers of a page's MIME type (Nutch's ParserFactory + ParseUtil's fallback order)."""
 
     def __init__(self, conf: Configuration, settings: ParseSettings) -> None:
-        from nutch2.parsers.pdf import PdfParser
-        from nutch2.parsers.tika import TikaParser
+        from nutch2.parse.pdf import PdfParser
+        from nutch2.parse.tika import TikaParser
 
         entries = conf.get("parse.plugin")
         if entries:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
-from nutch2.urls import strip_credentials
+from nutch2.urls.checker import strip_credentials
 
 MAX_HEADERS = 100  # http.client._MAXHEADERS
 MAX_HEADER_LINE = 65536  # http.client._MAXLINE, bytes of one "Name: value" line

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nutch2.errors import NutchError
+from nutch2.mapred.runner import Counters, log
 from nutch2.marks import Mark
-from nutch2.runner import Counters, log
 from nutch2.stores.base import DataStore
 
 _PAST = {"generate": "generated", "fetch": "fetched", "updatedb": "updated"}

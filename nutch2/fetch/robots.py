@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 from robotstxt import RobotsMatcher
 
-from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
+from nutch2.fetch.protocol import HttpProtocol, HttpSettings, ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
 __all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",

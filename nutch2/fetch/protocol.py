@@ -10,7 +10,7 @@ marked truncated, as a cut body is.
 
 Every request has a total deadline (Nutch's ``http.time.limit``, by default three
 times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
-status line, headers and body: :mod:`nutch2.watchdog` shuts its socket down when it
+status line, headers and body: :mod:`nutch2.fetch.watchdog` shuts its socket down when it
 passes. A body cut by the deadline is kept and marked truncated; a request cut
 before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)".
 """
@@ -33,12 +33,12 @@ import requests.auth
 import urllib3
 from urllib3.util.retry import Retry
 
-from nutch2 import stop
 from nutch2.errors import ConfigError
-from nutch2.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
+from nutch2.fetch.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
+from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter, Guard
+from nutch2.mapred import stop
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
-from nutch2.urls import strip_credentials
-from nutch2.watchdog import WATCHDOG, DeadlineAdapter, Guard
+from nutch2.urls.checker import strip_credentials
 
 __all__ = [
     "HttpProtocol",

@@ -31,9 +31,9 @@ from urllib.parse import urlsplit
 
 from nutch2 import __version__
 from nutch2.errors import ConfigError, NutchError
-from nutch2.headers import header_block_problem
+from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
-from nutch2.parseutil import TRUNCATED_KEY
+from nutch2.parse.parseutil import TRUNCATED_KEY
 from nutch2.status import CrawlStatus
 from nutch2.webpage import WebPage
 

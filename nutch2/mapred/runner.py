@@ -7,9 +7,9 @@ job's final step runs on the driver with the per-task results. Tasks share nothi
 every task works on its own copy of the job (setup hooks open clients, cleanup hooks close them), counters are
 per task and merged by the runner, and partitioning uses a stable hash.
 
-Runners, chosen by `mapreduce.framework.name` (nutch2/runners.py): `local` (tasks in threads of this process,
-here), `processes` (worker processes; nutch2/processes.py) and `spark` (nutch2/spark.py). All run the same task
-bodies (map_pairs, reduce_pairs).
+Runners, chosen by `mapreduce.framework.name` (nutch2/mapred/runners.py): `local` (tasks in threads of this
+process, here), `processes` (worker processes; nutch2/mapred/processes.py) and `spark` (nutch2/mapred/spark.py). All
+run the same task bodies (map_pairs, reduce_pairs).
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from nutch2 import failpoints, stop
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.logs import log
-from nutch2.shuffle import MapOutput, Run, SpillDir, merge
+from nutch2.mapred import stop
+from nutch2.mapred.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.webpage import WebPage
 

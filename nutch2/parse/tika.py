@@ -8,7 +8,7 @@ Without ``dc:language``, the language is asked for with ``PUT /language/string``
 Limits are the fetcher's: at most ``http.content.limit`` bytes are sent; ``parser.text.limit`` characters of text are
 kept (Tika's ``writeLimit``); the server is asked to give up after ``tika.server.timeout`` seconds per document
 (``X-Tika-Timeout-Millis``) and the request itself ends a little later (a third of that, 3 to 10 s) whatever the
-server does (the socket is cut by nutch2/watchdog.py, so a server that trickles cannot hold a task).
+server does (the socket is cut by nutch2/fetch/watchdog.py, so a server that trickles cannot hold a task).
 
 A server that is down, refuses, or does not answer in time is not the document's fault: the result is a retryable
 failure counted as ``tika_unavailable`` (the row keeps no parse mark, so the parse job's next run parses it), and for
@@ -29,11 +29,11 @@ import requests
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.parse import ParseResult, _Canceller, _failure
-from nutch2.parsers import PARSE_TIKA, Document, ParseSettings
-from nutch2.parsers.xhtml import XhtmlPart, join_parts, meta_result
+from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter
+from nutch2.parse.html import ParseResult, _Canceller, _failure
+from nutch2.parse.parsers import PARSE_TIKA, Document, ParseSettings
+from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result
 from nutch2.status import ParseMajor, ParseMinor
-from nutch2.watchdog import WATCHDOG, DeadlineAdapter
 
 __all__ = ["TikaParser", "TikaUnavailable"]
 

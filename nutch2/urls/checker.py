@@ -5,10 +5,10 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host, ip_of_host
 from nutch2.errors import ConfigError
-from nutch2.urlfilter import URLFilters
-from nutch2.urlnormalizer import URLNormalizers
+from nutch2.urls.domains import domain_of_host, ip_of_host
+from nutch2.urls.filter import URLFilters
+from nutch2.urls.normalizer import URLNormalizers
 
 
 class UrlChecker:

@@ -20,11 +20,11 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from nutch2 import stop
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
-from nutch2.shuffle import MapOutput, Run, SpillDir
+from nutch2.mapred import stop
+from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
+from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.runner import Job, TaskContext
+from nutch2.mapred.runner import Job, TaskContext
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import host_of_key
+from nutch2.urls.tableutil import host_of_key
 from nutch2.webpage import WebPage
 
 

@@ -5,16 +5,16 @@ Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neith
 from __future__ import annotations
 
 from nutch2.config import Configuration
-from nutch2.domains import host_of
 from nutch2.errors import ConfigError
+from nutch2.mapred.runner import TaskContext
 from nutch2.marks import Mark
-from nutch2.parse import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags
-from nutch2.parsers import GENERIC_TYPES, ParserFactory, ParseSettings
-from nutch2.runner import TaskContext
-from nutch2.signature import md5_signature, text_profile_signature
+from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags
+from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory, ParseSettings
+from nutch2.parse.signature import md5_signature, text_profile_signature
 from nutch2.status import ParseMajor, ParseMinor
-from nutch2.tableutil import unreverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.domains import host_of
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import ParseStatus, WebPage
 
 TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body

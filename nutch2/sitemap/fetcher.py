@@ -1,9 +1,9 @@
-"""Sitemap discovery for one task, on the fetch engine (nutch2/fetcher.py): the same per-host queues, delays,
+"""Sitemap discovery for one task, on the fetch engine (nutch2/fetch/fetcher.py): the same per-host queues, delays,
 robots.txt rules, timeouts and content limits as the fetch job, with a feed that grows as sitemaps are read.
 
 A source is a sitemap URL, or a host whose robots.txt `Sitemap:` lines name its sitemaps (read from the fetch
 engine's robots cache: no request of its own; with sitemap.url.default.sitemap.xml, /sitemap.xml when it names
-none). A fetched sitemap is parsed (nutch2/sitemaps.py) as it is read: its URLs are yielded to the caller, the
+none). A fetched sitemap is parsed (nutch2/sitemap/sitemaps.py) as it is read: its URLs are yielded to the caller, the
 sitemaps of an index go back into the feed, down to sitemap.index.max.depth, at most
 sitemap.max.sitemaps.per.host per host, each sitemap once; redirects are new items of the feed (each one polite
 and robots-checked), at most sitemap.redir.max in a row. Strict (the default), a sitemap may only list URLs under
@@ -23,13 +23,13 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
-from nutch2.domains import host_of
 from nutch2.errors import ConfigError
-from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads
-from nutch2.protocol import ProtocolOutput
-from nutch2.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
+from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
+from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.domains import host_of
 
 __all__ = ["FoundUrl", "SitemapFetcher", "SitemapSource", "sitemap_conf"]
 

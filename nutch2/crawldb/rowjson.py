@@ -6,8 +6,8 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
-from nutch2.tablestats import status_name
-from nutch2.tableutil import unreverse_url
+from nutch2.crawldb.tablestats import status_name
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 

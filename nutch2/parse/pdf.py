@@ -20,9 +20,9 @@ import logging
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.parse import ParseResult, ParseTimeout, _Canceller, _failure, _run_with_timeout, resolve_link
-from nutch2.parsers import PARSE_PDF, Document, ParseSettings
-from nutch2.parsers.xhtml import meta_result
+from nutch2.parse.html import ParseResult, ParseTimeout, _Canceller, _failure, _run_with_timeout, resolve_link
+from nutch2.parse.parsers import PARSE_PDF, Document, ParseSettings
+from nutch2.parse.xhtml import meta_result
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["PdfParser"]

@@ -15,18 +15,18 @@ from typing import Protocol
 
 from requests.cookies import RequestsCookieJar
 
-from nutch2 import stop
-from nutch2.chromium import ChromiumSettings, Renderer
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
+from nutch2.fetch.chromium import ChromiumSettings, Renderer
+from nutch2.fetch.netconf import auth_settings, proxy_settings
+from nutch2.fetch.protocol import HttpProtocol, HttpSettings, ProtocolOutput
+from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
+from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
-from nutch2.netconf import auth_settings, proxy_settings
-from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolOutput
-from nutch2.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
-from nutch2.runner import release_memory
+from nutch2.mapred import stop
+from nutch2.mapred.runner import release_memory
 from nutch2.status import ProtocolStatusCode
-from nutch2.urls import UrlChecker, queue_id
-from nutch2.watchdog import WATCHDOG
+from nutch2.urls.checker import UrlChecker, queue_id
 
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share

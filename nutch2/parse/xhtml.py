@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from lxml import etree
 
-from nutch2.parse import ParseResult, _Canceller, _outlinks, _parse_tree, _visible_text
+from nutch2.parse.html import ParseResult, _Canceller, _outlinks, _parse_tree, _visible_text
 
 __all__ = ["DOCUMENT_META", "XhtmlPart", "join_parts", "meta_result"]
 

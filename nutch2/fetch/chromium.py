@@ -39,8 +39,8 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.fetch.protocol import ProtocolOutput
 from nutch2.logs import warning
-from nutch2.protocol import ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
 __all__ = ["BrowserPool", "ChromiumSettings", "Renderer"]

@@ -17,7 +17,7 @@ get_state/put_state), `fetch-lease/<batch>/<task>`:
   (`delay`: fetcher.server.delay or a robots.txt Crawl-delay), measured from when it saw the holder go, so no host
   sees two requests closer than its delay across attempts;
 - `rerun` says an earlier attempt of the same run had the task: its items must be checked against the store
-  (claims, nutch2/fetchclaim.py) before they are fetched;
+  (claims, nutch2/fetch/fetchclaim.py) before they are fetched;
 - two attempts that write the record at once both read it back after a moment; only the last writer keeps it.
 
 The store offers no compare-and-set here, so exclusion rests on time (writes visible within `settle` seconds,

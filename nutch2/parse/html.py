@@ -34,8 +34,8 @@ from urllib.parse import urldefrag, urljoin
 import charset_normalizer
 from lxml import etree
 
+from nutch2.parse.tagscan import cap_attributes
 from nutch2.status import ParseMajor, ParseMinor
-from nutch2.tagscan import cap_attributes
 
 __all__ = [
     "ParseResult",
@@ -304,7 +304,7 @@ def _parse_tree(markup: str) -> etree._Element | None:
 
     libxml2 stops at depth 2048 (even with huge_tree) and drops the rest of the document;
     stripping every tag that carries no parse information keeps text and links.
-    Start tags are first cut to MAX_ATTRIBUTES attributes (see nutch2.tagscan).
+    Start tags are first cut to MAX_ATTRIBUTES attributes (see nutch2.parse.tagscan).
     """
     markup = cap_attributes(markup, MAX_ATTRIBUTES)
     root, too_deep = _build_tree(markup)

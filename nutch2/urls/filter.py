@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from nutch2.domains import domain_of_host, host_of
+from nutch2.urls.domains import domain_of_host, host_of
 
 DEFAULT_MAX_LENGTH = 2048
 

@@ -1,7 +1,7 @@
 """The `spark` runner: every job on Apache Spark, through PySpark's RDD API (classic mode, not Spark Connect).
 
 A job maps onto Spark unchanged: its input splits become the partitions of a parallelized RDD; mapPartitions runs
-the map task body (nutch2.runner.map_pairs) with a store client opened in the partition from the shipped
+the map task body (nutch2.mapred.runner.map_pairs) with a store client opened in the partition from the shipped
 configuration; each pair leaves the map side keyed by (partition, sort key) — computed there, since Spark's
 partition and key functions see only the key — so that repartitionAndSortWithinPartitions gives each reducer its
 partition in the job's order; mapPartitionsWithIndex runs the reduce task body (the fetcher's feeder and fetcher
@@ -34,10 +34,21 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nutch2 import failpoints, stop
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Counters, Job, Runner, TaskContext, log, map_pairs, reduce_pairs, release_memory, task_context
+from nutch2.mapred import stop
+from nutch2.mapred.runner import (
+    Counters,
+    Job,
+    Runner,
+    TaskContext,
+    log,
+    map_pairs,
+    reduce_pairs,
+    release_memory,
+    task_context,
+)
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 
