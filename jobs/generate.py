@@ -13,7 +13,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
 from nutch2.crawldb.schedule import fetch_schedule
-from nutch2.crawldb.scoring import OpicScoring
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.marks import Mark, get_distance
@@ -51,7 +51,7 @@ class GeneratorJob(Job):
         self.normalize = conf.get_bool("generate.normalise") if normalize is None else normalize
         self.cur_ms = int((time.time() + add_days * 86400) * 1000)
         self.schedule = fetch_schedule(conf)
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.max_count = conf.get_int("generate.max.count")
         self.count_mode = conf.get_str("generate.count.mode").lower()
         if self.count_mode not in ("host", "domain"):
@@ -82,7 +82,7 @@ class GeneratorJob(Job):
         if page.score < self.min_score:
             ctx.incr("low_score")
             return
-        sort_value = self.scoring.sort_value(page)
+        sort_value = self.scoring.generator_sort_value(url, page, page.score)
         yield self.count_key(url), (-sort_value, url, Candidate(page.key, url, dict(page.markers)))
 
     def steps(self) -> list[Step]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.crawldb.scoring import OpicScoring
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark, set_distance
@@ -90,7 +90,7 @@ class InjectorJob(Job):
         self.overwrite = overwrite
         self.update = update
         self.checker = UrlChecker(conf, "inject")
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
         seed_files(seeds)  # fail before the job starts when the path is wrong
@@ -160,7 +160,8 @@ class InjectorJob(Job):
         if existing is not None and self.update:
             page = existing
             if score is not None:
-                self.scoring.injected(page, score)
+                page.score = score
+                self.scoring.injected_score(url, page)
             if interval is not None:
                 page.fetch_interval = interval
             if meta:
@@ -176,7 +177,8 @@ class InjectorJob(Job):
         page.status = int(CrawlStatus.INJECTED)
         page.fetch_time = int(time.time() * 1000)
         page.fetch_interval = interval if interval is not None else self.default_interval
-        self.scoring.injected(page, score if score is not None else self.default_score)
+        page.score = score if score is not None else self.default_score
+        self.scoring.injected_score(url, page)
         page.metadata.update({k: v.encode() for k, v in meta.items()})
         Mark.INJECT.put(page, "y")
         set_distance(page, 0)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.crawldb.scoring import OpicScoring
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.fetch.fetcher import fetcher_threads, http_settings
 from nutch2.mapred.runner import Job, Step, TaskContext
@@ -102,7 +102,7 @@ class SitemapJob(Job):
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.min_interval = conf.get_float("db.fetch.schedule.adaptive.min_interval")
         self.max_interval = conf.get_float("db.fetch.schedule.adaptive.max_interval")
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
 
     # ---------------------------------------------------------------- input and map
     def inputs(self, store: DataStore, n: int) -> list[Any]:
@@ -216,7 +216,8 @@ class SitemapJob(Job):
         page.fetch_interval = interval if interval is not None else self.default_interval
         if lastmod is not None:
             page.modified_time = lastmod
-        self.scoring.injected(page, self._score(priority))
+        page.score = self._score(priority)
+        self.scoring.injected_score(url, page)
         page.stm_priority = priority if priority is not None else DEFAULT_PRIORITY
         page.sitemaps = sitemaps
         Mark.INJECT.put(page, "y")

@@ -39,7 +39,7 @@ from nutch2.archive.warc import (
 )
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
-from nutch2.crawldb.scoring import OpicScoring
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.fetcher import user_agent
 from nutch2.fetch.headers import stored_headers
@@ -153,7 +153,7 @@ class WarcImportJob(Job):
         super().__init__(conf)
         self.batch_id = batch_id
         self.chunk: list[ArchivedResponse] = []
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.redirect_checker = UrlChecker(conf, "fetcher")
@@ -190,7 +190,8 @@ class WarcImportJob(Job):
         if old is None:
             page = WebPage(resp.key)
             page.fetch_interval = self.default_interval
-            self.scoring.injected(page, self.default_score)
+            page.score = self.default_score
+            self.scoring.injected_score(resp.url, page)
             set_distance(page, 0)
             page.prev_fetch_time = 0
         else:

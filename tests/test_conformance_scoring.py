@@ -45,33 +45,35 @@ def _conf():
 
 def opic_rounds() -> dict[int, dict[str, float]]:
     """The test's simulation: rows in insertion order; each round sorts, distributes, then updates every row."""
-    from nutch2.crawldb.scoring import OpicScoring, get_cash
+    from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
+    from nutch2.plugins.scoring_opic.opic import get_cash
     from nutch2.webpage import WebPage
 
-    scoring = OpicScoring(_conf())
+    scoring = ScoringFilters.from_conf(_conf())
     rows: dict[str, tuple[WebPage, list[float]]] = {}
     fresh: dict[str, bool] = {}
     for url in OPIC_SEEDS:
-        page = WebPage(url)
-        scoring.injected(page, 1.0)
+        page = WebPage(url, score=1.0)
+        scoring.injected_score(url, page)
         rows[url], fresh[url] = (page, []), True
     scores: dict[int, dict[str, float]] = {}
     for depth in (1, 2, 3):
         for url in list(rows):
             page, _ = rows[url]
             if fresh[url]:
-                page.score, fresh[url] = scoring.sort_value(page), False
-            outlinks = OPIC_LINKS[url]
-            shares = scoring.distribute(page, [False] * len(outlinks)) if get_cash(page) else [0.0] * len(outlinks)
-            for target, share in zip(outlinks, shares, strict=True):
-                if target in rows:
-                    rows[target][1].append(share)
+                page.score, fresh[url] = scoring.generator_sort_value(url, page, page.score), False
+            outlinks = [ScoreDatum(t) for t in OPIC_LINKS[url]]
+            if get_cash(page):
+                scoring.distribute_score_to_outlinks(url, page, outlinks)
+            for datum in outlinks:
+                if datum.url in rows:
+                    rows[datum.url][1].append(datum.score)
                 else:
-                    new = WebPage(target)
-                    scoring.initial(new)
-                    rows[target], fresh[target] = (new, [share]), True
-        for page, inlinks in rows.values():
-            scoring.update(page, inlinks)
+                    new = WebPage(datum.url)
+                    scoring.initial_score(datum.url, new)
+                    rows[datum.url], fresh[datum.url] = (new, [datum.score]), True
+        for url, (page, inlinks) in rows.items():
+            scoring.update_score(url, page, [ScoreDatum("", score=x) for x in inlinks])
             inlinks.clear()
         scores[depth] = {url: page.score for url, (page, _) in rows.items()}
     return scores

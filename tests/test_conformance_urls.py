@@ -140,7 +140,7 @@ BASIC_INVALID = ["https://example%2Xcom/", "https://abc%FEdef.org/"]
 
 
 def _normalize(url: str) -> str | None:
-    from nutch2.urls.normalizer import normalize
+    from nutch2.plugins.urlnormalizer_basic.normalizer import normalize
 
     return normalize(url)
 
@@ -210,7 +210,7 @@ TOP_LEVEL_DOMAIN: list[tuple[str, str | None]] = [
 
 
 def _ascii(host: str) -> str:
-    from nutch2.urls.normalizer import host_to_ascii
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii
 
     return (host_to_ascii(host) or host) if host else host
 
@@ -339,7 +339,7 @@ IDNA2008_INVALID: list[tuple[str, bool]] = [
 
 @pytest.mark.parametrize(("unicode", "ascii"), IDNA2008 + TO_ASCII_ONLY)
 def test_to_ascii(unicode: str, ascii: str) -> None:
-    from nutch2.urls.normalizer import host_to_ascii
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii
 
     expected = IDNA2008_DIFFERS[unicode][0] if unicode in IDNA2008_DIFFERS else ascii
     assert host_to_ascii(unicode) == expected
@@ -347,7 +347,7 @@ def test_to_ascii(unicode: str, ascii: str) -> None:
 
 @pytest.mark.parametrize(("unicode", "ascii"), IDNA2008 + [(u, a) for a, u in TO_UNICODE_ONLY])
 def test_to_unicode(unicode: str, ascii: str) -> None:
-    from nutch2.urls.normalizer import host_to_unicode
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_unicode
 
     expected = ascii if unicode in IDNA2008_DIFFERS else unicode  # undecodable: left as it is
     assert host_to_unicode(ascii) == expected
@@ -355,7 +355,7 @@ def test_to_unicode(unicode: str, ascii: str) -> None:
 
 @pytest.mark.parametrize(("host", "to_ascii"), IDNA2008_INVALID)
 def test_idna2008_invalid(host: str, to_ascii: bool) -> None:
-    from nutch2.urls.normalizer import host_to_ascii, idna_to_unicode
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii, idna_to_unicode
 
     if to_ascii:
         assert host_to_ascii(host) is None
@@ -381,9 +381,9 @@ def _agrees(check) -> bool:
 def agreement() -> dict[str, tuple[int, int]]:
     """How many vectors give exactly the source's answer, per source: {source: (agree, total)}."""
     import nutch2.parse.html as parse
+    import nutch2.plugins.urlnormalizer_basic.normalizer as un
     import nutch2.urls.checker as urls
     import nutch2.urls.domains as domains
-    import nutch2.urls.normalizer as un
 
     basic = [_agrees(lambda u=u, n=n: un.normalize(u) == n) for u, n in BASIC]
     basic += [_agrees(lambda u=u: un.normalize(u) is None) for u in BASIC_INVALID]

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from nutch2.crawldb.journal import GENERATING, UPDATING, Journal
-from nutch2.crawldb.scoring import set_cash
 from nutch2.fetch.fetchclaim import LOST_REASON
 from nutch2.marks import Mark
+from nutch2.plugins.scoring_opic.opic import set_cash
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url, unreverse_url

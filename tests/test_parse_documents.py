@@ -19,8 +19,7 @@ from nutch2.jobs.parse import ParserJob
 from nutch2.mapred.runner import Counters
 from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.parse.html import DEFAULT_OUTLINK_TAGS
-from nutch2.parse.parsers import ParserFactory, ParseSettings, mime_type
+from nutch2.parse.parsers import ParserFactory, mime_type
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
@@ -34,7 +33,7 @@ SPEC = DocSpec("Quarterly report", "Ada Lovelace", "quixdocumentzor", "http://12
 
 def factory(**props: object) -> ParserFactory:
     conf = Configuration(CONF_DIR, {k: str(v) for k, v in props.items()})
-    return ParserFactory(conf, ParseSettings.from_conf(conf, DEFAULT_OUTLINK_TAGS))
+    return ParserFactory(conf)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def test_parse_plugin_mapping(tmp_path: Path) -> None:
         '<parse-plugins><mimeType name="application/vnd.oasis.*"><plugin id="parse-tika"/></mimeType>'
         '<mimeType name="text/html"><plugin id="parse-html"/></mimeType></parse-plugins>')
     conf = Configuration(tmp_path, {"tika.server.url": "http://127.0.0.1:1"})
-    f = ParserFactory(conf, ParseSettings.from_conf(conf, DEFAULT_OUTLINK_TAGS))
+    f = ParserFactory(conf)
     assert [p.plugin_id for p in f.parsers_for("application/vnd.oasis.opendocument.text")] == ["parse-tika"]
     assert f.parsers_for("application/pdf") == []
     with pytest.raises(ConfigError, match="parse-word"):

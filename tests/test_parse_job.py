@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.crawldb.scoring import get_cash, set_cash
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
 from nutch2.mapred.runner import Counters, TaskContext
@@ -16,6 +15,7 @@ from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
 from nutch2.parse.signature import md5_signature, text_profile_signature
+from nutch2.plugins.scoring_opic.opic import get_cash, set_cash
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nutch2.fetch.headers import header_block_problem, stored_headers
-from nutch2.jobs.index import site_values
 from nutch2.marks import Mark
+from nutch2.plugins.index_basic.filter import site_values
 from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
 from nutch2.searcher.app import _paging
 from nutch2.searcher.auth import Credentials, add_user, check_password, hash_password, read_users

@@ -1,19 +1,25 @@
-"""Fetch schedules (Nutch's DefaultFetchSchedule and AdaptiveFetchSchedule). Times in ms, intervals in s."""
+"""Fetch schedules (Nutch's DefaultFetchSchedule and AdaptiveFetchSchedule, the core's implementations of the
+FetchSchedule extension point; db.fetch.schedule.class names one of them or a fetch-schedule plugin). Times in ms,
+intervals in s."""
 
 from __future__ import annotations
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.plugins.points import FetchSchedule as FetchSchedulePoint
 from nutch2.webpage import WebPage
 
 SECONDS_PER_DAY = 86400
 STATUS_UNKNOWN, STATUS_MODIFIED, STATUS_NOTMODIFIED = 0, 1, 2
 
 
-class FetchSchedule:
+class FetchSchedule(FetchSchedulePoint):
     """The default schedule: the next fetch is one interval after this one."""
 
+    nutch_class = "org.apache.nutch.crawl.DefaultFetchSchedule"
+
     def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.max_interval = conf.get_int("db.fetch.interval.max")
 
@@ -54,6 +60,8 @@ class FetchSchedule:
 class AdaptiveFetchSchedule(FetchSchedule):
     """Shrinks the interval of pages that change and grows it for pages that do not."""
 
+    nutch_class = "org.apache.nutch.crawl.AdaptiveFetchSchedule"
+
     def __init__(self, conf: Configuration) -> None:
         super().__init__(conf)
         self.inc_rate = conf.get_float("db.fetch.schedule.adaptive.inc_rate")
@@ -85,11 +93,21 @@ class AdaptiveFetchSchedule(FetchSchedule):
         page.fetch_time = refetch_ms + int(interval * 1000)
 
 
-def fetch_schedule(conf: Configuration) -> FetchSchedule:
+def fetch_schedule(conf: Configuration) -> FetchSchedulePoint:
+    """The schedule db.fetch.schedule.class names: default, adaptive (Nutch's class names too), or the plugin id or
+    class name of an active fetch-schedule plugin."""
+    from nutch2.plugins import Plugins, extension_class
+
     name = conf.get_str("db.fetch.schedule.class").strip()
     short = name.rsplit(".", 1)[-1].lower()
     if short in ("default", "defaultfetchschedule"):
         return FetchSchedule(conf)
     if short in ("adaptive", "adaptivefetchschedule"):
         return AdaptiveFetchSchedule(conf)
-    raise ConfigError(f"db.fetch.schedule.class={name!r} is not known; use default or adaptive")
+    plugins = Plugins(conf)
+    for pid in plugins.providing("fetch-schedule"):
+        cls = extension_class(pid, "fetch-schedule")
+        if name in (pid, cls.__name__, f"{cls.__module__}.{cls.__name__}", getattr(cls, "nutch_class", "")):
+            return plugins.build_one("fetch-schedule", pid)
+    raise ConfigError(f"db.fetch.schedule.class={name!r} is not known; use default, adaptive or an active "
+                      "fetch-schedule plugin")

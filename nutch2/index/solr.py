@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 
 DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
+
+
+def solr_date(ms: int) -> str | None:
+    """A time in ms in Solr's date format (None for 0: no such time)."""
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def solr_crawl_id(crawl_id: str | None) -> str:

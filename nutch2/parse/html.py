@@ -29,6 +29,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urldefrag, urljoin
 
 import charset_normalizer
@@ -135,6 +136,9 @@ class ParseResult:
     content_type: str | None = None  # the document's own MIME type when its parser found it (Tika's detection)
     retryable: bool = False  # a failure of the parser's server, not of the document: parse the row again later
     counter: str | None = None  # the counter a failure of this kind adds to (e.g. tika_unavailable)
+    # what the parse filters are given, not stored: the document parsed and (HTML) its DOM
+    document: Any = field(default=None, repr=False, compare=False)
+    dom: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_success(self) -> bool:
@@ -563,6 +567,7 @@ def _parse_html_now(
     max_outlink_length: int,
     cancel: _Canceller,
     tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
+    keep_dom: bool = False,
 ) -> ParseResult:
     """parse_html without the timeout wrapper."""
     if not content:
@@ -577,7 +582,10 @@ def _parse_html_now(
         return _failure(
             url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, "no parseable HTML", encoding=encoding
         )
-    return _extract(root, url, headers, encoding, max_outlinks, max_outlink_length, cancel, tags)
+    result = _extract(root, url, headers, encoding, max_outlinks, max_outlink_length, cancel, tags)
+    if keep_dom:
+        result.dom = root
+    return result
 
 
 def _extract(
@@ -715,15 +723,17 @@ def parse_html(
     max_outlink_length: int = 4096,
     timeout: float | None = 30.0,
     outlink_tags: Mapping[str, str] = DEFAULT_OUTLINK_TAGS,
+    keep_dom: bool = False,
 ) -> ParseResult:
     """Parse an HTML page: title, visible text, outlinks, robots directives, meta refresh, meta tags.
 
     max_outlinks < 0 keeps all outlinks. timeout None parses in the calling thread. outlink_tags: see outlink_tags().
+    keep_dom: the result's ``dom`` is the lxml root (for the parse filters).
     """
 
     def work(cancel: _Canceller) -> ParseResult:
         return _parse_html_now(content, url, content_type, headers, max_outlinks, max_outlink_length, cancel,
-                               outlink_tags)
+                               outlink_tags, keep_dom)
 
     return _run_with_timeout(work, url, timeout)
 

@@ -1,14 +1,9 @@
 """Parsers by content type, as Nutch's ParserFactory: the MIME type of a fetched page picks an ordered list of
-parser ids from ``parse.plugin`` (or Nutch's ``parse-plugins.xml``, ``parse.plugin.file``); the first parser that is
-available here parses the page, the next one is tried when it fails.
+parser plugin ids from ``parse.plugin`` (or Nutch's ``parse-plugins.xml``, ``parse.plugin.file``); the first of them
+that is active (plugin.includes) and available here parses the page, the next one is tried when it fails.
 
-Parsers (the ids are Nutch's plugin ids; each is a small class with one ``parse(Document) -> ParseResult`` method,
-built once from the configuration and shipped with the job, so it can become a plugin of the Parser extension point):
-
-- ``parse-html``: HTML and XHTML (nutch2/parse/html.py);  ``parse-text``: text/plain;
-- ``parse-tika``: any format Apache Tika reads, through a Tika server's REST API (``tika.server.url``;
-  nutch2/parse/tika.py); not available when no server is configured;
-- ``parse-pdf``: PDF in this process with pypdf (nutch2/parse/pdf.py), the embedded default for PDFs.
+The parsers are the plugins of the ``parser`` extension point (nutch2/plugins: parse-html, parse-text, parse-tika,
+parse-pdf, or a plugin of another package), built once per task from the configuration.
 
 The MIME type is the row's Content-Type; a missing or generic one (``application/octet-stream``) is sniffed from
 the first bytes (HTML, PDF, the ``mimetype`` entry of OpenDocument and EPUB files, the parts of an OOXML file),
@@ -24,29 +19,25 @@ import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.logs import warning
 from nutch2.parse.html import (
     DEFAULT_OUTLINK_TAGS,
     ParseResult,
     _failure,
     _header_value,
-    _run_with_timeout,
     _sniff_html,
-    parse_html,
-    parse_text,
+    outlink_tags,
 )
 from nutch2.status import ParseMajor, ParseMinor
 
-__all__ = ["Document", "ParseSettings", "Parser", "ParserFactory", "mime_type", "read_parse_plugins_xml"]
+__all__ = ["Document", "ParseSettings", "ParserFactory", "mime_type", "read_parse_plugins_xml"]
 
-PARSE_HTML = "parse-html"
-PARSE_TEXT = "parse-text"
-PARSE_TIKA = "parse-tika"
-PARSE_PDF = "parse-pdf"
+PARSE_HTML, PARSE_TEXT, PARSE_TIKA, PARSE_PDF = "parse-html", "parse-text", "parse-tika", "parse-pdf"
 GENERIC_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/x-download",
                            "application/force-download", "application/unknown", "application/binary"})
 
@@ -73,67 +64,20 @@ class ParseSettings:
     outlink_tags: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_OUTLINK_TAGS))
 
     @classmethod
-    def from_conf(cls, conf: Configuration, outlink_tags: Mapping[str, str]) -> ParseSettings:
+    def from_conf(cls, conf: Configuration) -> ParseSettings:
         timeout = conf.get_float("parser.timeout")
-        return cls(conf.get_int("db.max.outlinks.per.page"), conf.get_int("db.max.outlink.length"),
-                   timeout if timeout > 0 else None, dict(outlink_tags))
+        cap = conf.get_int("db.max.outlinks.per.page")
+        tags = outlink_tags(conf.get_str("parser.html.outlinks.ignore_tags").split(","),
+                            conf.get_bool("parser.html.form.use_action"))
+        return cls(extraction_bound(cap), conf.get_int("db.max.outlink.length"), timeout if timeout > 0 else None,
+                   tags)
 
 
-class Parser(Protocol):
-    """One parser (Nutch's Parser extension point)."""
-
-    plugin_id: str
-
-    def available(self) -> bool:
-        """Whether it can parse here (a parser needing a server it was not given cannot)."""
-        ...
-
-    def parse(self, doc: Document) -> ParseResult:
-        """Parse the document; never raises (failures are ParseResults)."""
-        ...
-
-    def close(self) -> None:
-        """Release clients (a task's cleanup)."""
-        ...
-
-
-class HtmlParser:
-    """parse-html: nutch2/parse/html.py's HTML parser."""
-
-    plugin_id = PARSE_HTML
-
-    def __init__(self, settings: ParseSettings) -> None:
-        self.settings = settings
-
-    def available(self) -> bool:
-        return True
-
-    def parse(self, doc: Document) -> ParseResult:
-        s = self.settings
-        return parse_html(doc.content, doc.url, doc.content_type, dict(doc.headers), max_outlinks=s.max_outlinks,
-                          max_outlink_length=s.max_outlink_length, timeout=s.timeout, outlink_tags=s.outlink_tags)
-
-    def close(self) -> None:
-        pass
-
-
-class TextParser:
-    """parse-text: text/plain as it is (no title, no outlinks)."""
-
-    plugin_id = PARSE_TEXT
-
-    def __init__(self, settings: ParseSettings) -> None:
-        self.settings = settings
-
-    def available(self) -> bool:
-        return True
-
-    def parse(self, doc: Document) -> ParseResult:
-        return _run_with_timeout(lambda _c: parse_text(doc.content, doc.url, doc.content_type, dict(doc.headers)),
-                                 doc.url, self.settings.timeout)
-
-    def close(self) -> None:
-        pass
+def extraction_bound(cap: int) -> int:
+    """Outlinks a parser extracts at most from one page: db.max.outlinks.per.page counts only the outlinks that
+    are left after normalizing and filtering (Nutch's ParseOutputFormat), so a parser takes more than that, up to a
+    bound that keeps a hostile page of a million links cheap."""
+    return -1 if cap < 0 else max(cap * 10, 1000)
 
 
 # Nutch's conf/parse-plugins.xml, as nutch2 ships it: parse-tika for everything a server is there for; PDFs fall
@@ -215,9 +159,8 @@ def _sniff(content: bytes) -> str | None:
 class ParserFactory:
     """Picks and runs the parsers of a page's MIME type (Nutch's ParserFactory + ParseUtil's fallback order)."""
 
-    def __init__(self, conf: Configuration, settings: ParseSettings) -> None:
-        from nutch2.parse.pdf import PdfParser
-        from nutch2.parse.tika import TikaParser
+    def __init__(self, conf: Configuration) -> None:
+        from nutch2.plugins import Plugins, installed
 
         entries = conf.get("parse.plugin")
         if entries:
@@ -226,18 +169,17 @@ class ParserFactory:
             self.mapping = read_parse_plugins_xml(str(conf.resource(conf.get_str("parse.plugin.file").strip())))
         else:
             self.mapping = list(DEFAULT_MAPPING)
-        self.parsers: dict[str, Parser] = {
-            PARSE_HTML: HtmlParser(settings),
-            PARSE_TEXT: TextParser(settings),
-            PARSE_TIKA: TikaParser(conf, settings),
-            PARSE_PDF: PdfParser(conf, settings),
-        }
-        unknown = sorted({p for _, ids in self.mapping for p in ids} - set(self.parsers))
+        plugins = Plugins(conf)
+        self.parsers: dict[str, Any] = {i: plugins.build_one("parser", i) for i in plugins.providing("parser")}
+        named = {p for _, ids in self.mapping for p in ids}
+        unknown = sorted(named - set(installed()))
         if unknown:
-            raise ConfigError(f"parse.plugin names unknown parsers: {', '.join(unknown)}; known: "
-                              + ", ".join(sorted(self.parsers)))
+            raise ConfigError(f"parse.plugin names parsers that are not installed: {', '.join(unknown)}; installed "
+                              "parsers: " + ", ".join(sorted(i for i in installed() if i.startswith("parse-"))))
+        if not self.parsers:
+            warning("warning: no parser plugin is active (plugin.includes): no page will be parsed")
 
-    def parsers_for(self, mime: str | None) -> list[Parser]:
+    def parsers_for(self, mime: str | None) -> list[Any]:
         """Available parsers of the first mapping entry that matches: exact type, then patterns (text/*), then *."""
         name = mime or ""
         exact = [ids for pattern, ids in self.mapping if pattern == name]
@@ -245,7 +187,7 @@ class ParserFactory:
                     and fnmatch.fnmatchcase(name, pattern)]
         fallback = [ids for pattern, ids in self.mapping if pattern == "*"]
         for ids in (*exact, *patterns, *fallback):
-            found = [self.parsers[i] for i in ids if self.parsers[i].available()]
+            found = [self.parsers[i] for i in ids if i in self.parsers and self.parsers[i].available()]
             if found:
                 return found
         return []
@@ -262,6 +204,7 @@ class ParserFactory:
             result = parser.parse(doc)
             result.parser = parser.plugin_id
             if result.is_success:
+                result.document = doc
                 return result
             if result.retryable and retry is None:
                 retry = result  # a later parse with the server back may succeed: keep the row parseable

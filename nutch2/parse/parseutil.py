@@ -8,9 +8,10 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.mapred.runner import TaskContext
 from nutch2.marks import Mark
-from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult, outlink_tags
-from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory, ParseSettings
+from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult
+from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.signature import md5_signature, text_profile_signature
+from nutch2.plugins import Plugins
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import host_of
@@ -19,7 +20,7 @@ from nutch2.webpage import ParseStatus, WebPage
 
 TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
 NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
-META_PREFIX = "meta_"  # metadata keys of <meta name=...> tags kept by the parse (Nutch 2's parse-metatags prefix)
+META_PREFIX = "meta_"  # metadata keys of meta tags kept by parse-metatags (read by index-metadata, the searcher)
 
 PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
 
@@ -35,9 +36,6 @@ class PageParser:
         self.skip_truncated = conf.get_bool("parser.skip.truncated")
         self.timeout = conf.get_float("parser.timeout")
         self.checker = UrlChecker(conf, "outlink")
-        self.outlink_tags = outlink_tags(conf.get_str("parser.html.outlinks.ignore_tags").split(","),
-                                         conf.get_bool("parser.html.form.use_action"))
-        self.metatags = {n.strip().lower() for n in conf.get_str("metatags.names").split(",") if n.strip()}
         self.caching_policy = conf.get_str("parser.caching.forbidden.policy").strip().lower()
         if self.caching_policy not in CACHING_POLICIES:
             raise ConfigError(f"parser.caching.forbidden.policy={self.caching_policy!r} is not known; use "
@@ -46,11 +44,14 @@ class PageParser:
         if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
             raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
         self.text_profile = sig.startswith("textprofile")
-        self.parsers = ParserFactory(conf, ParseSettings.from_conf(conf, self.outlink_tags))
+        self.parsers = ParserFactory(conf)
+        self.filters = Plugins(conf).build("parse-filter")
 
     def close(self) -> None:
-        """Close the parsers' clients (a Tika server's sessions); a task's cleanup."""
+        """Close the parsers' and parse filters' clients (a Tika server's sessions); a task's cleanup."""
         self.parsers.close()
+        for f in self.filters:
+            f.close()
 
     def parse(self, page: WebPage, ctx: TaskContext, *, signature_loaded: bool = False) -> bool:
         """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully.
@@ -74,6 +75,8 @@ class PageParser:
             ctx.incr("retry_later" if result.retryable else
                      "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
             return False
+        if not self._filter(url, page, result, ctx):
+            return False
         if result.parser not in ("parse-html", "parse-text"):
             ctx.incr(f"parsed_by_{result.parser}")
         declared = (page.content_type or "").split(";", 1)[0].strip().lower()
@@ -81,6 +84,20 @@ class PageParser:
             page.content_type = result.content_type  # the type the document parser found (Nutch's MimeUtil)
         self._apply(page, url, content, result, ctx, signature_loaded)
         ctx.incr("parsed")
+        return True
+
+    def _filter(self, url: str, page: WebPage, result: ParseResult, ctx: TaskContext) -> bool:
+        """Run the parse filters (htmlparsefilter.order); a filter that raises fails the page's parse."""
+        try:
+            for f in self.filters:
+                f.filter(result.document, result, page, result.dom)
+        except Exception as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
+            page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION,
+                                            [f"parse filter {f.plugin_id}: {type(e).__name__}: {e}"[:500]])
+            ctx.incr("failed_parse_filter")
+            return False
+        finally:
+            result.dom = None  # the tree is not kept past the filters
         return True
 
     @staticmethod
@@ -111,22 +128,21 @@ class PageParser:
         page.outlinks = self._outlinks(url, result)
 
     def _meta(self, page: WebPage, result: ParseResult) -> None:
-        """Keep the configured meta tags (metatags.names) and the caching policy of a noarchive/nocache page;
-        values of an earlier parse that this one lacks are dropped."""
-        for key in [k for k in page.metadata if k.startswith(META_PREFIX)]:
-            del page.metadata[key]
-        for name, value in result.meta.items():
-            if "*" in self.metatags or name in self.metatags:
-                page.metadata[META_PREFIX + name] = value.encode("utf-8")
+        """Keep the caching policy of a noarchive/nocache page (meta tags are parse-metatags' business)."""
         if result.nocache and self.caching_policy != "none":
             page.metadata[CACHING_FORBIDDEN_KEY] = self.caching_policy.encode("ascii")
         elif CACHING_FORBIDDEN_KEY in page.metadata:
             del page.metadata[CACHING_FORBIDDEN_KEY]
 
     def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
+        """Outlinks as Nutch's ParseOutputFormat keeps them: normalized, filtered, then counted toward
+        db.max.outlinks.per.page (so links the filters drop take no slot)."""
         host = host_of(url)
         links: dict[str, str] = {}
+        cap = max(self.max_outlinks, 1) if result.refresh_url and self.max_outlinks >= 0 else self.max_outlinks
         for target, anchor in result.outlinks:
+            if 0 <= cap <= len(links):
+                break
             norm = self.checker.check(target)
             if norm is None or norm == url or norm in links:
                 continue

@@ -16,7 +16,7 @@ from nutch2.errors import NutchError
 from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.urls.normalizer import SCOPES
+from nutch2.urls.normalizers import SCOPES
 
 
 @dataclass
@@ -120,13 +120,18 @@ class IndexChecker(_Checker):
     help = "fetch and parse one URL and show the document index would send, field by field (writes nothing)"
 
     def run(self, run: Run) -> int:
-        from nutch2.jobs.index import IndexingJob, indexable
+        from nutch2.index.filters import IndexingFilters
+        from nutch2.jobs.index import indexable
 
         url, _, page, parsed, fetched = self.fetch_and_parse(run)
         if not parsed or not indexable(page):
             raise NutchError(f"{url} would not be indexed: parse {page.parse_status.name}"
                              + (", noindex" if parsed else ""))
-        doc = IndexingJob(self.conf, None, "").document(page)
+        filters = IndexingFilters.from_conf(self.conf)
+        doc = filters.document(page, self.crawl_id)
+        filters.close()
+        if doc is None:
+            raise NutchError(f"{url} would not be indexed: an indexing filter keeps it out")
         if not self.args.dumpText:  # type: ignore[attr-defined]
             doc["content"] = _short(doc.get("content", ""))
         for name in sorted(doc):
@@ -167,9 +172,9 @@ class FilterChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urls.checker import load_filters
+        from nutch2.urls.filters import URLFilters
 
-        filters = load_filters(self.conf)
+        filters = URLFilters.from_conf(self.conf)
         for url in _urls(self.args):  # type: ignore[arg-type]
             kept, why = filters.explain(url)
             run.out(f"{'+' if kept else '-'}{url}\t{why}")
@@ -185,14 +190,47 @@ class NormalizerChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urls.normalizer import URLNormalizers
+        from nutch2.urls.normalizers import URLNormalizers
 
         scope = self.args.scope  # type: ignore[attr-defined]
-        normalizers = URLNormalizers(scope)
+        normalizers = URLNormalizers.from_conf(self.conf, scope)
         for url in _urls(self.args):  # type: ignore[arg-type]
             steps = normalizers.explain(url, scope)
             result = steps[-1][1] if steps else url
             run.out(f"{url}\t->\t{result if result is not None else '(rejected)'}")
             for name, value in steps:
                 run.out(f"\t{name}: {value if value is not None else 'rejected'}")
+        return 0
+
+
+@dataclass
+class PluginArgs(ToolArgs):
+    point: str | None = opt("-point", "only the plugins of this extension point", metavar="POINT",
+                            choices=("protocol", "parser", "parse-filter", "url-filter", "url-normalizer",
+                                     "scoring-filter", "indexing-filter", "index-writer", "fetch-schedule"))
+
+
+@tool
+class PluginLister(Tool):
+    name = "plugins"
+    help = "list the installed plugins: active or not (plugin.includes/plugin.excludes), their extension points"
+    Args = PluginArgs
+    crawl = False
+    job = False
+
+    def run(self, run: Run) -> int:
+        from nutch2.plugins import Plugins, descriptor, installed
+
+        active = set(Plugins(self.conf).ids)
+        point = self.args.point  # type: ignore[attr-defined]
+        for pid, ep in sorted(installed().items()):
+            try:
+                plugin = descriptor(pid)
+            except NutchError as e:
+                run.out(f"!  {pid}\t(cannot load: {e})")
+                continue
+            if point and point not in plugin.extensions:
+                continue
+            mark = "+" if pid in active else "-"
+            run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}\t({ep.value})")
         return 0

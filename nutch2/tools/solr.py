@@ -22,6 +22,20 @@ def solr_opt() -> object:
     return opt("-solr", "Solr core URL (solr.server.url)", metavar="URL", api="no")
 
 
+def index_writers(conf: Configuration, solr: str | None):
+    """The active index writers (index-writers.xml), -solr setting indexer-solr's url; each is opened and checked
+    once here (a dead Solr fails here, before any work)."""
+    from nutch2.index.writers import IndexWriters
+
+    writers = IndexWriters.from_conf(conf, {"indexer-solr": {"url": solr}} if solr else None)
+    out = writers.open(conf, None, "check")
+    try:
+        out.check()
+    finally:
+        out.close()
+    return writers
+
+
 def solr_client(conf: Configuration, url: str | None):
     """A client of the configured core that answered a ping (a dead Solr fails here, before any work)."""
     from nutch2.index.solr import SolrClient, solr_url
@@ -49,12 +63,12 @@ class IndexArgs(BatchArgs):
 @tool
 class Index(BatchTool):
     name = "index"
-    help = "send parsed, updated pages of a batch to Solr"
+    help = "send parsed, updated pages of a batch to the index (Solr; index-writers.xml)"
     Args = IndexArgs
     step = lifecycle.INDEX
 
     def run(self, run: Run) -> int:
-        self.solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        self.writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
         return super().run(run)
 
     def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
@@ -64,7 +78,7 @@ class Index(BatchTool):
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.index import run_index
 
-        run_index(self.conf, store, batch, self.solr.url, self.args.reindex,  # type: ignore[attr-defined]
+        run_index(self.conf, store, batch, self.writers, self.args.reindex,  # type: ignore[attr-defined]
                   make_runner(self.conf, self.tasks()), counters, self.crawl_id)
 
 
@@ -77,17 +91,17 @@ class SolrArgs(ToolArgs):
 @tool
 class Clean(Tool):
     name = "clean"
-    help = "delete GONE pages, redirects and noindex pages from Solr"
+    help = "delete GONE pages, redirects and noindex pages from the index"
     Args = SolrArgs
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.index import CleaningJob
 
-        solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
         counters = run.job_counters("clean")
         counters.incr("deleted", 0)
         with self.store() as store:
-            make_runner(self.conf).run(CleaningJob(self.conf, solr.url, self.crawl_id), store, counters)
+            make_runner(self.conf).run(CleaningJob(self.conf, writers, self.crawl_id), store, counters)
         run.summary(counters)
         return 0
 

@@ -1,4 +1,5 @@
-"""URL helpers for jobs: normalizers and filters built from the configuration, host and domain of a URL."""
+"""URL helpers for jobs: the normalizer and filter chains of a scope built from the configuration (the active
+url-normalizer and url-filter plugins), redirects' representative URLs, fetch queue ids."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.urls.domains import domain_of_host, ip_of_host
-from nutch2.urls.filter import URLFilters
-from nutch2.urls.normalizer import URLNormalizers
+from nutch2.urls.filters import URLFilters
+from nutch2.urls.normalizers import URLNormalizers
 
 
 class UrlChecker:
@@ -16,8 +17,8 @@ class UrlChecker:
 
     def __init__(self, conf: Configuration, scope: str, normalize: bool = True, filter: bool = True) -> None:
         self.scope = scope
-        self.normalizers = URLNormalizers(scope) if normalize else None
-        self.filters = load_filters(conf) if filter else None
+        self.normalizers = URLNormalizers.from_conf(conf, scope) if normalize else None
+        self.filters = URLFilters.from_conf(conf) if filter else None
 
     def normalize(self, url: str) -> str | None:
         return self.normalizers.normalize(url, self.scope) if self.normalizers else url
@@ -29,16 +30,6 @@ class UrlChecker:
         """The normalized URL if it passes the filters, else None."""
         norm = self.normalize(url)
         return None if norm is None else self.filter(norm)
-
-
-def load_filters(conf: Configuration) -> URLFilters:
-    path = conf.resource(conf.get_str("urlfilter.regex.file"))
-    try:
-        return URLFilters.from_file(path, max_length=conf.get_int("urlfilter.max.length"))
-    except OSError as e:
-        raise ConfigError(f"cannot read URL filter file {path}: {e.strerror}; check urlfilter.regex.file") from None
-    except ValueError as e:
-        raise ConfigError(f"{e}; fix the rule in the URL filter file") from None
 
 
 def strip_credentials(url: str) -> str:

@@ -31,8 +31,9 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter
 from nutch2.parse.html import ParseResult, _Canceller, _failure
-from nutch2.parse.parsers import PARSE_TIKA, Document, ParseSettings
+from nutch2.parse.parsers import Document, ParseSettings
 from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result
+from nutch2.plugins.points import Parser
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["TikaParser", "TikaUnavailable"]
@@ -64,12 +65,13 @@ class _Down:
         self.reason = ""
 
 
-class TikaParser:
+class TikaParser(Parser):
     """parse-tika over a Tika server's REST API; thread-safe (one HTTP session per calling thread)."""
 
-    plugin_id = PARSE_TIKA
+    nutch_class = "org.apache.nutch.parse.tika.TikaParser"
 
-    def __init__(self, conf: Configuration, settings: ParseSettings) -> None:
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
         self.url = conf.get_str("tika.server.url").strip().rstrip("/")
         if self.url and urlsplit(self.url).scheme not in ("http", "https"):
             raise ConfigError(f"tika.server.url={self.url!r} is not an http(s) URL; e.g. "
@@ -83,7 +85,7 @@ class TikaParser:
         self.content_limit = conf.get_int("http.content.limit")
         self.retry_interval = max(0.0, conf.get_float("tika.server.retry.interval"))
         self.detect_language = conf.get_bool("tika.language.detect")
-        self.settings = settings
+        self.settings = ParseSettings.from_conf(conf)
         self._init_local()
 
     def _init_local(self) -> None:

@@ -1,4 +1,4 @@
-"""Basic URL normalisation, like Nutch's urlnormalizer-basic.
+"""urlnormalizer-basic: basic URL normalisation, as Nutch's.
 
 Rules (the same for every scope today): lower-case scheme and host; a percent-encoded host is decoded first;
 international host names to punycode by IDNA2008 with UTS #46 mapping (non-transitional, as browsers do: ``straße.de``
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import idna
 
-# Scopes Nutch passes to its normalizers; each may get its own rules later.
-SCOPE_DEFAULT = "default"
-SCOPES = frozenset({"default", "inject", "generate_host_count", "partition", "fetcher", "outlink", "indexer"})
+from nutch2.plugins.points import URLNormalizer
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 SUPPORTED_SCHEMES = frozenset({"http", "https", "ftp", "file"})
@@ -214,45 +211,15 @@ def _full_normalize(url: str) -> str | None:
     return prefix + path + ("?" + query if query else "")
 
 
-class URLNormalizers:
-    """URL normalizers for one scope (Nutch's URLNormalizers); see the module docstring for the rules."""
+class BasicURLNormalizer(URLNormalizer):
+    """The basic rules (the module docstring), the same for every scope."""
 
-    def __init__(self, scope: str = SCOPE_DEFAULT) -> None:
-        self.scope = scope
+    nutch_class = "org.apache.nutch.net.urlnormalizer.basic.BasicURLNormalizer"
 
-    def rules(self, scope: str | None = None) -> tuple[Callable[[str], str | None], ...]:
-        """Normalisation steps of ``scope`` (default: this instance's); every scope has the basic rules."""
-        _ = scope or self.scope  # per-scope rules go here
-        return (_basic_normalize,)
-
-    def explain(self, url: str, scope: str | None = None) -> list[tuple[str, str | None]]:
-        """Each normalisation step of ``scope`` with what it made of the URL (None: it rejected it)."""
-        steps: list[tuple[str, str | None]] = []
-        for rule in self.rules(scope):
-            normalized = rule(url)
-            steps.append((RULE_NAMES.get(rule, rule.__name__), normalized))
-            if normalized is None:
-                break
-            url = normalized
-        return steps
-
-    def normalize(self, url: str, scope: str | None = None) -> str | None:
-        """Normalised ``url``, or None when it cannot be normalised (garbage or unsupported scheme).
-
-        ``scope`` overrides the scope given at construction; unknown scopes use the default rules.
-        """
-        for rule in self.rules(scope):
-            normalized = rule(url)
-            if normalized is None:
-                return None
-            url = normalized
-        return url
-
-
-RULE_NAMES: dict[Callable[[str], str | None], str] = {_basic_normalize: "urlnormalizer-basic"}
-_DEFAULT = URLNormalizers()
+    def normalize(self, url: str, scope: str) -> str | None:
+        return _basic_normalize(url)
 
 
 def normalize(url: str) -> str | None:
-    """Normalise ``url`` with the default scope; None when it cannot be normalised."""
-    return _DEFAULT.normalize(url)
+    """``url`` by the basic rules; None when it cannot be normalised."""
+    return _basic_normalize(url)

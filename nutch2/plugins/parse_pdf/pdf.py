@@ -21,8 +21,9 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.parse.html import ParseResult, ParseTimeout, _Canceller, _failure, _run_with_timeout, resolve_link
-from nutch2.parse.parsers import PARSE_PDF, Document, ParseSettings
+from nutch2.parse.parsers import Document, ParseSettings
 from nutch2.parse.xhtml import meta_result
+from nutch2.plugins.points import Parser
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["PdfParser"]
@@ -30,20 +31,13 @@ __all__ = ["PdfParser"]
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns about every quirk of a real-world PDF
 
 
-class PdfParser:
+class PdfParser(Parser):
     """parse-pdf with pypdf."""
 
-    plugin_id = PARSE_PDF
-
-    def __init__(self, conf: Configuration, settings: ParseSettings) -> None:
-        self.settings = settings
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
+        self.settings = ParseSettings.from_conf(conf)
         self.text_limit = conf.get_int("parser.text.limit")
-
-    def available(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
     def parse(self, doc: Document) -> ParseResult:
         return _run_with_timeout(lambda cancel: self._parse(doc, cancel), doc.url, self.settings.timeout)
