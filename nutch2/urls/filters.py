@@ -40,18 +40,19 @@ class URLFilters:
         return self._filter(url)
 
     def explain(self, url: str) -> tuple[bool, str]:
-        """(kept, what decided) for one URL, as filterchecker prints it."""
+        """(kept, what decided) for one URL, as filterchecker prints it: the filter that dropped it, or what each
+        filter that says why kept it ("; " between them)."""
         if 0 < self.max_length < len(url):
             return False, f"urlfilter.max.length: longer than {self.max_length} characters"
-        decided = "no filter rejects it"
+        kept_by = []
         for url_filter in self.filters:
             name = getattr(url_filter, "plugin_id", "") or type(url_filter).__name__
             why = url_filter.explain(url) if hasattr(url_filter, "explain") else None
             if url_filter.filter(url) is None:
                 return False, f"{name}: {why}" if why else name
             if why:
-                decided = f"{name}: {why}"
-        return True, decided
+                kept_by.append(f"{name}: {why}")
+        return True, "; ".join(kept_by) or "no filter rejects it"
 
     def _filter(self, url: str) -> str | None:
         if 0 < self.max_length < len(url):
