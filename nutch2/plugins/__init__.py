@@ -9,8 +9,10 @@ named by an entry point of the group ``nutch2.plugins`` whose name is the plugin
 ``plugin.includes`` (a regular expression over plugin ids, as Nutch's) chooses the active plugins and
 ``plugin.excludes`` removes some. An extension point's ``*.order`` property orders its extensions: empty, every
 active one in plugin id order; set, only those it names, in its order (Nutch's rule; names are plugin ids, class
-names or Nutch's Java class names). Extensions are built from the configuration (``cls(conf)``) once per task, so
-they ship with a job to worker processes and Spark executors, where the same entry points are found.
+names or Nutch's Java class names), except for URL normalizers, where the others follow those it names (Nutch's
+URLNormalizers; urlnormalizer.scope.<scope> and urlnormalizer.order.<scope> choose them per scope). Extensions
+are built from the configuration (``cls(conf)``) once per task, so they ship with a job to worker processes and
+Spark executors, where the same entry points are found.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ POINTS: dict[str, str] = {
     "index-writer": "",
     "fetch-schedule": "",
 }
+# points whose *.order names the extensions that run first, the others following (Nutch's URLNormalizers); at the
+# other points only the extensions it names run (Nutch's URLFilters, IndexingFilters, ...)
+UNNAMED_FOLLOW = frozenset({"url-normalizer"})
 
 
 class PluginError(ConfigError):
@@ -166,24 +171,38 @@ class Plugins:
         """Ids of the active plugins providing `point`, in plugin id order."""
         return [i for i in self.ids if point in descriptor(i).extensions]
 
-    def classes(self, point: str) -> list[tuple[str, type]]:
-        """(plugin id, class) of the point's extensions, in the order its *.order property gives."""
-        found = [(i, extension_class(i, point)) for i in self.providing(point)]
-        prop = POINTS[point]
-        order = self.conf.get_str(prop).replace(",", " ").split() if prop else []
+    def classes(self, point: str, order_prop: str | None = None,
+                only_prop: str | None = None) -> list[tuple[str, type]]:
+        """(plugin id, class) of the point's extensions, in the order its *.order property gives (for the points
+        of UNNAMED_FOLLOW, the extensions it does not name follow in plugin id order).
+
+        ``order_prop`` reads the order from another property (urlnormalizer.order.<scope>); ``only_prop`` names a
+        property listing the extensions to choose from (urlnormalizer.scope.<scope>; all when empty). Names are
+        plugin ids or class names; a name no active plugin provides is one warning."""
+        active = [(i, extension_class(i, point)) for i in self.providing(point)]
+        found = active
+        for prop in (only_prop, order_prop or POINTS[point]):
+            for name in self._names_in(prop):
+                if not any(name in _names(i, c) for i, c in active):
+                    warning(f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
+        only = set(self._names_in(only_prop))
+        if only:
+            found = [(i, c) for i, c in active if only & _names(i, c)]
+        order = self._names_in(order_prop or POINTS[point])
         if not order:
             return found
         ordered = []
         for name in order:
-            match = [(i, c) for i, c in found if name in _names(i, c)]
-            if not match:
-                warning(f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
-            ordered += [m for m in match if m not in ordered]
-        return ordered
+            ordered += [(i, c) for i, c in found if name in _names(i, c) and (i, c) not in ordered]
+        return ordered + [m for m in found if m not in ordered] if point in UNNAMED_FOLLOW else ordered
 
-    def build(self, point: str) -> list[Any]:
-        """The point's extensions, built from the configuration, in order."""
-        return [_build(i, c, self.conf) for i, c in self.classes(point)]
+    def _names_in(self, prop: str | None) -> list[str]:
+        """The names a property lists (space- or comma-separated); [] for no property."""
+        return self.conf.get_str(prop).replace(",", " ").split() if prop else []
+
+    def build(self, point: str, order_prop: str | None = None, only_prop: str | None = None) -> list[Any]:
+        """The point's extensions, built from the configuration, in order (arguments as classes())."""
+        return [_build(i, c, self.conf) for i, c in self.classes(point, order_prop, only_prop)]
 
     def build_one(self, point: str, plugin_id: str) -> Any:
         return _build(plugin_id, extension_class(plugin_id, point), self.conf)

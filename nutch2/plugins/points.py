@@ -51,6 +51,11 @@ class URLNormalizer(Extension):
     def normalize(self, url: str, scope: str) -> str | None:
         raise NotImplementedError
 
+    def explain(self, url: str, scope: str) -> str | None:
+        """What decided about ``url`` in ``scope`` (the rules that applied) for normalizerchecker; None when
+        nothing specific."""
+        return None
+
 
 # ---------------------------------------------------------------- parsing
 class Parser(Extension):

@@ -198,8 +198,8 @@ class NormalizerChecker(Tool):
             steps = normalizers.explain(url, scope)
             result = steps[-1][1] if steps else url
             run.out(f"{url}\t->\t{result if result is not None else '(rejected)'}")
-            for name, value in steps:
-                run.out(f"\t{name}: {value if value is not None else 'rejected'}")
+            for name, value, why in steps:
+                run.out(f"\t{name}: {value if value is not None else 'rejected'}" + (f"\t({why})" if why else ""))
         return 0
 
 
