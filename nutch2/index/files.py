@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from nutch2 import failpoints
+from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.plugins.points import IndexWriter, WriterSpec
 
@@ -79,6 +80,11 @@ class FileIndexWriter(IndexWriter):
     suffix = ".txt"
     default_outpath = "indexwriter"
 
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
+        self._docs: _PartFile | None = None
+        self._deleted: _PartFile | None = None
+
     def open(self, spec: WriterSpec, task: int | None, run: str) -> None:
         super().open(spec, task, run)
         self.outpath = Path(spec.params.get("outpath") or self.default_outpath).expanduser()
@@ -86,8 +92,6 @@ class FileIndexWriter(IndexWriter):
         self.part = "part-final" if task is None else f"part-{task:05d}"
         self.run = run
         self.configure(spec.params)
-        self._docs: _PartFile | None = None
-        self._deleted: _PartFile | None = None
 
     # ---------------------------------------------------------------- what a subclass says
     def configure(self, params: dict[str, str]) -> None:

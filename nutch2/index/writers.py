@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
@@ -98,6 +99,8 @@ class IndexWriters:
             writers = [(pid, WriterSpec(pid)) for pid in active]
         for pid, spec in writers:
             spec.params.update((overrides or {}).get(pid, {}))
+            if spec.params.get("outpath"):  # a folder of the driver's: tasks elsewhere (Spark) write the same one
+                spec.params["outpath"] = str(Path(spec.params["outpath"]).expanduser().absolute())
         if not writers:
             raise ConfigError("no index writer is active: add one to plugin.includes (e.g. indexer-solr) and, with "
                               f"an index-writers file ({name}), a <writer> of its class")
