@@ -23,6 +23,7 @@ of ``*-deleted.txt``, then add (replace by id) the documents of the parts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -53,10 +54,16 @@ class _PartFile:
     """One file of a task, written under a hidden name and renamed to its part name when sealed."""
 
     def __init__(self, folder: Path, name: str) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / name
         self.tmp = folder / f".{name}.{uuid.uuid4().hex[:12]}.inprogress"
-        self.file: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 - closed by seal() or discard()
+        for attempt in range(3):  # another run's commit may remove an empty _temporary/ meanwhile
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                self.file: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 - closed by seal() or discard()
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
 
     def write(self, data: bytes) -> None:
         self.file.write(data)
@@ -149,18 +156,19 @@ class FileIndexWriter(IndexWriter):
         for leftover in self.staging.glob(".*.inprogress"):  # an attempt of a task that was given up
             leftover.unlink(missing_ok=True)
         parts = sorted(p for p in self.staging.iterdir() if p.is_file() and p.name != SUCCESS)
-        if not parts:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            return
-        digest = _digest(parts)
+        digest = _digest(parts) if parts else None
         newest = committed_runs(self.outpath)[-1:]
-        if newest and _read(newest[0] / SUCCESS) == digest:  # committed already, before a kill
+        if digest is None or (newest and _read(newest[0] / SUCCESS) == digest):  # nothing, or committed before a kill
             shutil.rmtree(self.staging, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.staging.parent.rmdir()
             return
         (self.staging / SUCCESS).write_text(digest + "\n")
         _fsync_dir(self.staging)
         os.rename(self.staging, self._new_run_folder())
         _fsync_dir(self.outpath)
+        with contextlib.suppress(OSError):  # left while another run stages there
+            self.staging.parent.rmdir()
 
     def close(self) -> None:
         """Release the files; a part not sealed (the task failed) is removed."""
