@@ -266,7 +266,7 @@ def test_kill_while_writing_files_then_rerun(crawled: tuple[Path, str], referenc
     after_commit = failpoint.startswith("runner.job")
     assert bool(outputs(tmp_path)) == after_commit  # nothing half-written is visible
     if not after_commit:
-        assert list((tmp_path / "jsonl" / "_temporary").rglob("*.inprogress"))  # what it was writing, hidden
+        assert list(tmp_path.glob("*/_temporary/*/.*.inprogress"))  # what it was writing, hidden
     proc = nutch2("index", "-all", "-crawlId", cid, "-numTasks", "2", *d)
     assert proc.returncode == 0, proc.stderr
     assert outputs(tmp_path) == reference  # the same files as an uninterrupted run, once
