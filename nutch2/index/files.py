@@ -138,6 +138,8 @@ class FileIndexWriter(IndexWriter):
         failpoints.reach("indexer.file.write")
 
     def delete(self, doc_id: str) -> None:
+        if "!" not in doc_id:  # a bare row key: -reindex deletes these from Solr cores older than crawl ids
+            return
         if self._deleted is None:
             self._deleted = _PartFile(self.staging, self.part + DELETED)
         self._deleted.write(doc_id.replace("\n", " ").encode("utf-8") + b"\n")
