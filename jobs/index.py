@@ -143,7 +143,9 @@ class MarkIndexedJob(IndexingJob):
 def run_index(conf: Configuration, store: DataStore, batch_id: str | None, writers: IndexWriters, reindex: bool,
               runner: Runner, counters: Counters, crawl_id: str | None = None) -> None:
     """Send the documents (and commit), then mark what the index holds now."""
-    runner.run(IndexingJob(conf, batch_id, writers, reindex, crawl_id), store, counters)
+    job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
+    writers.begin(conf, job.run)
+    runner.run(job, store, counters)
     runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id), store)
 
 
@@ -180,6 +182,7 @@ class CleaningJob(Job):
         if deleted:
             out = self.writers.open(ctx.conf, None, run_name(self.crawl_id, None, False) + "-clean")
             try:
+                out.begin()
                 for key, _ in deleted:
                     out.delete(document_id(self.crawl_id, key))
                 out.commit()

@@ -12,14 +12,17 @@
     </writers>
 
 A writer is used when its plugin (named by ``class``: Nutch's Java class or the plugin id) is active
-(plugin.includes); several writers at once get every document, each through its own mapping. Without an
-index-writers file, every active index-writer plugin is one writer with its default parameters.
+(plugin.includes); several writers at once get every document, each through its own mapping, and every delete.
+A copy's dest may list several fields ("title,search"); Nutch's parse-metatags field names metatag.<name> are read
+as nutch2's meta_<name>. Without an index-writers file, every active index-writer plugin is one writer with its
+default parameters.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
@@ -35,20 +38,42 @@ def read_index_writers(path: str) -> list[tuple[str, WriterSpec]]:
     except (OSError, ET.ParseError) as e:
         raise ConfigError(f"{path}: cannot read it as Nutch's index-writers.xml ({e}); fix it or set "
                           "indexer.indexwriters.file") from None
-    out = []
+    for el in root.iter():  # Nutch's file has xmlns="http://lucene.apache.org/nutch"
+        if isinstance(el.tag, str):
+            el.tag = el.tag.rpartition("}")[2]
+    out: list[tuple[str, WriterSpec]] = []
     for w in root.iter("writer"):
         wid, cls = (w.get("id") or "").strip(), (w.get("class") or "").strip()
         if not wid or not cls:
             raise ConfigError(f"{path}: every <writer> needs an id and a class (e.g. id=\"indexer_solr_1\" "
                               "class=\"org.apache.nutch.indexwriter.solr.SolrIndexWriter\")")
+        if any(spec.id == wid for _, spec in out):
+            raise ConfigError(f"{path}: two <writer>s have the id {wid!r}; give each its own id")
         spec = WriterSpec(wid, {(p.get("name") or ""): (p.get("value") or "") for p in w.iter("param")})
         for f in w.findall("mapping/copy/field"):
-            spec.copy.setdefault(f.get("source", ""), []).append(f.get("dest", ""))
+            dests = [field_name(d) for d in (f.get("dest") or "").split(",") if d.strip()]
+            spec.copy.setdefault(_source(path, wid, f, dests), []).extend(dests)
         for f in w.findall("mapping/rename/field"):
-            spec.rename[f.get("source", "")] = f.get("dest", "")
-        spec.remove += [f.get("source", "") for f in w.findall("mapping/remove/field")]
+            dest = field_name(f.get("dest") or "")
+            spec.rename[_source(path, wid, f, [dest] if dest else [])] = dest
+        spec.remove += [_source(path, wid, f, None) for f in w.findall("mapping/remove/field")]
         out.append((cls, spec))
     return out
+
+
+def _source(path: str, wid: str, f: ET.Element, dests: list[str] | None) -> str:
+    """The source of a mapping <field>, which must name one (and a dest, for copy and rename)."""
+    source = field_name(f.get("source") or "")
+    if not source or dests == []:
+        raise ConfigError(f"{path}: writer {wid}: a mapping <field> needs a source (and copy and rename a dest), "
+                          "e.g. <field source=\"title\" dest=\"title_txt\"/>")
+    return source
+
+
+def field_name(name: str) -> str:
+    """A field named in a mapping: Nutch's parse-metatags fields metatag.<name> are nutch2's meta_<name>."""
+    name = name.strip()
+    return "meta_" + name[len("metatag."):] if name.startswith("metatag.") and len(name) > 8 else name
 
 
 @dataclass
@@ -74,6 +99,8 @@ class IndexWriters:
             writers = [(pid, WriterSpec(pid)) for pid in active]
         for pid, spec in writers:
             spec.params.update((overrides or {}).get(pid, {}))
+            if spec.params.get("outpath"):  # a folder of the driver's: tasks elsewhere (Spark) write the same one
+                spec.params["outpath"] = str(Path(spec.params["outpath"]).expanduser().absolute())
         if not writers:
             raise ConfigError("no index writer is active: add one to plugin.includes (e.g. indexer-solr) and, with "
                               f"an index-writers file ({name}), a <writer> of its class")
@@ -87,6 +114,14 @@ class IndexWriters:
             writer.open(spec, task, run)
             opened.append((writer, spec))
         return OpenWriters(opened)
+
+    def begin(self, conf: Configuration, run: str) -> None:
+        """Before a run's tasks: each writer forgets what an interrupted attempt of the run left uncommitted."""
+        out = self.open(conf, None, run)
+        try:
+            out.begin()
+        finally:
+            out.close()
 
     def describe(self) -> str:
         return ", ".join(f"{spec.id} ({descriptor(pid).id})" for pid, spec in self.writers)
@@ -110,6 +145,10 @@ class OpenWriters:
         for writer, _ in self.writers:
             writer.check()
 
+    def begin(self) -> None:
+        for writer, _ in self.writers:
+            writer.begin()
+
     def flush(self) -> None:
         for writer, _ in self.writers:
             writer.flush()
@@ -127,17 +166,25 @@ class OpenWriters:
 
 
 def mapped(doc: dict[str, Any], spec: WriterSpec) -> dict[str, Any]:
-    """The document as one writer gets it: fields copied, renamed, then removed (Nutch's mapping order)."""
+    """The document as one writer gets it: fields copied, renamed, then removed (Nutch's mapping order). A copy or
+    a rename into a field the document has adds its values after that field's (Nutch's NutchDocument.add)."""
     if not (spec.copy or spec.rename or spec.remove):
         return doc
     out = dict(doc)
     for source, dests in spec.copy.items():
-        if source in doc:
-            for dest in dests:
-                out[dest] = doc[source]
-    for source, dest in spec.rename.items():
         if source in out:
-            out[dest] = out.pop(source)
+            for dest in dests:
+                if dest != source:
+                    out[dest] = _added(out.get(dest), out[source])
+    for source, dest in spec.rename.items():
+        if source in out and dest != source:
+            out[dest] = _added(out.get(dest), out.pop(source))
     for source in spec.remove:
         out.pop(source, None)
     return out
+
+
+def _added(have: Any, value: Any) -> Any:
+    if have is None:
+        return list(value) if isinstance(value, list) else value
+    return (have if isinstance(have, list) else [have]) + (value if isinstance(value, list) else [value])

@@ -133,9 +133,11 @@ class WriterSpec:
 
 
 class IndexWriter(Extension):
-    """indexer-*: where documents go (Nutch's IndexWriter). A task opens its writers, writes and deletes; the job's
-    final step (on the driver) opens them again and commits, which makes the run's documents visible; a job that
-    failed before its commit leaves nothing visible, and its rerun writes the same documents again."""
+    """indexer-*: where documents go (Nutch's IndexWriter). The driver opens the writers and calls begin(); a task
+    opens its writers, writes and deletes, and flushes when it ended well; the job's final step (on the driver)
+    opens them again and commits, which makes the run's documents visible; a job that failed before its commit
+    leaves nothing visible, and its rerun writes the same documents again. nutch2.index.files is the base of
+    writers that write files."""
 
     def open(self, spec: WriterSpec, task: int | None, run: str) -> None:
         """Start writing: ``task`` is the task's number (None on the driver, for commit), ``run`` names the job run
@@ -150,6 +152,10 @@ class IndexWriter(Extension):
 
     def check(self) -> None:
         """Raise (one line) when the writer cannot work now, e.g. its server is down: checked before a job."""
+
+    def begin(self) -> None:
+        """On the driver (opened with task None), before the run's tasks start: forget what an interrupted attempt
+        of the same run wrote and did not commit (a writer that stages output, e.g. files)."""
 
     def flush(self) -> None:
         """Send what is buffered (a task's end)."""

@@ -1,4 +1,6 @@
-"""index-more: type (the MIME type and its two parts), contentLength and lastModified, as Nutch's index-more."""
+"""index-more: type (the MIME type and its two parts, moreIndexingFilter.indexMimeTypeParts), contentLength,
+lastModified (the Last-Modified header, else the row's modified time) and, for a document without a title, the
+file name of its Content-Disposition header, as Nutch's index-more."""
 
 from nutch2.plugins import Plugin
 
