@@ -74,3 +74,30 @@ def test_the_runners_give_the_same_rows_with_plugins_on(tmp_path: Path) -> None:
         rows, counters, names = results[runner]
         assert counters == counters_l, runner
         same_rows(rows_l, rows, names_l, names)
+
+
+@pytest.mark.timeout(600)
+def test_the_fetchers_inline_parse_runs_the_same_plugins(tmp_path: Path) -> None:
+    """fetcher.parse=true (the parse filters built in each fetch task, called from its fetcher threads, here in
+    worker processes) keeps the same extracted fields and languages as the parse job."""
+    extractors = tmp_path / "extractors.json"
+    extractors.write_text(json.dumps(EXTRACTORS))
+    plugins = {"plugin.includes": "parse-(html|xpath)|language-identifier|urlfilter-regex|urlnormalizer-basic|"
+                                  "scoring-opic", "parse.xpath.file": extractors, "fetcher.server.delay": 0.05,
+               "lang.extraction.policy": "identify", "fetcher.threads.fetch": 6}
+    found = {}
+    with TestWeb(hosts=3, pages_per_host=6, slow_seconds=0.5) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_url + "\n")
+        for name, backend, props in (("job", "sqlite", {}),
+                                     ("inline", "sqlite:processes", {"fetcher.parse": "true",
+                                                                     "mapreduce.job.tasks": 2})):
+            d = defines(tmp_path / name, backend, **plugins, **props)
+            p = subprocess.run([sys.executable, "-m", "nutch2.cli", "crawl", seeds, "-rounds", "2", "-crawlId",
+                                name, *d], cwd=REPO, capture_output=True, text=True, timeout=500)
+            assert p.returncode == 0, (name, p.stderr[-3000:])
+            rows = table(conf_for(tmp_path / name, backend, **plugins, **props), name)
+            found[name] = {key: {k: v for k, v in page.metadata.items() if k.startswith("x_") or k == "lang"}
+                           for key, page in rows.items() if page.text}
+    assert len(found["job"]) >= 8 and all(m.get("lang") and m.get("x_heading") for m in found["job"].values())
+    assert found["inline"] == found["job"]
