@@ -52,7 +52,10 @@ class FetcherJob(Job):
         http_settings(conf)  # a bad value fails here, before any task starts
         ChromiumSettings.from_conf(conf)  # protocol-chromium's settings too (a missing browser, a bad pattern)
         self.store_content = conf.get_bool("fetcher.store.content")
-        self.parser = PageParser(conf) if conf.get_bool("fetcher.parse") else None  # checks its settings now
+        self.inline_parse = conf.get_bool("fetcher.parse")
+        if self.inline_parse:
+            PageParser(conf).close()  # checks its settings and parse filters now; each task builds its own
+        self.parser: PageParser | None = None
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
         self.partition_mode = conf.get_str("partition.url.mode")
         queue_id("http://x/", self.partition_mode)
@@ -63,11 +66,12 @@ class FetcherJob(Job):
         self.run = uuid.uuid4().hex[:12]  # this run's claims; every task and attempt of the run shares it
 
     def map_setup(self, ctx: TaskContext) -> None:
-        self.reduce_setup(ctx)
-
-    def reduce_setup(self, ctx: TaskContext) -> None:
         self._written = 0
         self._write_lock = threading.Lock()
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        self.map_setup(ctx)
+        self.parser = PageParser(ctx.conf) if self.inline_parse else None  # the inline parse's, built in the task
 
     def reduce_cleanup(self, ctx: TaskContext) -> None:
         if self.parser is not None:

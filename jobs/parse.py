@@ -31,7 +31,10 @@ class ParserJob(Job):
         self.resume = resume
         self.force = force
         self.reparse = reparse
-        self.parser = PageParser(conf)
+        PageParser(conf).close()  # a bad setting or a parse filter that cannot start fails here, before any task
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.parser = PageParser(ctx.conf)  # the parsers and parse filters are built in the task, not shipped
 
     def mark_filter(self) -> MarkFilter | None:
         if self.reparse:

@@ -208,14 +208,12 @@ class Plugins:
         return _build(plugin_id, extension_class(plugin_id, point), self.conf)
 
     def check(self, points: Iterable[str] = POINTS) -> None:
-        """Load every active plugin and build its extensions once (the tools call this before a job starts, so a
-        plugin that cannot load or a bad plugin property stops the command before any row is touched)."""
+        """Load every active plugin's extension classes (the tools call this before a job starts, so a plugin that
+        cannot be imported stops the command before any row is touched). Nothing is built here: a job builds its
+        extensions in its tasks, and a bad plugin property fails the task's setup, before its first row."""
         for point in points:
-            for ext in self.build(point) if POINTS[point] else [
-                    self.build_one(point, i) for i in self.providing(point)]:
-                close = getattr(ext, "close", None)
-                if close is not None:
-                    close()
+            for pid in self.providing(point):
+                extension_class(pid, point)
 
 
 def _names(plugin_id: str, cls: type) -> set[str]:
