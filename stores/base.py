@@ -91,6 +91,11 @@ class DataStore(ABC):
         """Rows in the table (or carrying a mark). Backends may override with something cheaper."""
         return sum(1 for _ in self.scan(fields=("status",), mark=mark))
 
+    def cheap_count(self) -> int | None:
+        """The table's rows when the store keeps that number, without reading every row (what a page view may
+        ask: the searcher's dashboard); None when only count() can tell, by reading them all."""
+        return None
+
     def mark_values(self, name: str) -> set[str]:
         """The values mark `name` has in the table now (e.g. the batch ids still carrying a generate mark)."""
         check_mark((name, None))

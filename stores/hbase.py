@@ -384,6 +384,8 @@ class HBaseStore(BufferedStore):
         return sorted({all_keys[len(all_keys) * i // n] for i in range(1, n)} - {all_keys[0]})
 
     def count(self, mark: MarkFilter | None = None) -> int:
+        # no cheap_count: HBase keeps no row count (a keys-only scan ships every key through Thrift), and a kept
+        # one would need a read before every write (puts are blind upserts)
         if mark is not None:
             return sum(1 for _ in self.scan(fields=(), mark=mark))
         self.flush()

@@ -4,8 +4,10 @@ Layout: table `<table>` has one column per WebPage field (maps and status record
 large ones (content, text): each has a table of its own, `<table>_content` and `<table>_text` (key, value),
 because SQLite rewrites a whole row, large values included, whenever one column of it changes (every mark a job
 sets). Table `<table>_marks` (name, value, key) indexes the markers so one batch or mark is selected through an
-index, not by reading every row. Other processes can read while a job writes (WAL). A table made before the
-large fields moved out keeps them in its own columns.
+index, not by reading every row. Table `<table>_rows` holds the number of rows, kept by two triggers in the
+transaction of every insert and delete, so the table's size is read without counting it (cheap_count). Other
+processes can read while a job writes (WAL). A table made before the large fields moved out keeps them in its
+own columns; one made before the row count gets it (counted once) when a job next opens it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class SqliteStore(BufferedStore):
         self._q = f'"{table}"'
         self._qm = f'"{table}_marks"'
         self._qs = f'"{table}_state"'
+        self._qn = f'"{table}_rows"'
         self._side_tables: dict[str, str] | None = None  # large field -> its table ({} for an older layout)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,13 +98,37 @@ class SqliteStore(BufferedStore):
         )
         self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
         self._create_state()
+        self._create_row_count()
+
+    def _create_row_count(self) -> None:
+        """The row count and its triggers, made in one write transaction: no row can be written between the
+        count of an existing table and the triggers that keep it from then on."""
+        if self._exec("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                      (f"{self.table}_rows_del",)).fetchone():
+            return
+        with self._flush_lock:
+            conn = self._writer_conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {self._qn} (one INTEGER PRIMARY KEY CHECK (one = 1), "
+                             "n INTEGER NOT NULL)")
+                conn.execute(f"INSERT OR REPLACE INTO {self._qn} (one, n) SELECT 1, count(*) FROM {self._q}")
+                conn.execute(f'CREATE TRIGGER IF NOT EXISTS "{self.table}_rows_ins" AFTER INSERT ON {self._q} '
+                             f"BEGIN UPDATE {self._qn} SET n = n + 1; END")
+                conn.execute(f'CREATE TRIGGER IF NOT EXISTS "{self.table}_rows_del" AFTER DELETE ON {self._q} '
+                             f"BEGIN UPDATE {self._qn} SET n = n - 1; END")
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"sqlite store {self.path}: cannot create the row count: {e}") from None
 
     def _create_state(self) -> None:
         self._exec(f"CREATE TABLE IF NOT EXISTS {self._qs} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def drop_schema(self) -> None:
         self.discard_pending()
-        for q in (self._q, self._qm, self._qs, *(f'"{self.table}_{n}"' for n in LARGE_FIELDS)):
+        for q in (self._q, self._qm, self._qs, self._qn, *(f'"{self.table}_{n}"' for n in LARGE_FIELDS)):
             self._exec(f"DROP TABLE IF EXISTS {q}")
         self._side_tables = None
 
@@ -199,6 +226,17 @@ class SqliteStore(BufferedStore):
             return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ?", (name,)).fetchone()[0]
         return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ? AND value = ?",
                           (name, value)).fetchone()[0]
+
+    def cheap_count(self) -> int | None:
+        """The row count the triggers keep (None for a table no job has opened since it came)."""
+        self.flush()
+        try:
+            row = self._conn().execute(f"SELECT n FROM {self._qn}").fetchone()
+        except sqlite3.DatabaseError as e:
+            if "no such table" in str(e):
+                return None
+            raise StoreError(_describe(self.path, e)) from None
+        return None if row is None else row[0]
 
     def mark_values(self, name: str) -> set[str]:
         check_mark((name, None))

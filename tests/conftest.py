@@ -106,6 +106,20 @@ def require_tika() -> str:
     return TIKA_URL
 
 
+def require_chromium() -> str:
+    """Debian's chromium for protocol-chromium (tests/run.sh installs it); fails in CI and skips elsewhere when it is
+    not installed."""
+    import shutil
+
+    found = shutil.which("chromium")
+    if found is None:
+        msg = "Debian's chromium is not installed (apt-get install chromium; tests/run.sh installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{msg} in CI")
+        pytest.skip(msg)
+    return found
+
+
 @pytest.fixture(scope="module")
 def tika_up() -> str:
     """The real Tika server, as require_tika() finds it."""

@@ -97,8 +97,9 @@ def _close(s: socket.socket) -> None:
 
 
 class ForwardProxy:
-    """An HTTP forward proxy on loopback that counts the requests it carries (per host:port) and, with
-    `credentials`, asks for Proxy-Authorization (Basic) first: 407 without it. GET and HEAD with absolute URIs."""
+    """An HTTP forward proxy on loopback that counts the requests it carries (per host:port in `requests`, each as
+    host:port/path?query in `urls`) and, with `credentials`, asks for Proxy-Authorization (Basic) first: 407
+    without it. GET and HEAD with absolute URIs."""
 
     def __init__(self, credentials: tuple[str, str] | None = None) -> None:
         import base64
@@ -108,6 +109,7 @@ class ForwardProxy:
 
         proxy = self
         self.requests: dict[str, int] = {}
+        self.urls: list[str] = []
         self.refused = 0
         self.lock = threading.Lock()
         expected = ("Basic " + base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode()
@@ -138,13 +140,14 @@ class ForwardProxy:
                 if parts.scheme != "http" or not parts.hostname:
                     self.send_error(400, "absolute http URI expected")
                     return
+                target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
                 with proxy.lock:
                     key = f"{parts.hostname}:{parts.port or 80}"
                     proxy.requests[key] = proxy.requests.get(key, 0) + 1
+                    proxy.urls.append(key + target)
                 conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=30)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("proxy-authorization", "proxy-connection", "connection")}
-                target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
                 try:
                     conn.request(self.command, target, headers=headers)
                     resp = conn.getresponse()

@@ -6,17 +6,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python3 -m pip install -q -e '.[all]' || { echo "tests/run.sh: pip install failed" >&2; exit 1; }
 
-# the Searcher's browser tests drive Debian's chromium through its chromedriver (never a downloaded browser);
-# a CJK font makes their screenshots of Chinese pages readable
+# the Searcher's browser tests drive Debian's chromium through its chromedriver (never a downloaded browser), and
+# protocol-chromium renders pages in it; a CJK font makes their screenshots of Chinese pages readable. In CI (CI set)
+# a browser that cannot be installed fails the run (the tests themselves fail rather than skip there too).
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-zenhei)
+as_root=()
+[ "$(id -u)" = 0 ] || as_root=(sudo -n)  # a CI runner that is not root usually has password-less sudo
 if [ ${#need[@]} -gt 0 ]; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  if command -v apt-get >/dev/null 2>&1 && { [ ${#as_root[@]} -eq 0 ] || sudo -n true 2>/dev/null; }; then
     echo "tests/run.sh: installing ${need[*]}"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >/dev/null ||
+    { "${as_root[@]}" apt-get update -qq &&
+      "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; } >/dev/null ||
       { echo "tests/run.sh: apt-get install ${need[*]} failed" >&2; exit 1; }
+  elif [ -n "${CI:-}" ]; then  # CI runs every browser test: a missing browser fails the run, it never skips them
+    echo "tests/run.sh: ${need[*]} missing and apt-get not usable here (neither root nor sudo, or no apt-get); CI needs them" >&2
+    exit 1
   else
     echo "tests/run.sh: warning: ${need[*]} missing and apt-get not usable here; the browser tests cannot run" >&2
   fi

@@ -24,8 +24,10 @@ CHROMEDRIVER = os.environ.get("NUTCH2_CHROMEDRIVER", "/usr/bin/chromedriver")
 _LISTENING = re.compile(r"^server: crawl \S+ at (https?://\S+/) ", re.M)
 
 
-def wipe_solr() -> None:
-    requests.post(f"{SOLR}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
+def wipe_solr(crawl_id: str) -> None:
+    """Delete one crawl's documents (the core is shared: other crawls, other test runs)."""
+    requests.post(f"{SOLR}/update?commit=true", json={"delete": {"query": f'crawlId:"{crawl_id}"'}},
+                  timeout=30).raise_for_status()
 
 
 class SearchServer:

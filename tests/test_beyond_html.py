@@ -5,8 +5,8 @@ request through a counting proxy, credentials nowhere they are kept, hostile pag
 
 from __future__ import annotations
 
+import collections
 import gzip
-import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,7 +15,7 @@ import requests
 
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode
 from nutch2.urls.tableutil import reverse_url
-from tests.conftest import require_solr, require_tika
+from tests.conftest import require_chromium, require_solr, require_tika
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.documents import DOCUMENT_TYPES, LINKING_KINDS
 from tests.proxy import ForwardProxy
@@ -31,11 +31,6 @@ def web():
         yield w
 
 
-def need_chromium() -> None:
-    if shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (tests/run.sh installs it)")
-
-
 def host_of(web: TestWeb, index: int | None) -> str:
     assert index is not None
     return web.hosts[index]
@@ -47,15 +42,28 @@ def select(solr: str, q: str, **params: object) -> dict:
     return r.json()["response"]
 
 
-def test_documents_and_scripted_links_with_tika_and_chromium(web: TestWeb, tmp_path: Path) -> None:
-    need_chromium()
+def test_one_crawl_with_everything_on(web: TestWeb, tmp_path: Path) -> None:
+    """parse-tika, protocol-chromium (the documents host and the Basic host rendered), the Basic and Digest hosts
+    with their credentials, cookies and a proxy, in one crawl: each document's text is found by a Solr search, the
+    scripted link is crawled, the protected pages are fetched, and every request the test web saw, robots.txt and
+    the resources the browser asked for included, came through the proxy, which saw nothing else."""
+    require_chromium()
     tika, solr = require_tika(), require_solr()
     requests.post(f"{solr}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
-    props = {"tika.server.url": tika, "chromium.hosts": host_of(web, web.docs_host), "http.redirect.max": 3,
-             "http.enable.cookie.header": "true", "page.load.delay": 0.2}
-    home = web.url(web.docs_host, "/")
-    assert cli("crawl", seed_file(tmp_path, home), "-crawlId", "bh", "-rounds", "3", "-solr", solr,
-               *defines(tmp_path, "sqlite", **props)) == 0
+    proxy = ForwardProxy(("proxyuser", "proxy-S3cret-pw"))
+    web.reset_log()
+    resources_page = web.url(web.docs_host, BROWSER_HOSTILE["resources"])
+    props = {"tika.server.url": tika, "chromium.hosts": f"{host_of(web, web.docs_host)},{host_of(web, web.basic_host)}",
+             "http.redirect.max": 3, "http.enable.cookie.header": "true", "page.load.delay": 0.2,
+             "http.auth.file": _auth_file(tmp_path, web), "http.proxy.host": "127.0.0.1", "http.proxy.port": proxy.port,
+             "http.proxy.username": "proxyuser", "http.proxy.password": "proxy-S3cret-pw"}
+    seeds = seed_file(tmp_path, web.url(web.docs_host, "/"), web.url(web.basic_host, "/"),
+                      web.url(web.digest_host, "/"), resources_page)
+    try:
+        assert cli("crawl", seeds, "-crawlId", "bh", "-rounds", "3", "-solr", solr,
+                   *defines(tmp_path, "sqlite", **props)) == 0
+    finally:
+        proxy.close()
     table = rows(conf_for(tmp_path, "sqlite"), "bh")
     for kind, spec in web.documents.items():
         page = table[reverse_url(spec.url)]
@@ -76,6 +84,21 @@ def test_documents_and_scripted_links_with_tika_and_chromium(web: TestWeb, tmp_p
     inside = table[reverse_url(web.url(web.docs_host, "/docs/cookie/inside.html"))]
     assert inside.status == CrawlStatus.FETCHED and "Inside the cookie wall" in inside.title
     assert not any(k.lower() == "set-cookie" for k in inside.headers)  # the jar keeps cookies, rows do not
+    for host in (web.basic_host, web.digest_host):  # fetched with their credentials (the Basic host rendered too)
+        for path in ("/", "/p/1.html", "/p/2.html"):
+            spec = web.pages[web.url(host, path)]
+            page = table[reverse_url(spec.url)]
+            assert page.status == CrawlStatus.FETCHED and spec.unique_word in page.text, spec.url
+            assert (page.headers.get("X-Nutch2-Chromium") == "rendered") == (host == web.basic_host)
+    # the browser's resources: what lib.js wrote was crawled; the other host's script was asked for
+    assert table[reverse_url(resources_page)].headers.get("X-Nutch2-Chromium") == "rendered"
+    assert table[reverse_url(web.url(web.docs_host, "/docs/from-lib.html"))].status == CrawlStatus.FETCHED
+    browser_asked = [web.url(web.docs_host, "/docs/lib.js"), web.url(0, "/nothing.js")]
+    assert all(web.count(u) == 1 for u in browser_asked)
+    # every request the test web saw came through the proxy, and the proxy carried nothing else
+    seen = collections.Counter(f"{r.host}:{web.port}{r.path}" for r in web.requests())
+    assert collections.Counter(proxy.urls) == seen and proxy.refused == 0
+    assert all(u.split("//", 1)[1] in proxy.urls for u in browser_asked)
     # the browser asked for nothing itself: every page was requested once, by the fetcher
     docs_ip = host_of(web, web.docs_host)
     paths = [r.path for r in web.requests(docs_ip) if r.path != "/robots.txt"]
@@ -165,7 +188,7 @@ def test_hostile_pages_in_the_browser(web: TestWeb, tmp_path: Path, capsys: pyte
     """A script that never ends is cut at the page time limit and the DOM kept; windows, a navigation away and a
     download are blocked; a robots-disallowed script is never requested, an image is blocked by type, the allowed
     script is fetched once (politely) and what it writes is in the DOM. All reported as counters."""
-    need_chromium()
+    require_chromium()
     urls = {name: web.url(web.docs_host, path) for name, path in BROWSER_HOSTILE.items()}
     web.reset_log()
     props = {"chromium.hosts": host_of(web, web.docs_host), "chromium.page.timeout": 4, "page.load.delay": 0.5,

@@ -555,3 +555,49 @@ def test_spill_files_removed_mid_job_fail_the_fetch(web: TestWeb, tmp_path: Path
     monkeypatch.setattr(runner.Runner, "_collect", staticmethod(original))
     assert c.run("fetch", batch) == 0
     assert sum(Mark.FETCH.check(p) == batch for p in c.rows().values()) == len(urls)
+
+
+def test_queues_acquire_for_a_resource_keeps_the_hosts_politeness() -> None:
+    """A resource of a rendered page takes a slot in its host's queue as a page does: it waits the delay after the
+    host's last request, a page of that host waits the delay after it, and one that cannot start before its time
+    is refused without leaving anything behind."""
+    delay = 0.3
+    q = _queues(**{"fetcher.server.delay": delay, "fetcher.threads.per.queue": 1})
+    far = time.monotonic() + 60
+    slot = q.acquire("http://b.example/lib.js", far)  # a host new to the task: at once
+    assert slot is not None and slot.in_progress == 1
+    assert q.acquire("http://b.example/other.js", time.monotonic() + 0.05) is None  # its one slot is busy
+    q.release(slot, held=False)
+    assert slot.in_progress == 0 and "b.example" not in q.queues  # retired, with its next-fetch time
+    assert q.acquire("http://b.example/x.js", time.monotonic() + delay / 3) is None  # its delay is longer
+    t0 = time.monotonic()
+    again = q.acquire("http://b.example/x.js", far)
+    assert again is not None and time.monotonic() - t0 >= delay * 0.8  # waited the delay after the last request
+    q.release(again, held=False)
+    q.add(_item("http://b.example/page.html"))  # a page of that host waits the delay after the resource
+    q.done_feeding()
+    t1 = time.monotonic()
+    item, page_q = q.get()
+    assert item.url == "http://b.example/page.html" and time.monotonic() - t1 >= delay * 0.8
+    # the page's own resources use its slot (no second one), after the page's request
+    q.requested(page_q)
+    own = q.acquire("http://b.example/own.js", far, held=page_q)
+    assert own is page_q and page_q.in_progress == 1
+    q.release(own, held=True)
+    q.finish(item, page_q)
+    assert q.get() is None
+
+
+def test_queues_acquire_ends_on_abort() -> None:
+    q = _queues(**{"fetcher.server.delay": 30.0})
+    slot = q.acquire("http://a.example/x.js", time.monotonic() + 60)
+    assert slot is not None
+    q.release(slot, held=False)
+    result: list[object] = []
+    t = threading.Thread(target=lambda: result.append(q.acquire("http://a.example/y.js", time.monotonic() + 60)))
+    t.start()
+    time.sleep(0.05)
+    assert t.is_alive()  # waiting for the 30 s delay
+    q.abort()
+    t.join(5)
+    assert result == [None]

@@ -59,6 +59,53 @@ def test_tika_parses_each_format(tika: str, kind: str) -> None:
         assert r.outlinks == []
 
 
+def _mail_with_attachment() -> bytes:
+    """A mail (message/rfc822) whose attachment is a DOCX: a document with an embedded document."""
+    from email.message import EmailMessage
+
+    msg = EmailMessage()
+    msg["Subject"], msg["From"], msg["To"] = "Mail with an attachment", "ada@example.org", "bob@example.org"
+    msg.set_content("The mail itself is about quixmailbodyzor.")
+    main, sub = DOCUMENT_TYPES["docx"][1].split("/")
+    msg.add_attachment(make("docx", DocSpec("Attached report", "Ada", "quixattachedzor")), maintype=main,
+                       subtype=sub, filename="report.docx")
+    return msg.as_bytes()
+
+
+@pytest.mark.integration
+def test_tika_reads_embedded_documents(tika: str) -> None:
+    """The text of an embedded document (a mail's DOCX attachment) is the container's text too; with
+    tika.server.max.embedded=0 only the container's own text is read."""
+    mail = _mail_with_attachment()
+    r = factory(**{"tika.server.url": tika}).parse(mail, "http://h.example/m.eml", "message/rfc822", {})
+    assert r.parser == "parse-tika" and r.is_success, r.status_args
+    assert r.title == "Mail with an attachment"
+    assert "quixmailbodyzor" in r.text and "quixattachedzor" in r.text
+    r = factory(**{"tika.server.url": tika, "tika.server.max.embedded": 0}).parse(
+        mail, "http://h.example/m.eml", "message/rfc822", {})
+    assert r.is_success and "quixmailbodyzor" in r.text and "quixattachedzor" not in r.text
+
+
+@pytest.mark.integration
+def test_tika_limits_through_the_client(tika: str) -> None:
+    """At most http.content.limit bytes of a document are sent to Tika, and at most parser.text.limit characters of
+    its text are kept (Tika's writeLimit)."""
+    text = b"alpha beta " * 100 + b"quixtailzor"
+    props = {"tika.server.url": tika, "parse.plugin": "*=parse-tika", "tika.language.detect": "false"}
+    whole = factory(**props).parse(text, "http://h.example/a.txt", "text/plain", {})
+    assert whole.parser == "parse-tika" and "quixtailzor" in whole.text
+    cut = factory(**props, **{"http.content.limit": 100}).parse(text, "http://h.example/a.txt", "text/plain", {})
+    assert cut.is_success and cut.text.startswith("alpha beta") and len(cut.text.strip()) <= 100
+    assert "quixtailzor" not in cut.text
+    doc = make("docx", DocSpec("Long", "Ada", "quixlongzor"))
+    full = factory(**props).parse(doc, "http://h.example/a.docx", DOCUMENT_TYPES["docx"][1], {})
+    assert "quixlongzor" in full.text and len(full.text) > 40
+    short = factory(**props, **{"parser.text.limit": 40}).parse(doc, "http://h.example/a.docx",
+                                                                  DOCUMENT_TYPES["docx"][1], {})
+    assert short.is_success and short.text.startswith("Long") and len(short.text) <= 40
+    assert "quixlongzor" not in short.text
+
+
 def test_pdf_in_process_without_tika() -> None:
     r = factory().parse(make("pdf", SPEC), "http://h.example/d.pdf", "application/pdf", {})
     assert r.parser == "parse-pdf" and r.is_success
@@ -176,6 +223,147 @@ def test_tika_that_never_answers_is_cut_at_the_time_limit() -> None:
             s.close()
 
 
+KILLER = b"nutch2-ends-the-parser"
+
+
+class DroppingTika:
+    """A small fake of the official Tika server's forked mode, for the client's rules only: ``PUT /rmeta`` reads the
+    document, then closes the connection without an answer (its parser died) for the first ``drops`` requests and
+    for every document that contains ``KILLER``; for ``restart`` seconds after that every connection is closed at
+    once (the parser process restarts). ``GET /version`` answers otherwise, unless ``health`` is False; /rmeta
+    answers as Tika does, with the text ``word``."""
+
+    def __init__(self, drops: int = 0, restart: float = 0.0, health: bool = True,
+                 word: str = "quixsurvivorzor") -> None:
+        import json
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        fake = self
+        self.drops, self.health = drops, health
+        self.puts = self.versions = 0
+        self.down_until = 0.0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                fake.versions += 1
+                if not fake.health or time.monotonic() < fake.down_until:
+                    self.close_connection = True
+                    return
+                self._answer(b"Apache Tika 3.3.1", "text/plain")
+
+            def do_PUT(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                fake.puts += 1
+                if fake.puts <= fake.drops or KILLER in body or time.monotonic() < fake.down_until:
+                    fake.down_until = max(fake.down_until, time.monotonic() + restart)
+                    self.close_connection = True  # no answer: the connection is closed
+                    return
+                self._answer(json.dumps([{"dc:title": "Survivor", "Content-Type": "application/msword",
+                                          "X-TIKA:content": f"<html><body><p>{word}</p></body></html>"}]).encode(),
+                             "application/json")
+
+            def _answer(self, body: bytes, ctype: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_document_that_ends_tikas_parser_is_a_failed_parse_not_an_outage() -> None:
+    """The official server closes the connection when a document ends its parser, then restarts the parser (nothing
+    listens meanwhile): once GET /version answers again, the document is sent once more, and closed again it is a
+    FAILED parse counted as tika_parser_died, not a retryable outage that would stop crawl on its batch forever."""
+    fake = DroppingTika(restart=1.0)
+    try:
+        f = factory(**{"tika.server.url": fake.url, "tika.language.detect": "false", "tika.server.restart.wait": 30,
+                       "tika.server.retry.interval": 60})
+        r = f.parse(KILLER, "http://h.example/killer.docx", DOCUMENT_TYPES["docx"][1], {})
+        assert r.status_major == ParseMajor.FAILED and not r.retryable and r.counter == "tika_parser_died"
+        assert "ends its parser" in r.status_args[0]
+        assert fake.puts == 2 and fake.versions > 2  # sent twice; the health asked after each drop, until it answered
+        # the server answers: the next document is parsed at once (no "not asked again yet")
+        ok = f.parse(make("docx", SPEC), "http://h.example/next.docx", DOCUMENT_TYPES["docx"][1], {})
+        assert ok.is_success and "quixsurvivorzor" in ok.text
+    finally:
+        fake.close()
+
+
+def test_a_document_taken_down_with_another_is_sent_again() -> None:
+    """A parser process that dies takes every document it was parsing with it: one drop, then an answer."""
+    fake = DroppingTika(drops=1)
+    try:
+        f = factory(**{"tika.server.url": fake.url, "tika.language.detect": "false"})
+        r = f.parse(make("docx", SPEC), "http://h.example/victim.docx", DOCUMENT_TYPES["docx"][1], {})
+        assert r.is_success and "quixsurvivorzor" in r.text and fake.puts == 2
+    finally:
+        fake.close()
+
+
+def test_a_closed_connection_without_health_is_an_outage() -> None:
+    """Closed during the parse and GET /version gets no answer either: the server is down, the row retried later."""
+    fake = DroppingTika(drops=10, health=False)
+    try:
+        f = factory(**{"tika.server.url": fake.url, "tika.server.restart.wait": 1, "tika.server.retry.interval": 60})
+        r = f.parse(make("docx", SPEC), "http://h.example/a.docx", DOCUMENT_TYPES["docx"][1], {})
+        assert r.retryable and r.counter == "tika_unavailable" and r.status_major == ParseMajor.NOTPARSED
+        assert "GET /version got no answer" in r.status_args[0] and fake.puts == 1
+    finally:
+        fake.close()
+
+
+def test_a_parser_killing_document_does_not_hold_its_batch(tmp_path: Path) -> None:
+    """Through the CLI: the killing document is a FAILED parse (counted), the others are parsed, nothing is left for
+    a rerun, so updatedb (and crawl) go on with the batch without -force."""
+    from nutch2.crawldb.journal import FETCHED, Journal
+    from tests.crawlutil import defines
+    from tests.test_crash_safety import nutch2
+
+    fake = DroppingTika()
+    crawl_id = "td" + uuid.uuid4().hex[:10]
+    props = {"tika.server.url": fake.url, "tika.language.detect": "false"}
+    conf = make_conf(tmp_path, "sqlite", **props)
+    d = defines(tmp_path, "sqlite", **props)
+    keys = [reverse_url(f"http://h.example/doc{i}.docx") for i in range(3)]
+    try:
+        with open_store(conf, crawl_id) as store:
+            for i, key in enumerate(keys):  # the first one ends the parser; the others are answered
+                content = KILLER if i == 0 else make("docx", SPEC)
+                store.put(key, WebPage(key, status=int(CrawlStatus.FETCHED), content=content,
+                                       content_type=DOCUMENT_TYPES["docx"][1], base_url=f"http://h.example/doc{i}.docx",
+                                       markers={Mark.GENERATE.value: "B", Mark.FETCH.value: "B"}))
+            Journal(store).record("B", FETCHED, 3)
+        parse = nutch2("parse", "B", "-crawlId", crawl_id, *d)
+        assert parse.returncode == 0, parse.stderr
+        assert " tika_parser_died=1" in parse.stderr and " failed=1" in parse.stderr and " parsed=2" in parse.stderr
+        assert "retry_later" not in parse.stderr
+        update = nutch2("updatedb", "B", "-crawlId", crawl_id, *d)
+        assert update.returncode == 0, update.stderr
+        with open_store(conf, crawl_id) as store:
+            majors = [store.get(k).parse_status.major_code for k in keys]
+            assert majors == [ParseMajor.FAILED, ParseMajor.SUCCESS, ParseMajor.SUCCESS]
+            store.drop_schema()
+    finally:
+        fake.close()
+
+
 @pytest.mark.integration
 def test_tika_down_mid_parse_leaves_rows_parseable(tika: str, tmp_path: Path) -> None:
     """The Tika server goes away after a few documents: those parsed keep their parse mark, the rest stay FETCHED
@@ -183,8 +371,9 @@ def test_tika_down_mid_parse_leaves_rows_parseable(tika: str, tmp_path: Path) ->
     host, port = tika.split("//", 1)[1].split(":")
     proxy = Proxy((host, int(port)), allow=3)  # cut after 3 requests
     crawl_id = "tk" + uuid.uuid4().hex[:10]
+    # the cut proxy closes the connection of a document it took: GET /version then gets no answer for 1 s (down)
     props = {"tika.server.url": f"http://127.0.0.1:{proxy.port}", "tika.language.detect": "false",
-             "tika.server.retry.interval": 0}
+             "tika.server.retry.interval": 0, "tika.server.restart.wait": 1}
     conf = make_conf(tmp_path, "sqlite", **props)
     keys = []
     with open_store(conf, crawl_id) as store:
@@ -233,7 +422,7 @@ def test_a_batch_tika_could_not_finish_is_not_updated_until_its_parse_is_done(ti
     proxy = Proxy((host, int(port)), allow=2)
     crawl_id = "tl" + uuid.uuid4().hex[:10]
     props = {"tika.server.url": f"http://127.0.0.1:{proxy.port}", "tika.language.detect": "false",
-             "tika.server.retry.interval": 0}
+             "tika.server.retry.interval": 0, "tika.server.restart.wait": 1}
     conf = make_conf(tmp_path, "sqlite", **props)
     d = defines(tmp_path, "sqlite", **props)
     with open_store(conf, crawl_id) as store:

@@ -14,7 +14,7 @@ from nutch2.plugins.index_basic.filter import site_values
 from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
 from nutch2.searcher.app import _paging
 from nutch2.searcher.auth import Credentials, add_user, check_password, hash_password, read_users
-from nutch2.searcher.crawlstats import CrawlStatsJob, bar_chart
+from nutch2.searcher.crawlstats import bar_chart, crawl_view
 from nutch2.searcher.jobapi import JobManager
 from nutch2.searcher.pages import StoreAccess, fetched_at
 from nutch2.searcher.params import ParamError
@@ -22,6 +22,7 @@ from nutch2.searcher.search import SearchRequest, snippet_markup
 from nutch2.searcher.snapshot import Lookup, rewrite_css, snapshot_html
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
+from nutch2.stores.memory import MemoryStore
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli
@@ -174,13 +175,18 @@ def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
     (files / "seeds").mkdir(parents=True)
     (files / "seeds" / "s.txt").write_text("http://a/\n")
     jobs = JobManager(make_conf(tmp_path), "c", "http://127.0.0.1:8983/solr/nutch", files)
-    tool, args = jobs.build("generate", {"topN": 50, "noFilter": True, "noNorm": False})
+    tool, args, _ = jobs.build("generate", {"topN": 50, "noFilter": True, "noNorm": False})
     assert tool.name == "generate" and (args.topN, args.noFilter, args.noNorm) == (50, True, False)
     assert jobs.build("fetch", {"batch": "1700000000-42", "threads": 4, "resume": True})[1].threads == 4
     assert jobs.build("parse", {"all": True})[1].batch_id is None
     assert jobs.build("index", {"reindex": True})[1].solr == "http://127.0.0.1:8983/solr/nutch"  # the server's
     assert jobs.build("inject", {"seedUrls": ["http://a/", " http://b/ "]})[1].seedUrls == ["http://a/", " http://b/ "]
     assert jobs.build("inject", {"seedDir": "seeds"})[1].seeds == (files / "seeds").resolve()
+    # what the API shows is what the client sent: no resolved path, no Solr URL
+    assert jobs.build("inject", {"seedDir": "seeds"})[2] == {"seedDir": "seeds"}
+    assert jobs.build("index", {"reindex": True})[2] == {"reindex": True}
+    assert jobs.build("crawl", {"seedDir": "seeds/s.txt", "index": True, "rounds": 2})[2] == {
+        "seedDir": "seeds/s.txt", "index": True, "rounds": 2}
     for job, args, words in (
             ("updatedb", {"batch": "-all"}, "not a batch id"), ("updatedb", {"batch": "a b"}, "not a batch id"),
             ("fetch", {"batch": "b", "threads": -1}, "out of range"), ("fetch", {"batch": "b", "numTasks": 5000},
@@ -202,6 +208,25 @@ def test_job_arguments_are_the_tools_arguments(tmp_path: Path) -> None:
         no_files.build("index", {"all": True})
 
 
+def test_job_messages_name_no_url_or_path_of_the_server(tmp_path: Path) -> None:
+    from nutch2.searcher.jobapi import Redactor
+
+    files, data = tmp_path / "files", str(tmp_path / "crawl")
+    r = Redactor("http://127.0.0.1:8983/solr/nutch", files, data)
+    assert r.text(f"warc: wrote {files.resolve()}/out/a.warc.gz") == "warc: wrote out/a.warc.gz"
+    assert r.value({"files": [f"{files}/out/a.warc.gz"], "n": 2}) == {"files": ["out/a.warc.gz"], "n": 2}
+    error = ("nutch2 index: error: Solr at http://127.0.0.1:8983/solr/nutch does not answer (connection refused); "
+             f"sqlite store {data}/c_webpage.sqlite: disk I/O error; proxy http://u:p@10.0.0.1:3128/ refused; "
+             "lock /var/lock/nutch2/c.lock is held; /etc/passwd: not a seed file")
+    shown = r.text(error, strict=True)
+    assert shown == ("nutch2 index: error: Solr at <solr> does not answer (connection refused); sqlite store "
+                     "<data>/c_webpage.sqlite: disk I/O error; proxy <url> refused; lock <path> is held; <path>: "
+                     "not a seed file")
+    # what is not a path stays
+    plain = "fetch: no rows carry batch id '123-456' from generate; check text/html 1/2 and/or `nutch2 generate`"
+    assert r.text(plain, strict=True) == plain
+
+
 def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebPage:
     page = WebPage(key, status=int(status), score=1.0, fetch_time=5_000_000, fetch_interval=1000)
     if batch:
@@ -211,8 +236,19 @@ def _row(key: str, status: CrawlStatus, batch: str | None, **marks: str) -> WebP
     return page
 
 
-def test_crawl_stats_count_statuses_hosts_and_show_the_journals_batches(tmp_path: Path) -> None:
+class _NoRowReads(MemoryStore):
+    """A table the dashboard may not read a row of: what it shows must cost the same on any table size."""
+
+    def _refuse(self, *_a: object, **_k: object):
+        raise AssertionError("the dashboard read rows")
+
+    scan = scan_split = get = count = mark_values = _refuse
+
+
+def test_the_dashboard_reads_no_row_the_journal_and_the_last_readdb_do(tmp_path: Path) -> None:
     from nutch2.crawldb.journal import Journal
+    from nutch2.crawldb.tablestats import record_stats
+    from nutch2.jobs.readdb import StatsJob
     from nutch2.mapred.runner import LocalRunner
 
     conf = make_conf(tmp_path, "memory")
@@ -237,22 +273,40 @@ def test_crawl_stats_count_statuses_hosts_and_show_the_journals_batches(tmp_path
         journal.record(b2, "generated", 2, counts={"generated": 2})
         journal.advance(b2, "fetched", {"fetched": 1})
         journal.advance(b2, "parsed", {"parsed": 1})
-        job = CrawlStatsJob(conf)
-        LocalRunner(conf, 2).run(job, store)
-        stats = job.stats
-        stats.journal = journal.batches()
-        assert stats.total == 5 and dict(stats.status) == {"FETCHED": 3, "UNFETCHED": 1, "INJECTED": 1}
-        assert stats.top_hosts(2) == [("a.com", 2), ("b.com", 2)]
-        rows = stats.batch_rows()
+        journal.record_crawl({"round": 2, "rounds": 3})
+        dashboard = _NoRowReads(store.table)
+        view = crawl_view(dashboard)
+        assert view.rows == 5 and view.readdb is None and view.crawl == {"round": 2, "rounds": 3}
+        rows = view.batch_rows()
         assert [r["batchId"] for r in rows] == [b2, b1]  # newest first
         assert {k: rows[0][k] for k in ("rows", "generated", "fetched", "parsed", "updated", "stage")} == {
             "rows": 2, "generated": 2, "fetched": 1, "parsed": 1, "updated": 0, "stage": "parsed"}
         # a finished batch keeps what each step did (its marks are gone)
         assert {k: rows[1][k] for k in ("rows", "generated", "fetched", "parsed", "updated", "indexed", "stage")} == {
             "rows": 2, "generated": 2, "fetched": 2, "parsed": 2, "updated": 2, "indexed": 1, "stage": "indexed"}
-        chart = bar_chart(stats.statuses())
+        # statuses, scores and hosts: what the last readdb -stats counted, with its time
+        job = StatsJob(conf, per_host=True)
+        LocalRunner(conf, 2).run(job, store)
+        record_stats(store, job.stats, per_host=True)
+        new = _row("com.d:http/1", CrawlStatus.INJECTED, None)
+        store.put(new.key, new)
+        store.flush()
+        out = crawl_view(dashboard).to_json(top=2)
+        assert out["total"] == 6 and out["batches"] == 2  # rows now; the statistics are readdb's, of 5 rows
+        readdb = out["readdb"]
+        assert readdb["total"] == 5 and readdb["status"] == {"INJECTED": 1, "UNFETCHED": 1, "FETCHED": 3}
+        assert list(readdb["status"]) == ["INJECTED", "UNFETCHED", "FETCHED"]  # CrawlStatus order
+        assert readdb["hosts"] == [{"host": "a.com", "count": 2}, {"host": "b.com", "count": 2}]
+        assert readdb["hostCount"] == 3 and readdb["score"] == {"min": 1.0, "avg": 1.0, "max": 1.0}
+        assert readdb["retries"] == {"0": 5} and readdb["computedAt"].endswith("Z")
+        chart = bar_chart(list(readdb["status"].items()))
         assert [b["label"] for b in chart["bars"]] == ["INJECTED", "UNFETCHED", "FETCHED"]
         assert chart["bars"][2]["w"] == max(b["w"] for b in chart["bars"])
+        # without -sort, no hosts; a store that keeps no count shows none
+        record_stats(store, job.stats, per_host=False)
+        dashboard.cheap_count = lambda: None  # type: ignore[method-assign]
+        out = crawl_view(dashboard).to_json(top=2)
+        assert out["total"] is None and out["readdb"]["hosts"] is None and out["readdb"]["hostCount"] is None
     finally:
         store.drop_schema()
 

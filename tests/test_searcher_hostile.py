@@ -9,6 +9,7 @@ import io
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 
+from nutch2.index.solr import SolrClient
 from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.searchapp import SOLR, SearchServer, require_solr
@@ -26,11 +28,11 @@ OTHER = "hostile_other"
 SECRET = "quixsecretzor"  # a word only the other crawl's document has
 MINE = "quixminezor"  # a word only this crawl's document has
 ARCHIVE = "http://archive.hostile.test"
-BIG_HEADER = 5 * 1024 * 1024  # one header line of 5 MB: http.client (the fetcher) refuses lines over 64 KiB
+BIG_HEADER = 50 * 1024 * 1024  # one header line of 50 MB (the probe's): the fetcher refuses lines over 64 KiB
 
 
 def _warc(path: Path) -> None:
-    """Responses a fetch would refuse (101 header fields; a 5 MB header line) and a redirect whose Location has
+    """Responses a fetch would refuse (101 header fields; a 50 MB header line) and a redirect whose Location has
     credentials."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
@@ -81,9 +83,19 @@ def crawl(tmp: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(crawl: list[str], tmp: Path):
+def files(tmp: Path) -> Path:
+    """The server's files folder (server.files.dir): seeds the job API may name, and where jobs write."""
+    folder = tmp / "files"
+    (folder / "seeds").mkdir(parents=True)
+    (folder / "seeds" / "s.txt").write_text(f"{ARCHIVE}/from-the-files-folder.html\n")
+    (folder / "taken").write_text("a file where a job would want a folder\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(crawl: list[str], tmp: Path, files: Path):
     args = ["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *crawl, "-D", "searcher.header.timeout=1",
-            "-D", "searcher.body.timeout=1", "-D", "searcher.max.connections=50"]
+            "-D", "searcher.body.timeout=1", "-D", "searcher.max.connections=50", "-D", f"server.files.dir={files}"]
     with SearchServer(args, tmp / "server.log") as s:
         yield s
     requests.post(f"{SOLR}/update?commit=true", json={"delete": {"query": f"crawlId:({CRAWL} OR {OTHER})"}},
@@ -355,14 +367,199 @@ def test_login_and_tls_over_a_real_socket(crawl: list[str], tmp: Path, capsys: p
         assert r.status_code == 421  # a name the operator did not list
 
 
-def test_job_arguments_take_no_urls_or_paths(server: SearchServer, tmp: Path) -> None:
-    deadline = time.monotonic() + 60
-    while any(j["state"] == "RUNNING" for j in jobs(server)) and time.monotonic() < deadline:
-        time.sleep(0.2)  # one job at a time: a 409 would prove nothing
-    elsewhere = tmp / "elsewhere"  # a folder the operator never named
+def test_names_the_operator_added_are_let_in_over_a_real_socket(crawl: list[str], tmp: Path) -> None:
+    """-host adds the name the server is bound to, searcher.allowed.hosts adds more; other names stay out."""
+    args = ["-crawlId", CRAWL, "-solr", SOLR, "-host", "127.0.0.2", "-D",
+            "searcher.allowed.hosts=search.test, Other.Example.", *crawl]
+    with SearchServer(args, tmp / "server-names.log") as server:
+        assert server.url.startswith("http://127.0.0.2:")
+        p = port(server)
+        page = f"{ARCHIVE}/page.html"
+        for host in (f"127.0.0.2:{p}", "127.0.0.2", f"search.test:{p}", f"SEARCH.test.:{p}", f"other.example:{p}",
+                     f"localhost:{p}"):
+            r = requests.get(f"{server.url}/api/page", params={"url": page}, headers={"Host": host}, timeout=30)
+            assert r.status_code == 200 and r.json()["title"] == "Mine", (host, r.status_code)
+        r = requests.get(f"{server.url}/api/page", params={"url": page},
+                         headers={"Host": f"search.test:{p}", "Origin": f"http://search.test:{p}"}, timeout=30)
+        assert r.status_code == 200  # a page of an allowed name on this port may ask
+        for host, origin in ((f"evil.example:{p}", None), (f"search.test.evil.example:{p}", None),
+                             (f"search.test:{p}", f"http://evil.example:{p}"),
+                             (f"search.test:{p}", f"http://search.test:{p + 1}")):
+            headers = {"Host": host, **({"Origin": origin} if origin else {})}
+            r = requests.get(f"{server.url}/api/page", params={"url": page}, headers=headers, timeout=30)
+            assert r.status_code == (421 if origin is None else 403) and "Mine" not in r.text, (host, origin)
+
+
+class StandardParser(SolrClient):
+    """The server's Solr client, asking Solr's standard query parser (as nutch2 did before edismax), so that the
+    real Solr rejects what it cannot parse: through edismax this Solr rejects no query the app can send (it reads
+    what it cannot parse as words), yet the app must still answer a rejection in one message."""
+
+    def search(self, q: str, **params: Any) -> Any:
+        return super().search(q, **{**params, "defType": "lucene"})
+
+
+def test_a_query_solr_rejects_is_one_message_a_400_and_names_no_url(crawl: list[str], tmp: Path) -> None:
+    import logging
+
+    import uvicorn
+
+    from nutch2.searcher.app import create_app
+    from nutch2.searcher.server import bind
+
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("nutch2.searcher").addHandler(handler)
+    app = create_app(conf_for(tmp, "sqlite"), CRAWL, StandardParser(SOLR, 30))
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
+            time.sleep(0.05)
+        assert requests.get(f"{url}/api/search", params={"q": MINE}, timeout=30).json()["numFound"] == 1
+        r = requests.get(f"{url}/api/search", params={"q": "title:("}, timeout=30)
+        assert r.status_code == 400 and list(r.json()) == ["error"], r.text
+        assert r.json()["error"].startswith("Solr could not run this query: Cannot parse 'title:(':"), r.text
+        page = requests.get(f"{url}/search", params={"q": "title:("}, timeout=30)
+        assert page.status_code == 400 and page.text.count('role="alert"') == 1
+        assert "Solr could not run this query" in page.text and 'value="title:("' in page.text
+        for text in (r.text, page.text):
+            assert "8983" not in text and "http://" not in text and "/solr" not in text and "Traceback" not in text
+        assert any(m.startswith(f"Solr at {SOLR} rejected the request") for m in records)  # the operator's log
+    finally:
+        logging.getLogger("nutch2.searcher").removeHandler(handler)
+        server.should_exit = True
+        thread.join(30)
+
+
+class Listener:
+    """A loopback HTTP server that only counts the requests reaching it (where a hostile `solr` argument points)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                outer.requests += 1
+                self.send_response(200)
+                self.end_headers()
+
+            do_POST = do_GET  # noqa: N815
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/solr/evil"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def idle(server: SearchServer) -> None:
+    """Wait until no job runs (one job at a time: a 409 would prove nothing)."""
+    deadline = time.monotonic() + 120
+    while any(j["state"] == "RUNNING" for j in jobs(server)):
+        assert time.monotonic() < deadline, jobs(server)
+        time.sleep(0.2)
+
+
+def finished(server: SearchServer, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while (info := requests.get(f"{server.url}/api/jobs/{job_id}", timeout=30).json())["state"] == "RUNNING":
+        assert time.monotonic() < deadline, info
+        time.sleep(0.2)
+    return info
+
+
+def test_job_arguments_take_no_urls_or_paths(server: SearchServer, tmp: Path, files: Path) -> None:
+    idle(server)
+    before, table = jobs(server), set(rows(conf_for(tmp, "sqlite"), CRAWL))
+    elsewhere = tmp / "elsewhere"  # a folder the operator never named, with seeds and an archive in it
     elsewhere.mkdir(exist_ok=True)
     (elsewhere / "seeds.txt").write_text("http://elsewhere.test/\n")
-    for args in ({"type": "index", "args": {"all": True, "solr": "http://evil.example/solr/x"}},
-                 {"type": "inject", "args": {"seedDir": str(elsewhere)}}):
-        r = requests.post(f"{server.url}/api/jobs", json=args, timeout=30)
-        assert r.status_code == 400, r.text
+    (elsewhere / "e.warc.gz").write_bytes((tmp / "h.warc.gz").read_bytes())
+    if not (files / "link").exists():
+        (files / "link").symlink_to(elsewhere)  # a name inside the files folder that leads out of it
+    evil = Listener()
+    try:
+        for job, args in (("index", {"all": True}), ("clean", {}), ("dedup", {}),
+                          ("crawl", {"seedUrls": ["http://elsewhere.test/"], "index": True})):
+            r = requests.post(f"{server.url}/api/jobs", json={"type": job, "args": {**args, "solr": evil.url}},
+                              timeout=30)
+            assert r.status_code == 400 and r.json()["error"] == (
+                f"{job}: args.solr cannot be set through the job API (the server decides it)"), r.text
+        for job, name, value in (
+                ("inject", "seedDir", str(elsewhere)), ("inject", "seedDir", "../elsewhere"),
+                ("inject", "seedDir", "seeds/../../elsewhere/seeds.txt"), ("inject", "seedDir", "link"),
+                ("inject", "seedDir", "link/seeds.txt"), ("crawl", "seedDir", "../elsewhere/seeds.txt"),
+                ("sitemap", "sitemapUrls", "../elsewhere/seeds.txt"),
+                ("warcimport", "files", ["../elsewhere/e.warc.gz"]), ("warcimport", "files", ["link/e.warc.gz"]),
+                ("readdb", "dump", "../out"), ("readdb", "dump", str(tmp / "out")), ("warc", "outdir", "link/out")):
+            args = {name: value, **{"warc": {"all": True}, "crawl": {"rounds": 1}}.get(job, {})}
+            r = requests.post(f"{server.url}/api/jobs", json={"type": job, "args": args}, timeout=30)
+            # refused by the traversal check itself (this server has a files folder), naming no path of its own
+            shown = str(value[0] if isinstance(value, list) else value)
+            assert r.status_code == 400 and r.json()["error"] == (
+                f"{job}: args.{name}: {shown!r} is not a name inside the server's files folder"), (args, r.text)
+        assert evil.requests == 0  # no URL of the request was contacted
+    finally:
+        evil.close()
+    # nothing was started, read or written: no job, no row from those seeds or that archive, no folder made
+    assert jobs(server) == before
+    assert set(rows(conf_for(tmp, "sqlite"), CRAWL)) == table
+    assert not (tmp / "out").exists() and not (elsewhere / "out").exists()
+
+
+def test_jobs_show_their_arguments_as_sent_and_no_url_or_path_of_the_server(server: SearchServer, tmp: Path,
+                                                                           files: Path, crawl: list[str]) -> None:
+    idle(server)
+    own = (str(tmp), SOLR, "8983")  # the server's folders and its Solr URL
+    bodies = ({"type": "warc", "args": {"outdir": "warcs", "all": True}},
+              {"type": "readdb", "args": {"dump": "dumps/d1"}},
+              {"type": "index", "args": {"all": True}},
+              {"type": "readdb", "args": {"dump": "taken"}})  # a file: the job fails naming it
+    shown: list[dict[str, Any]] = []
+    for body in bodies:
+        r = requests.post(f"{server.url}/api/jobs", json=body, timeout=30)
+        assert r.status_code == 201 and r.json()["args"] == body["args"], r.text  # as sent: no path, no Solr
+        assert not any(x in r.text for x in own), r.text
+        shown.append(finished(server, r.json()["id"]))
+    assert [j["args"] for j in shown] == [b["args"] for b in bodies]
+    listed = {j["id"]: j["args"] for j in jobs(server)}
+    assert [listed[j["id"]] for j in shown] == [b["args"] for b in bodies]
+    warc, dump, index, taken = shown
+    assert warc["state"] == dump["state"] == index["state"] == "FINISHED", shown
+    assert warc["result"]["files"] and all((files / "warcs" / f).is_file() for f in warc["result"]["files"])
+    assert list((files / "dumps" / "d1").iterdir())  # written where the client named, inside the files folder
+    assert taken["state"] == "FAILED" and taken["error"] == (
+        "nutch2 readdb: error: -dump taken: it is a file; give a new folder")
+    for path in ("/api/jobs", *(f"/api/jobs/{j['id']}" for j in shown), "/crawl"):
+        text = requests.get(server.url + path, timeout=30).text
+        assert not any(x in text for x in own), (path, text)
+    assert f"-dump {files}/taken: it is a file" in server.output()  # the operator's log keeps the whole text
+    # a job failing on the server's Solr: its URL is in the log, not in the answer
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once the socket is closed
+    down_url = f"http://127.0.0.1:{closed}/solr/nutch"
+    with SearchServer(["-crawlId", CRAWL, "-solr", down_url, "-jobs", *crawl], tmp / "server-no-solr.log") as down:
+        r = requests.post(f"{down.url}/api/jobs", json={"type": "index", "args": {"all": True}}, timeout=30)
+        assert r.status_code == 201 and r.json()["args"] == {"all": True}
+        info = finished(down, r.json()["id"])
+        assert info["state"] == "FAILED" and info["error"].startswith("nutch2 index: error: Solr at <solr> "), info
+        for path in ("/api/jobs", f"/api/jobs/{info['id']}", "/crawl"):
+            text = requests.get(down.url + path, timeout=30).text
+            assert str(closed) not in text and str(tmp) not in text, (path, text)
+        assert f"Solr at {down_url}" in down.output()

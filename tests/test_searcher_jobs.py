@@ -3,6 +3,7 @@ ways a job is refused, fails or is stopped."""
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,13 @@ import requests
 from nutch2.marks import Mark
 from nutch2.stores import crawl_lock
 from nutch2.urls.tableutil import reverse_url
-from tests.crawlutil import conf_for, defines, passes_filters, rows
+from tests.crawlutil import conf_for, defines, passes_filters, rows, seed_file
 from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 CRAWL = "jobs"
+HTTP_TIMEOUT = 5  # seconds: what tests.crawlutil.defines sets
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp: Path):
     require_solr()
-    wipe_solr()
+    wipe_solr(CRAWL)
     d = defines(tmp, "sqlite")
     with SearchServer(["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *d], tmp / "server.log") as s:
         yield s
@@ -168,3 +170,58 @@ def test_one_job_at_a_time_per_crawl(server: SearchServer, web: TestWeb, tmp: Pa
         lock.release()
     # and after it, the crawl goes on where it stopped: fetch -resume finishes the batch
     assert run(server, "fetch", batch=batch, resume=True)["counters"]["fetch"]["fetched"] >= 1
+
+
+@pytest.fixture(scope="module")
+def big_web():
+    with TestWeb(hosts=3, pages_per_host=30, traps=False) as w:
+        yield w
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("backend", "sig"), [("sqlite:processes", signal.SIGTERM), ("sqlite", signal.SIGINT)])
+def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: TestWeb, tmp_path: Path, backend: str,
+                                                                     sig: int) -> None:
+    import psutil
+
+    from tests.test_crash_safety import nutch2, same_rows, table
+    from tests.test_stop import page_requests
+
+    props = {"fetcher.server.delay": 0.5, "fetcher.write.batch.size": 5}
+    d = defines(tmp_path, backend, **props)
+    conf = conf_for(tmp_path, backend, **props)
+    ref, mine = "stopref", "stopjob"
+    seeds = seed_file(tmp_path, *[big_web.page_url(h, i) for h in range(3) for i in range(30)])
+    for cid in (ref, mine):
+        assert nutch2("inject", seeds, "-crawlId", cid, *d).returncode == 0
+        assert nutch2("generate", "-batchId", "B", "-crawlId", cid, *d).stdout.strip() == "B"
+    assert nutch2("fetch", "B", "-crawlId", ref, *d).returncode == 0  # the uninterrupted run
+    big_web.reset_log()
+    server = SearchServer(["-crawlId", mine, "-solr", SOLR, "-jobs", *d], tmp_path / "server.log")
+    try:
+        r = post(server, {"type": "fetch", "args": {"batch": "B"}})
+        assert r.status_code == 201, r.text
+        deadline = time.monotonic() + 120
+        while sum(page_requests(big_web).values()) < 6:
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.05)
+        assert requests.get(f"{server.url}/api/jobs/{r.json()['id']}", timeout=30).json()["state"] == "RUNNING"
+        children = psutil.Process(server.proc.pid).children(recursive=True)
+        assert children or backend == "sqlite", "the processes runner's workers should be children of the server"
+        server.proc.send_signal(sig)
+        server.proc.wait(HTTP_TIMEOUT + 35)  # in-flight requests end, then uvicorn's graceful shutdown
+    finally:
+        server.stop()
+    out = server.output()
+    job = r.json()["id"]
+    assert server.proc.returncode == 0 and out.rstrip().endswith("server: stopped"), out
+    assert f"server: stopping job {job} (fetch) with the server" in out
+    assert f"server: job {job} (fetch) KILLED: stopped on request" in out and "Traceback" not in out
+    alive = psutil.wait_procs(children, timeout=10)[1]
+    assert not alive, f"left running: {alive}"  # no worker outlives the server
+    done = sum(1 for p in table(conf, mine).values() if Mark.FETCH.check(p))
+    assert 6 <= done < 90, done  # what was fetched was written; the rest was left
+    again = nutch2("fetch", "B", "-resume", "-crawlId", mine, *d)
+    assert again.returncode == 0, again.stderr
+    assert max(page_requests(big_web).values()) == 1  # no page requested twice
+    same_rows(table(conf, mine), table(conf, ref))

@@ -258,6 +258,28 @@ def test_delete(store) -> None:
     store.flush()
 
 
+def test_cheap_count_is_the_row_count_or_none(store) -> None:
+    def same() -> None:
+        n = store.cheap_count()
+        assert n is None or n == store.count() == sum(1 for _ in store.scan(fields=("status",)))
+
+    same()
+    keys = fill(store, 20)
+    same()
+    fill(store, 20)  # the same rows again: updates, not new rows
+    store.put(keys[0], page(keys[0], content=b"<p>large field only</p>"))
+    store.put("com.new:http/", page("com.new:http/", text="a large field alone makes a row"))
+    store.flush()
+    same()
+    for k in keys[:5]:
+        store.delete(k)
+    store.delete("com.never:http/")
+    store.put(keys[1], page(keys[1], status=2))  # deleted, then written again in the same buffer
+    store.flush()
+    same()
+    assert store.count() == 20 - 5 + 1 + 1
+
+
 def test_unicode_keys_and_values(store) -> None:
     key = "com.xn--bcher-kva:http/b\u00fccher?q=\u00e9"
     store.put(key, page(key, title="B\u00fccher \U0001f600", outlinks={"http://\u00e9.fr/": "\u00e9t\u00e9"}))
@@ -317,7 +339,7 @@ def test_concurrent_writers_from_threads(store) -> None:
     for th in threads:
         th.join()
     assert not errors
-    assert store.count() == 800
+    assert store.count() == 800 and store.cheap_count() in (None, 800)
     for t in range(4):
         assert store.count(mark=(Mark.GENERATE.value, f"b{t}")) == 200
 
@@ -404,7 +426,33 @@ def test_sqlite_reads_and_writes_a_table_made_before_large_fields_moved_out(tmp_
     assert [(p.key, p.content) for p in s.scan(fields=["content"])] == [("com.a:http/", b"<p>"),
                                                                         ("com.b:http/", b"new")]
     assert not db.execute("SELECT name FROM sqlite_master WHERE name = 'old_webpage_content'").fetchall()
+    assert s.cheap_count() == s.count() == 2  # counted once when opened, kept since
     s.close()
+
+
+def test_sqlite_counts_rows_of_a_table_made_before_the_row_count_once(tmp_path) -> None:
+    import sqlite3
+
+    conf = make_conf(tmp_path, "sqlite")
+    s = open_store(conf, "old")
+    fill(s, 30)
+    s.close()
+    db = sqlite3.connect(tmp_path / "crawl" / "old_webpage.sqlite")
+    for name in ("old_webpage_rows_ins", "old_webpage_rows_del"):
+        db.execute(f'DROP TRIGGER "{name}"')
+    db.execute('DROP TABLE "old_webpage_rows"')
+    db.commit()
+    reader = open_store(conf, "old", create=False)  # a reader (the searcher) does not change the schema
+    assert reader.cheap_count() is None and reader.count() == 30
+    s = open_store(conf, "old")  # a job opening it counts it once
+    assert reader.cheap_count() == s.cheap_count() == 30
+    s.delete("com.example0000:http/")
+    s.put("com.other:http/", page("com.other:http/", status=1))
+    s.put("com.other2:http/", page("com.other2:http/", status=1))
+    s.flush()
+    assert reader.cheap_count() == s.count() == 31
+    s.close()
+    reader.close()
 
 
 def test_table_names(tmp_path) -> None:

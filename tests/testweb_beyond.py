@@ -9,7 +9,9 @@
   the page; without one, a loop). robots.txt disallows ``/docs/private/``. Hostile pages for a browser, linked from
   nowhere (`BROWSER_HOSTILE`): a script that never ends, a page that opens windows, navigates away and starts a
   download, and a page whose resources are a robots-disallowed script, an allowed script (``/docs/lib.js``, which
-  writes a link to ``/docs/from-lib.html``), an image and a script of another host.
+  writes a link to ``/docs/from-lib.html``), an image and a script of another host. `BROWSER_RESOURCES` (linked from
+  nowhere): a page that loads three scripts of its own host (``/docs/res/s{i}.js``) and three of host 1
+  (``/res/r{i}.js``; Crawl-delay 1 with traps), each writing a link to ``/docs/res/loaded-<name>.html``.
 * `basic_host` and `digest_host`: every page but robots.txt needs HTTP Basic (realm `BASIC_REALM`) or Digest
   (MD5, qop=auth, realm `DIGEST_REALM`) authentication with `TestWeb.basic_credentials` / `digest_credentials`;
   without it, 401 with the challenge. ``/`` links to ``/p/1.html`` and ``/p/2.html``.
@@ -31,6 +33,9 @@ DOC_AUTHOR = "Ada Lovelace"
 BASIC_REALM = "nutch2 basic"
 DIGEST_REALM = "nutch2 digest"
 COOKIE = "nutch2_visit=granted"
+BROWSER_RESOURCES = "/docs/res/spaced.html"
+RESOURCE_SCRIPTS = {f"s{i}": f"/docs/res/s{i}.js" for i in range(3)}  # on docs_host
+OTHER_HOST_SCRIPTS = {f"r{i}": f"/res/r{i}.js" for i in range(3)}  # on host 1
 BROWSER_HOSTILE = {
     "endless_script": "/docs/hostile/endless-script.html",
     "windows": "/docs/hostile/windows.html",
@@ -134,6 +139,17 @@ def _browser_hostile(web: TestWeb, d: int) -> None:
     web._resources[(d, "/docs/pic.png")] = _Resource(200, "image/png", lambda: _PNG_1X1)
     web._resources[(d, "/docs/from-lib.html")] = _Resource(
         200, "text/html", lambda: b"<html><title>from lib</title><body>from lib</body></html>")
+    # a page whose resources need politeness: three scripts of its host, three of host 1
+    tags = []
+    for host, scripts in ((d, RESOURCE_SCRIPTS), (1, OTHER_HOST_SCRIPTS)):
+        for name, path in scripts.items():
+            js = (f"var a = document.createElement('a'); a.href = '/docs/res/loaded-{name}.html'; "
+                  f"a.textContent = 'loaded {name}'; document.body.appendChild(a);").encode()
+            web._resources[(host, path)] = _Resource(200, "application/javascript", lambda b=js: b)
+            tags.append(f"<script src='{web.url(host, path)}'></script>")
+    doc = _html_doc("spaced resources", '<meta charset="utf-8">', ["<p>a page with six scripts</p>", *tags],
+                    "").encode()
+    web._resources[(d, BROWSER_RESOURCES)] = _Resource(200, "text/html; charset=utf-8", lambda: doc)
 
 
 def _basic(creds: tuple[str, str]):

@@ -1,7 +1,14 @@
-"""Statistics of the webpage table (readdb -stats, the searcher's dashboard): counted per task, added up."""
+"""Statistics of the webpage table (readdb -stats): counted per task, added up, and kept beside the table.
+
+Counting them reads every row, so only an operator starts it (`nutch2 readdb -stats`, or the job API's readdb);
+the last result is stored in the table's state (`stats`) with its time, for the searcher's dashboard to show
+without reading a row.
+"""
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +16,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.mapred.runner import Job, TaskContext
 from nutch2.status import CrawlStatus
+from nutch2.stores.base import DataStore
 from nutch2.urls.tableutil import host_of_key
 from nutch2.webpage import WebPage
 
@@ -53,6 +61,41 @@ class TableStats:
             if s is not None:
                 self.score_min = s if self.score_min is None else min(self.score_min, s)
                 self.score_max = s if self.score_max is None else max(self.score_max, s)
+
+    def statuses(self) -> list[tuple[str, int]]:
+        """(status name, count) in CrawlStatus order, unknown codes last."""
+        order = {s.name: i for i, s in enumerate(CrawlStatus)}
+        return sorted(self.status.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+
+    def top_hosts(self, n: int) -> list[tuple[str, int]]:
+        return sorted(self.hosts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+STATE = "stats"  # the state name of the last readdb -stats result
+HOSTS_KEPT = 1000  # hosts a recorded result keeps (the most URLs first)
+
+
+def record_stats(store: DataStore, stats: TableStats, per_host: bool) -> None:
+    """Keep `stats` beside the table, with the time, as the last result of readdb -stats."""
+    value = {"time": time.time(), "total": stats.total, "status": dict(stats.statuses()),
+             "retries": {str(k): v for k, v in sorted(stats.retries.items())},
+             "score": {"min": stats.score_min, "avg": stats.score_sum / stats.total if stats.total else None,
+                       "max": stats.score_max},
+             "hosts": stats.top_hosts(HOSTS_KEPT) if per_host else None,
+             "hostCount": len(stats.hosts) if per_host else None}
+    store.put_state(STATE, json.dumps(value))
+
+
+def last_stats(store: DataStore) -> dict[str, Any] | None:
+    """The last result record_stats kept (None: readdb -stats never ran, or the value is unreadable)."""
+    raw = store.get_state(STATE)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+        return value if isinstance(value, dict) and isinstance(value.get("time"), (int, float)) else None
+    except ValueError:
+        return None
 
 
 class TableStatsJob(Job):

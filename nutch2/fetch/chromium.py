@@ -8,15 +8,20 @@ page's content, which parse-html then reads as usual: links written by scripts b
 The browser itself never touches the network. Every request of the page is paused (CDP Fetch domain) and answered
 by the crawler: the document from what the fetcher already has (no second request); each resource the page asks
 for (``chromium.resources.types``; a ``chromium.resources.block`` match is refused) only if robots.txt allows it,
-fetched by the fetcher's own HTTP protocol (proxy, auth, cookies, content limit), spaced ``fetcher.server.delay``
-apart per host, at most ``chromium.resources.max`` per page; everything else fails as blocked. Navigations away from
+fetched by the fetcher's own HTTP protocol (proxy, auth, cookies, content limit) in turn with the pages of its host
+(the fetcher's host queues: ``fetcher.server.delay`` or the host's Crawl-delay between two requests), at most
+``chromium.resources.max`` per page; everything else fails as blocked. Navigations away from
 the page, new windows (``--block-new-web-contents``) and downloads (denied) are blocked and counted, and the browser
 is started with ``--proxy-server`` at a closed port, so a request that escaped interception could not go anywhere.
 
 Bounds: ``chromium.pool.size`` browsers per fetch task (one page at a time each, a fresh browser context per page);
-``chromium.page.timeout`` seconds per page, after which a script still running is terminated and the DOM taken as it
-is (or, when even that fails, the fetched HTML is kept and the browser restarted); V8's heap is capped at
-``chromium.js.heap.mb``.
+``chromium.page.timeout`` seconds per page from the moment it has a browser, for everything of the page: navigation,
+scripts, each resource (its fetch time limit is cut to the time left; one that cannot start in time, its host's
+politeness considered, is blocked and counted as ``chromium_resources_over_time``) and taking the DOM (the last
+quarter of the time, at most 5 s, is kept for it: a script still running then is terminated and the DOM taken as it
+is; when even that fails, the fetched HTML is kept and the browser restarted). Closing the page's browser context
+takes at most 2 s more. A stop request or the fetcher's time limit (``fetcher.timelimit.mins``) ends the page at
+once: it is left for a later fetch, as a request cut in flight is. V8's heap is capped at ``chromium.js.heap.mb``.
 """
 
 from __future__ import annotations
@@ -41,16 +46,25 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.protocol import ProtocolOutput
 from nutch2.logs import warning
+from nutch2.mapred import stop
 from nutch2.status import ProtocolStatusCode
 
 __all__ = ["BrowserPool", "ChromiumSettings", "Renderer"]
 
-# fetch(url) -> (ProtocolOutput or None when refused, reason): a resource fetched the crawler's way
-ResourceFetch = Callable[[str], tuple["ProtocolOutput | None", str]]
+# fetch(url, deadline) -> (ProtocolOutput or None when refused, reason): a resource fetched the crawler's way (robots,
+# the host's politeness), started and ended before the time.monotonic() deadline or refused ("over_time")
+ResourceFetch = Callable[[str, float], tuple["ProtocolOutput | None", str]]
 Counter = Callable[[str], None]
 
 _HTML = ("text/html", "application/xhtml+xml")
 _START_TIMEOUT = 30.0
+_DOM_RESERVE = 5.0  # at most this many seconds of a page's time are kept for taking its DOM (a quarter of it)
+_DISPOSE_TIMEOUT = 2.0  # seconds a browser may take to close a page's context (else it is replaced)
+_POLL = 0.2  # seconds between two looks at a stop request while waiting for a browser
+
+
+class _Cut(Exception):
+    """A stop request or the fetcher's time limit ended the page: it is left for a later fetch."""
 
 
 class ChromiumError(Exception):
@@ -69,7 +83,6 @@ class ChromiumSettings:
     resource_types: frozenset[str]
     block: re.Pattern[str] | None
     max_resources: int
-    resource_delay: float
     binary: str
     js_heap_mb: int
     content_limit: int
@@ -105,8 +118,8 @@ class ChromiumSettings:
             raise ConfigError("protocol-chromium needs websocket-client: pip install 'nutch2[chromium]'") from None
         types = frozenset(t.strip().lower() for t in conf.get_str("chromium.resources.types").split(",") if t.strip())
         return cls(compiled, hosts, pool, timeout, max(0.0, conf.get_float("page.load.delay")), types, block,
-                   conf.get_int("chromium.resources.max"), max(0.0, conf.get_float("fetcher.server.delay")),
-                   found, max(16, conf.get_int("chromium.js.heap.mb")), conf.get_int("http.content.limit"))
+                   conf.get_int("chromium.resources.max"), found, max(16, conf.get_int("chromium.js.heap.mb")),
+                   conf.get_int("http.content.limit"))
 
     def applies(self, url: str) -> bool:
         """Whether the page at `url` is rendered."""
@@ -232,9 +245,16 @@ class BrowserPool:
         self._lock = threading.Lock()
         self.closed = False
 
-    def acquire(self) -> Browser | None:
-        """A browser (blocks until a slot is free); None for an empty slot the caller must fill."""
-        return self._idle.get()
+    def acquire(self, stop_at: float | None = None) -> Browser | None:
+        """A browser (blocks until a slot is free); None for an empty slot the caller must fill. _Cut when a stop is
+        requested or ``stop_at`` (time.monotonic()) passes first."""
+        while True:
+            if stop.requested() or (stop_at is not None and time.monotonic() >= stop_at):
+                raise _Cut()
+            try:
+                return self._idle.get(timeout=_POLL)
+            except queue.Empty:
+                continue
 
     def start(self) -> Browser:
         browser = Browser(self.settings)
@@ -277,13 +297,22 @@ class Renderer:
     def close(self) -> None:
         self.pool.close()
 
-    def render(self, url: str, out: ProtocolOutput, fetch: ResourceFetch) -> ProtocolOutput:
-        """The page with its rendered DOM as content; the fetched page as it was when the browser failed."""
-        browser = self.pool.acquire()
+    def render(self, url: str, out: ProtocolOutput, fetch: ResourceFetch,
+               stop_at: float | None = None) -> ProtocolOutput:
+        """The page with its rendered DOM as content; the fetched page as it was when the browser failed; the
+        fetched page marked ``stopped`` when a stop request or ``stop_at`` (the fetcher's time limit) ended it."""
+        try:
+            browser = self.pool.acquire(stop_at)
+        except _Cut:
+            return _stopped(out)
         try:
             if browser is None:
                 browser = self.pool.start()
-            html, truncated = _Page(browser, self.settings, url, out, fetch, self.counters.incr).render()
+            deadline = time.monotonic() + self.settings.page_timeout
+            page = _Page(browser, self.settings, url, out, fetch, self.counters.incr, deadline, stop_at)
+            html, truncated = page.render()
+        except _Cut:
+            return _stopped(out)
         except ChromiumError as e:
             self.counters.incr("chromium_failed")
             warning(f"warning: chromium: {url} not rendered ({e}); its fetched HTML is parsed instead")
@@ -302,12 +331,20 @@ class Renderer:
                               out.stopped, out.redirects)
 
 
+def _stopped(out: ProtocolOutput) -> ProtocolOutput:
+    out.stopped = True
+    return out
+
+
 class _Page:
     """One page in a fresh browser context: navigate, answer its requests, wait, take the DOM, close."""
 
     def __init__(self, browser: Browser, settings: ChromiumSettings, url: str, out: ProtocolOutput,
-                 fetch: ResourceFetch, count: Counter) -> None:
+                 fetch: ResourceFetch, count: Counter, deadline: float, stop_at: float | None) -> None:
         self.b = browser
+        self.deadline = deadline  # everything of the page ends here
+        self.stop_at = stop_at  # the fetcher's time limit: the page is cut there
+        self.load_until = deadline - min(_DOM_RESERVE, settings.page_timeout / 4)  # then the DOM is taken
         self.s = settings
         self.url = url
         self.out = out
@@ -317,29 +354,44 @@ class _Page:
         self.frame = ""
         self.served_document = False
         self.resources = 0
-        self.last_request: dict[str, float] = {}
 
     def render(self) -> tuple[bytes, bool]:
         b = self.b
-        deadline = time.monotonic() + self.s.page_timeout
-        context = b.call("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
+        context = b.call("Target.createBrowserContext", {"disposeOnDetach": True},
+                         timeout=self._left())["browserContextId"]
         try:
-            b.call("Browser.setDownloadBehavior", {"behavior": "deny", "browserContextId": context})
-            target = b.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
-            self.session = b.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            b.call("Browser.setDownloadBehavior", {"behavior": "deny", "browserContextId": context},
+                   timeout=self._left())
+            target = b.call("Target.createTarget", {"url": "about:blank", "browserContextId": context},
+                            timeout=self._left())["targetId"]
+            self.session = b.call("Target.attachToTarget", {"targetId": target, "flatten": True},
+                                  timeout=self._left())["sessionId"]
             self._drain_stale()
             for method, params in (("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]}),
                                    ("Page.enable", {}), ("Runtime.enable", {})):
-                b.call(method, params, self.session)
+                b.call(method, params, self.session, timeout=self._left())
             self._navigate()
-            self._pump(deadline, until_load=True)
-            self._pump(min(deadline, time.monotonic() + self.s.load_delay), until_load=False)
-            return self._dom(deadline)
+            self._pump(self.load_until, until_load=True)
+            self._pump(min(self.load_until, time.monotonic() + self.s.load_delay), until_load=False)
+            return self._dom()
         finally:
             try:
-                b.call("Target.disposeBrowserContext", {"browserContextId": context}, timeout=5.0)
+                b.call("Target.disposeBrowserContext", {"browserContextId": context}, timeout=_DISPOSE_TIMEOUT)
             except ChromiumError:
                 b.alive = False  # a browser that cannot drop a context is not reused
+
+    def _left(self) -> float:
+        """Seconds left until the page's deadline; ChromiumError when none are, _Cut on a stop."""
+        self._check()
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ChromiumError(f"chromium.page.timeout ({self.s.page_timeout:g} s) reached")
+        return left
+
+    def _check(self) -> None:
+        """_Cut when a stop was requested or the fetcher's time limit passed."""
+        if stop.requested() or (self.stop_at is not None and time.monotonic() >= self.stop_at):
+            raise _Cut()
 
     def _navigate(self) -> None:
         """Page.navigate answers only once the document request was answered: send it, serve, then read it."""
@@ -351,8 +403,8 @@ class _Page:
             b._waiting[mid] = box
         b.ws.send(json.dumps({"id": mid, "method": "Page.navigate", "params": {"url": self.url},
                               "sessionId": self.session}))
-        end = time.monotonic() + self.s.page_timeout
-        while time.monotonic() < end:
+        while time.monotonic() < self.load_until:
+            self._check()
             try:
                 answer = box.get_nowait()
             except queue.Empty:
@@ -362,7 +414,9 @@ class _Page:
                 raise ChromiumError(f"Page.navigate: {answer['error'].get('message')}")
             self.frame = answer.get("result", {}).get("frameId", "") or self.frame
             return
-        raise ChromiumError("Page.navigate: no answer in time")
+        with b._lock:
+            b._waiting.pop(mid, None)
+        raise ChromiumError("Page.navigate: no answer within chromium.page.timeout")
 
     def _drain_stale(self) -> None:
         while True:
@@ -374,6 +428,7 @@ class _Page:
     def _pump(self, until: float, until_load: bool) -> None:
         """Handle the page's events until `until` (or its load event, with until_load)."""
         while time.monotonic() < until:
+            self._check()
             method = self._one_event(min(0.1, max(0.0, until - time.monotonic())))
             if until_load and method == "Page.loadEventFired":
                 return
@@ -399,14 +454,16 @@ class _Page:
 
     def _fail(self, rid: str, reason: str = "BlockedByClient") -> None:
         try:
-            self.b.call("Fetch.failRequest", {"requestId": rid, "errorReason": reason}, self.session)
+            self.b.call("Fetch.failRequest", {"requestId": rid, "errorReason": reason}, self.session,
+                        timeout=self._left())
         except ChromiumError:
             pass
 
     def _fulfill(self, rid: str, status: int, ctype: str | None, body: bytes) -> None:
         headers = [{"name": "Content-Type", "value": ctype}] if ctype else []
         self.b.call("Fetch.fulfillRequest", {"requestId": rid, "responseCode": status, "responseHeaders": headers,
-                                             "body": base64.b64encode(body).decode("ascii")}, self.session)
+                                             "body": base64.b64encode(body).decode("ascii")}, self.session,
+                    timeout=self._left())
 
     def _paused(self, p: dict[str, Any]) -> None:
         rid = p["requestId"]
@@ -435,8 +492,8 @@ class _Page:
             self._fail(rid)
             return
         self.resources += 1
-        self._space(url)
-        out, reason = self.fetch(url)
+        out, reason = self.fetch(url, self.load_until)
+        self._check()  # a fetch cut by a stop is no answer
         if out is None:
             self.count(f"chromium_resources_{reason}")
             self._fail(rid)
@@ -448,26 +505,17 @@ class _Page:
         else:
             self._fulfill(rid, status, out.content_type, out.content)
 
-    def _space(self, url: str) -> None:
-        """Politeness for the page's own requests: fetcher.server.delay between two to one host."""
-        host = (urlsplit(url).hostname or "").lower()
-        last = self.last_request.get(host)
-        if last is not None:
-            wait = last + self.s.resource_delay - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-        self.last_request[host] = time.monotonic()
-
-    def _dom(self, deadline: float) -> tuple[bytes, bool]:
-        """The rendered document; a script still running at the time limit is terminated first."""
+    def _dom(self) -> tuple[bytes, bool]:
+        """The rendered document; a script still running at its time is terminated first (all before the deadline)."""
         expr = {"expression": "document.documentElement ? document.documentElement.outerHTML : ''",
                 "returnByValue": True}
+        left = self._left()
         try:
-            result = self.b.call("Runtime.evaluate", expr, self.session, timeout=max(1.0, deadline - time.monotonic()))
+            result = self.b.call("Runtime.evaluate", expr, self.session, timeout=left * 0.4)
         except ChromiumError:
             self.count("chromium_scripts_terminated")
-            self.b.call("Runtime.terminateExecution", {}, self.session, timeout=5.0)
-            result = self.b.call("Runtime.evaluate", expr, self.session, timeout=5.0)
+            self.b.call("Runtime.terminateExecution", {}, self.session, timeout=self._left() / 3)
+            result = self.b.call("Runtime.evaluate", expr, self.session, timeout=self._left())
         html = str(result.get("result", {}).get("value") or "")
         data = ("<!DOCTYPE html>\n" + html).encode("utf-8")
         limit = self.s.content_limit

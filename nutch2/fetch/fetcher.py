@@ -102,6 +102,7 @@ class FetchItemQueues:
         self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
         self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
         self.room_cond = threading.Condition(self.lock)  # the feeder waiting for room
+        self.slot_cond = threading.Condition(self.lock)  # resource requests waiting for a queue's politeness
         self.timer = False
         self.total = 0
         self.feeding = True
@@ -117,19 +118,80 @@ class FetchItemQueues:
         self.timer_cond.notify_all()
         self.idle_cond.notify_all()
         self.room_cond.notify_all()
+        self.slot_cond.notify_all()
 
     def add(self, item: FetchItem) -> None:
         item.queue = queue_id(item.url, self.mode)
         with self.lock:
-            q = self.queues.get(item.queue)
-            if q is None:
-                q = self.queues[item.queue] = FetchItemQueue(item.queue, self.crawl_delay, self.min_delay,
-                                                             self.max_threads)
-                if item.queue in self.retired:  # the host was emptied earlier: keep its politeness state
-                    q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(item.queue)
+            q = self._queue(item.queue)
             q.items.append(item)
             self.total += 1
             self._changed()
+
+    def _queue(self, qid: str) -> FetchItemQueue:
+        """The queue `qid`, made when missing (lock held)."""
+        q = self.queues.get(qid)
+        if q is None:
+            q = self.queues[qid] = FetchItemQueue(qid, self.crawl_delay, self.min_delay, self.max_threads)
+            if qid in self.retired:  # the host was emptied earlier: keep its politeness state
+                q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(qid)
+        return q
+
+    def _settle(self, q: FetchItemQueue) -> None:
+        """Retire a queue with nothing waiting or in flight, keeping its politeness state (lock held)."""
+        if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
+            del self.queues[q.qid]
+            self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
+
+    def set_crawl_delay(self, q: FetchItemQueue, delay: float) -> None:
+        """The host's robots.txt asked for `delay` seconds between requests: one request at a time, delay apart."""
+        with self.lock:
+            q.crawl_delay = delay
+            q.max_threads = 1
+
+    def requested(self, q: FetchItemQueue) -> None:
+        """A request was made through the slot the caller holds in `q`: the queue's next request waits its delay
+        (a rendered page's own resources wait after the page)."""
+        with self.lock:
+            q.next_fetch = time.monotonic() + q.delay()
+
+    def acquire(self, url: str, until: float, held: FetchItemQueue | None = None) -> FetchItemQueue | None:
+        """A slot in the queue of `url` for a request that is none of the queues' items (a resource of a rendered
+        page), once the queue's politeness allows it, as for its items; `held` is the queue whose slot the caller
+        holds already (its page's), used as it is. None when the request could not start before `until` (the
+        queue's next request is later, or its slots stay busy) or the fetch was aborted. Give it back with
+        release()."""
+        qid = queue_id(url, self.mode)
+        with self.lock:
+            while not self.aborted:
+                q = self._queue(qid)
+                own = held is q
+                now = time.monotonic()
+                free = own or q.in_progress < q.max_threads
+                if free and now >= q.next_fetch:
+                    if not own:
+                        q.in_progress += 1
+                    return q
+                start = q.next_fetch if free else now
+                if start >= until or now >= until:  # cannot be spaced within the time it has
+                    self._settle(q)
+                    return None
+                self.slot_cond.wait((start if free else until) - now)
+            return None
+
+    def release(self, q: FetchItemQueue, held: bool) -> None:
+        """The request of an acquire() is done (`held`: made in the caller's own slot): the queue's next request
+        waits its delay."""
+        with self.lock:
+            if not held:
+                q.in_progress -= 1
+            q.next_fetch = time.monotonic() + q.delay()
+            self._settle(q)
+            self.slot_cond.notify_all()
+            if self.total == 0 and not self.feeding and not self._busy():
+                self._wake_all()
+            else:
+                self._changed()
 
     def size(self) -> int:
         with self.lock:
@@ -199,9 +261,8 @@ class FetchItemQueues:
                 self.total += 1
             else:
                 item.done = True
-            if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
-                del self.queues[q.qid]
-                self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
+            self._settle(q)
+            self.slot_cond.notify_all()
             if self.total == 0 and not self.feeding and not self._busy():
                 self._wake_all()  # the last item: every waiting thread can end
             else:
@@ -455,10 +516,7 @@ class Fetcher:
             if stop.requested():  # robots.txt cut by the stop says nothing about the host
                 queues.finish(item, q)
                 return
-            delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
-            if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
-                q.crawl_delay = delay
-                q.max_threads = 1
+            delay = self._learn_crawl_delay(q, rules, queues)
 
             def same_robots(other: FetchItem) -> bool:
                 return self.robots.cached(other.url) is rules
@@ -510,8 +568,12 @@ class Fetcher:
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
             if self.renderer is not None and not out.stopped and self.renderer.applies(item.url, out):
-                # the queue slot is held while the page renders: its own requests keep the host's politeness
-                out = self.renderer.render(item.url, out, lambda url: self._resource(url, protocol))
+                # the queue slot is held while the page renders; its resources take their turn in their hosts'
+                # queues (this one's after the page's own request)
+                queues.requested(q)
+                out = self.renderer.render(item.url, out,
+                                           lambda url, until: self._resource(url, until, q, queues, protocol),
+                                           stop_at=self.deadline)
         finally:
             queues.finish(item, q)
         if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
@@ -521,15 +583,64 @@ class Fetcher:
         self.counters.incr("bytes", len(out.content))
         self.output(item, out.code, out.args, out)
 
-    def _resource(self, url: str, protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
-        """A resource a rendered page asks for (protocol-chromium): fetched only where robots.txt allows it (the URL
-        filters are for the URLs a crawl visits; a page's scripts are not among them)."""
-        rules = self.robots.rules_for(url)
+    def _learn_crawl_delay(self, q: FetchItemQueue, rules: RobotRules, queues: FetchItemQueues) -> float | None:
+        """The host's Crawl-delay from its robots.txt rules, applied to its queue (one request at a time)."""
+        delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
+        if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
+            queues.set_crawl_delay(q, delay)
+        return delay
+
+    def _resource(self, url: str, until: float, page_q: FetchItemQueue, queues: FetchItemQueues,
+                  protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
+        """A resource a rendered page asks for (protocol-chromium), requested as a page is: where robots.txt allows
+        it, in turn in its host's queue (fetcher.server.delay or the host's Crawl-delay after the host's last
+        request, the page's own included), ended by `until` (the page's time); ``(None, reason)`` when refused.
+        The URL filters are for the URLs a crawl visits; a page's scripts are not among them."""
+        try:
+            queue_id(url, self.queue_mode)
+        except ValueError:  # a URL the browser sent that names no host we could queue
+            return None, "invalid_url"
+        rules = self._resource_robots(url, until, page_q, queues)
+        if rules is None:
+            return None, "stopped" if queues.aborted else "over_time"
         if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
             return None, "robots_denied"
-        out = protocol.fetch(url)
+        delay = rules.crawl_delay(self.robots_agent)
+        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
+            return None, "robots_denied_crawl_delay"
+        q = queues.acquire(url, until, page_q)
+        if q is None:
+            return None, "stopped" if queues.aborted else "over_time"
+        try:
+            out = protocol.fetch(url, deadline=until)
+        finally:
+            queues.release(q, held=q is page_q)
         self.counters.incr("bytes", len(out.content))
         return out, ""
+
+    def _resource_robots(self, url: str, until: float, page_q: FetchItemQueue,
+                         queues: FetchItemQueues) -> RobotRules | None:
+        """robots.txt rules for a resource's host; a host new to the task has its robots.txt fetched in turn in its
+        queue, by a thread of its own (the rules are the task's, not the page's: a page out of time stops waiting
+        for them, the fetch goes on). None when they are not known before `until`."""
+        rules = self.robots.cached(url)
+        if rules is not None:
+            return rules
+        q = queues.acquire(url, until, page_q)
+        if q is None:
+            return None
+        loaded = threading.Event()
+
+        def load() -> None:
+            try:
+                self._learn_crawl_delay(q, self.robots.rules_for(url), queues)
+            finally:
+                queues.release(q, held=q is page_q)
+                loaded.set()
+
+        threading.Thread(target=load, name="RobotsForResource", daemon=True).start()
+        loaded.wait(max(0.0, until - time.monotonic()))
+        return self.robots.cached(url)
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""

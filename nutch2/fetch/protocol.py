@@ -295,14 +295,16 @@ class HttpProtocol:
         self._session.close()
 
     def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
-              may_follow: Callable[[str], bool] | None = None) -> ProtocolOutput:
+              may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> ProtocolOutput:
         """Fetch ``url``; never raises (failures become EXCEPTION / other status codes).
 
         With ``http.redirect.max`` > 0, ``may_follow(target)`` (when given) is asked before each redirect hop
         (robots.txt, politeness); when it says no, the redirect itself is returned (MOVED / TEMP_MOVED).
+        ``deadline`` (time.monotonic()) cuts the fetch earlier than its own time limit (a rendered page's resource).
         """
         start = time.monotonic()
-        deadline = start + self.settings.fetch_cap_ms / 1000.0
+        cap = start + self.settings.fetch_cap_ms / 1000.0
+        deadline = cap if deadline is None else min(cap, deadline)
         stop_at = self.settings.stop_at
         if stop_at is not None and stop_at <= deadline:
             deadline = stop_at

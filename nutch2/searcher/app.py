@@ -38,7 +38,7 @@ from nutch2.errors import StoreError
 from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
 from nutch2.parse.html import caching_forbidden, decode_content, detect_encoding
 from nutch2.searcher.access import AccessGuard, AccessPolicy
-from nutch2.searcher.crawlstats import STEPS, StatsCache, bar_chart, compute_stats
+from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
 from nutch2.searcher.jobapi import JobManager, types_json
 from nutch2.searcher.pages import (
@@ -82,13 +82,12 @@ SUMMARY_TTL = 30.0  # seconds the home page's index size and freshness are kept
 
 @dataclass
 class Searcher:
-    """What the routes share: configuration, the crawl's store, Solr, the stats cache and the job manager."""
+    """What the routes share: configuration, the crawl's store, Solr and the job manager."""
 
     conf: Configuration
     crawl_id: str | None
     solr: SolrClient
     store: StoreAccess
-    stats: StatsCache
     jobs: JobManager | None
     templates: Jinja2Templates
     summary: TtlValue
@@ -353,14 +352,20 @@ def info_page(request: Request) -> Response:
         other_markers={k: v for k, v in row["markers"].items() if k not in {m.value for _, m in STEPS}}))
 
 
+def _view(s: Searcher) -> CrawlView:
+    return s.store.run(crawl_view)
+
+
 def crawl_page(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
     top = int_param(request.query_params, "top", 20, 1, 1000, clamp=True)
-    stats = s.stats.get()
-    summary = stats.to_json(top)
+    view = _view(s)
+    summary = view.to_json(top)
+    readdb = summary["readdb"]
     return s.templates.TemplateResponse(request, "crawl.html", _ctx(
-        request, stats=summary, chart=bar_chart(stats.statuses()), batches=stats.batch_rows(), top=top,
-        steps=[step for step, _ in STEPS], jobs=s.jobs.all()[:10] if s.jobs else []))
+        request, view=summary, readdb=readdb, chart=bar_chart(list(readdb["status"].items())) if readdb else None,
+        batches=view.batch_rows(), top=top, steps=[step for step, _ in STEPS],
+        jobs=[j.to_json() for j in s.jobs.all()[:10]] if s.jobs else []))
 
 
 def home(request: Request) -> Response:
@@ -408,13 +413,12 @@ def api_page(request: Request) -> Response:
 def api_stats(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
     top = int_param(request.query_params, "top", 20, 1, 1000, clamp=True)
-    return JSONResponse(s.stats.get().to_json(top))
+    return JSONResponse(_view(s).to_json(top))
 
 
 def api_batches(request: Request) -> Response:
     s: Searcher = request.app.state.searcher
-    stats = s.stats.get()
-    return JSONResponse({"batches": stats.batch_rows(), "steps": [step for step, _ in STEPS]})
+    return JSONResponse({"batches": _view(s).batch_rows(), "steps": [step for step, _ in STEPS]})
 
 
 def _jobs(request: Request) -> JobManager:
@@ -477,13 +481,10 @@ def api_job_stop(request: Request) -> Response:
 
 
 def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs: JobManager | None = None,
-               stats_ttl: float = 10.0, policy: AccessPolicy | None = None) -> Starlette:
+               policy: AccessPolicy | None = None) -> Starlette:
     store = StoreAccess(conf, crawl_id)
-    stats = StatsCache(lambda: compute_stats(conf, store), stats_ttl)
-    if jobs is not None:
-        jobs.on_finish = lambda _info: stats.invalidate()
     summary = TtlValue(lambda: index_summary(solr, crawl_id), SUMMARY_TTL)
-    searcher = Searcher(conf, crawl_id, solr, store, stats, jobs, _templates(), summary,
+    searcher = Searcher(conf, crawl_id, solr, store, jobs, _templates(), summary,
                         UrlChecker(conf, "inject", filter=False), conf.get_bool("searcher.collapse.host"))
 
     @asynccontextmanager

@@ -6,16 +6,19 @@ exit codes as on a terminal. Its counters are the tool's own, read live while it
 and no path of the server: Solr is the server's, seeds come in the body (`seedUrls`) or are named inside the
 configured files folder (server.files.dir), which also receives what jobs write (dumps, WARC files).
 Job ids are random; jobs stop (as Ctrl-C would stop them) when asked and when the server stops.
+What a job shows names nothing of the server's either: its args as the client sent them, and its messages with
+the server's URLs and paths taken out (Redactor; the server's log keeps the whole text).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 import secrets
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,43 @@ class JobConflict(ParamError):
         super().__init__(message, 409)
 
 
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_PATH = re.compile(r"(?<![\w.:/~>-])/(?:[^\s'\"/<>]+/)*[^\s'\"/<>,;:)]+")
+
+
+class Redactor:
+    """Takes the server's URLs and paths out of what the job API shows: names inside the files folder stay as
+    the client gave them, the Solr URL and the data folder become words; in an error every other URL and
+    absolute path goes too (the server's log keeps the whole text)."""
+
+    def __init__(self, solr: str | None = None, files_dir: Path | None = None, data_dir: str | None = None) -> None:
+        known: list[tuple[str, str]] = []
+        if files_dir is not None:
+            known += [(f"{p}/", "") for p in {str(files_dir.resolve()), str(files_dir)}]
+        if solr:
+            known.append((solr.rstrip("/"), "<solr>"))
+        if data_dir:
+            known.append((data_dir.rstrip("/"), "<data>"))
+        self.known = sorted(known, key=lambda kv: -len(kv[0]))  # longest first: a folder inside another
+
+    def text(self, value: str, strict: bool = False) -> str:
+        for secret, word in self.known:
+            value = value.replace(secret, word)
+        if strict:
+            value = _PATH.sub("<path>", _URL.sub("<url>", value))
+        return value
+
+    def value(self, value: Any) -> Any:
+        """Strings inside results (lists, dicts) with the server's own URLs and paths taken out."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        return value
+
+
 @dataclass
 class JobInfo:
     """One job, as GET /api/jobs/ID shows it (Nutch 2's JobInfo plus counters and progress)."""
@@ -56,15 +96,19 @@ class JobInfo:
     returncode: int | None = None
     stop_requested: bool = False
     thread: threading.Thread | None = None
+    redactor: Redactor = field(default_factory=Redactor)
 
     def to_json(self) -> dict[str, Any]:
         end = self.finished if self.finished is not None else time.time()
         progress = last_progress() if self.state == "RUNNING" else ""
+        failed = self.state == "FAILED"
+        msg = self.redactor.text(self.msg or self.run.message, strict=failed)
         return {"id": self.id, "type": self.type, "crawlId": self.crawl_id, "args": self.args,
-                "state": self.state, "msg": self.msg or self.run.message, "result": dict(self.run.values),
+                "state": self.state, "msg": msg, "result": self.redactor.value(dict(self.run.values)),
                 "counters": self.run.counters_json(),
-                "progress": {"elapsedSeconds": round(end - self.started, 1), "lastLine": progress},
-                "error": self.msg if self.state == "FAILED" else None, "exitCode": self.returncode}
+                "progress": {"elapsedSeconds": round(end - self.started, 1),
+                             "lastLine": self.redactor.text(progress)},
+                "error": msg if failed else None, "exitCode": self.returncode}
 
 
 def types_json() -> dict[str, Any]:
@@ -83,27 +127,29 @@ class JobManager:
         self.files_dir = files_dir
         self._jobs: dict[str, JobInfo] = {}
         self._lock = threading.Lock()
-        self.on_finish: Callable[[JobInfo], None] | None = None  # e.g. drop cached crawl stats
+        self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"))
 
-    def build(self, job: Any, args: Any) -> tuple[Tool, ToolArgs]:
-        """The tool of a request, its args checked (ParamError naming what is wrong)."""
+    def build(self, job: Any, args: Any) -> tuple[Tool, ToolArgs, dict[str, Any]]:
+        """The tool of a request, its args checked (ParamError naming what is wrong), and the args as the client
+        sent them (what the API shows: no path of the files folder, no Solr URL)."""
         types = job_types()
         if not isinstance(job, str) or job not in types:
             raise ParamError(f"unknown job type {str(job)[:40]!r}; use one of {', '.join(types)}")
         cls = TOOLS[job]
         try:
-            checked = in_folder(from_json(cls.Args, args if args is not None else {}), self.files_dir)
+            sent = from_json(cls.Args, args if args is not None else {})
+            checked = in_folder(sent, self.files_dir)
         except ArgError as e:
             raise ParamError(f"{job}: {e}") from None
         if any(f.name == "solr" for f in dataclasses.fields(checked)) and (job != "crawl" or checked.index):
             if not self.solr:
                 raise ParamError(f"{job} needs Solr: start the server with -solr")
             checked = dataclasses.replace(checked, solr=self.solr)
-        return cls(self.conf, self.crawl_id if cls.crawl else None, checked), checked
+        return cls(self.conf, self.crawl_id if cls.crawl else None, checked), checked, sent.to_json()
 
     def submit(self, job: Any, args: Any) -> JobInfo:
         """Start a job; ParamError for bad args, JobConflict while another job runs."""
-        tool, checked = self.build(job, args)
+        tool, _, shown = self.build(job, args)
         with self._lock:
             running = [j for j in self._jobs.values() if j.state == "RUNNING"]
             if running:
@@ -112,7 +158,7 @@ class JobManager:
                                   f"wait for it (GET /api/jobs/{j.id}) or stop it")
             if tool.crawl_lock:
                 self._check_cli_lock(job)
-            info = JobInfo(secrets.token_urlsafe(12), job, self.crawl_id, checked.to_json())
+            info = JobInfo(secrets.token_urlsafe(12), job, self.crawl_id, shown, redactor=self.redactor)
             self._jobs[info.id] = info
             self._forget_old()
             stop.reset()
@@ -151,9 +197,10 @@ class JobManager:
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
             LOGGER.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: internal error: {type(e).__name__}"
+        # the whole message, the server's paths and URLs included, for the operator
+        LOGGER.log(logging.ERROR if state == "FAILED" else logging.INFO,
+                   f"server: job {info.id} ({info.type}) {state}: {msg or info.run.message}")
         info.returncode = code
-        if self.on_finish is not None:
-            self.on_finish(info)
         info.msg, info.finished = msg, time.time()
         info.state = state  # last: a client that sees the job ended sees everything else too
 
@@ -175,8 +222,12 @@ class JobManager:
         """Stop the running job and wait for it to end (its work is safe to resume whenever it ends)."""
         running = [j for j in self._jobs.values() if j.state == "RUNNING"]
         if running:
+            LOGGER.info(f"server: stopping job {running[0].id} ({running[0].type}) with the server")
             stop.request()
         deadline = time.monotonic() + wait
         for j in running:
             if j.thread is not None:
                 j.thread.join(max(0.1, deadline - time.monotonic()))
+                if j.thread.is_alive():  # what it did is kept, as after a kill: the same job resumes it
+                    LOGGER.warning(f"server: job {j.id} ({j.type}) did not stop within {wait:.0f} s; it ends "
+                                   "with the server")

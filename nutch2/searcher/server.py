@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import signal
 import socket
 import ssl
 import sys
@@ -151,12 +152,21 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
                             timeout_graceful_shutdown=35, http=guarded_protocol(header_timeout),
                             limit_concurrency=max_connections, ssl_certfile=opts.ssl_cert, ssl_keyfile=opts.ssl_key,
                             server_header=False)
+    # uvicorn stops gracefully on SIGINT and SIGTERM (its lifespan stops the running job), then raises the signal
+    # again: SIGINT as KeyboardInterrupt, and SIGTERM through this handler, so both end here with exit 0
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         uvicorn.Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn stops gracefully on Ctrl-C, then raises it again: that is our exit
+    except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print("server: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def add_user_interactively(path: str, user: str) -> int:

@@ -73,11 +73,13 @@ class Crawl(Tool):
             self.step(run, Clean, SolrArgs(solr=self.solr_url))
             self.step(run, Dedup, SolrArgs(solr=self.solr_url))
         self.record_crawl(None)
+        from nutch2.crawldb.tablestats import record_stats
         from nutch2.jobs.readdb import StatsJob
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
-            job = StatsJob(self.conf)
+            job = StatsJob(self.conf, per_host=True)
             make_runner(self.conf, a.num_tasks).run(job, store)
+            record_stats(store, job.stats, per_host=True)  # the searcher's dashboard shows them
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)
         run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")

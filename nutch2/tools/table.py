@@ -6,6 +6,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2.crawldb.tablestats import record_stats
 from nutch2.errors import NutchError
 from nutch2.mapred.runners import make_runner
 from nutch2.stores import BatchLock
@@ -17,7 +18,8 @@ from nutch2.urls.tableutil import reverse_url
 # ---------------------------------------------------------------- readdb
 @dataclass
 class ReaddbArgs(ToolArgs):
-    stats: bool = opt("-stats", "counts per status and retry, score min/avg/max", default=False)
+    stats: bool = opt("-stats", "counts per status and retry, score min/avg/max (kept for the searcher)",
+                      default=False)
     url: str | None = opt("-url", "print one row", metavar="URL")
     dump: Path | None = opt("-dump", "write every row as JSON Lines into DIR", metavar="DIR", api="file_out")
     sort: bool = opt("-sort", "with -stats: counts per host", default=False)
@@ -52,6 +54,7 @@ class Readdb(Tool):
 
             job = StatsJob(self.conf, per_host=a.sort)
             runner.run(job, store, run.job_counters("readdb"))
+            record_stats(store, job.stats, a.sort)  # the searcher's dashboard shows the last result
             out = io.StringIO()
             job.report(out)
             for line in out.getvalue().splitlines():

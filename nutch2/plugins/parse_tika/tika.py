@@ -15,6 +15,14 @@ failure counted as ``tika_unavailable`` (the row keeps no parse mark, so the par
 ``tika.server.retry.interval`` seconds the other documents fail the same way at once instead of each waiting for a
 connect timeout. What the server says about the document itself is final: 415 unsupported (NOTPARSED), 422 cannot be
 parsed (a corrupt file, a bomb that ended a parser process), a 503 that says the parse timed out (FAILED).
+
+The official server (forked mode) answers nothing when a document ends its parser (out of memory, over its time
+limit): it closes the connection and restarts the parser process. So a connection closed after the document was sent
+is followed by a health check, ``GET /version``, tried for up to ``tika.server.restart.wait`` seconds: no answer, the
+server is down (retryable, as above); an answer, and the document is sent once more (a parser process that dies
+takes every document it was parsing with it, and a kept-alive connection may have been closed by the restart);
+closed again, it is this document that ends the parser: a FAILED parse, counted as ``tika_parser_died``, never
+retried.
 """
 
 from __future__ import annotations
@@ -26,21 +34,25 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import requests
+import urllib3
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter
+from nutch2.mapred import stop
 from nutch2.parse.html import ParseResult, _Canceller, _failure
 from nutch2.parse.parsers import Document, ParseSettings
 from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result
 from nutch2.plugins.points import Parser
 from nutch2.status import ParseMajor, ParseMinor
 
-__all__ = ["TikaParser", "TikaUnavailable"]
+__all__ = ["ParserDied", "TikaParser", "TikaUnavailable"]
 
 _GRACE = 10.0  # at most this many seconds the client waits past the server's own time limit (to hear its 503)
 _LANGUAGE_SAMPLE = 20_000  # characters of text sent to /language/string
 UNAVAILABLE = "tika_unavailable"
+PARSER_DIED = "tika_parser_died"
+_HEALTH_POLL = 0.5  # seconds between two GET /version while the server restarts its parser process
 _TITLE_KEYS = ("dc:title", "title")
 _META_KEYS: dict[str, tuple[str, ...]] = {
     "author": ("dc:creator", "meta:author", "Author"),
@@ -54,6 +66,14 @@ _META_KEYS: dict[str, tuple[str, ...]] = {
 
 class TikaUnavailable(Exception):
     """The Tika server did not answer (down, refusing, or slower than the time limit)."""
+
+
+class _Dropped(Exception):
+    """The server closed the connection after the document was sent, without an answer."""
+
+
+class ParserDied(Exception):
+    """The document ended Tika's parser twice while the server itself kept answering."""
 
 
 class _Down:
@@ -84,6 +104,7 @@ class TikaParser(Parser):
         self.max_embedded = conf.get_int("tika.server.max.embedded")
         self.content_limit = conf.get_int("http.content.limit")
         self.retry_interval = max(0.0, conf.get_float("tika.server.retry.interval"))
+        self.restart_wait = max(0.0, conf.get_float("tika.server.restart.wait"))
         self.detect_language = conf.get_bool("tika.language.detect")
         self.settings = ParseSettings.from_conf(conf)
         self._init_local()
@@ -139,6 +160,10 @@ class TikaParser(Parser):
             result.retryable = True
             result.counter = UNAVAILABLE
             return result
+        except ParserDied as e:
+            result = _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {e}")
+            result.counter = PARSER_DIED
+            return result
         except Exception as e:  # noqa: BLE001 - one bad answer must not end the task
             return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {type(e).__name__}: {e}")
 
@@ -173,11 +198,28 @@ class TikaParser(Parser):
         return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"Tika: HTTP {status} {reason}")
 
     def _put(self, path: str, body: bytes, headers: dict[str, str], budget: float) -> tuple[int, str]:
-        """One PUT, cut at ``budget`` seconds; TikaUnavailable when the server gives no answer."""
+        """One PUT, cut at ``budget`` seconds; TikaUnavailable when the server gives no answer, ParserDied when it
+        closed the connection on this document twice while answering its health check."""
         down = self._down
         with down.lock:
             if time.monotonic() < down.until:
                 raise TikaUnavailable(down.reason + " (not asked again yet)")
+        for attempt in (1, 2):
+            try:
+                return self._send(path, body, headers, budget)
+            except _Dropped as e:
+                if not self._answers():
+                    raise self._unavailable(f"{e}, and GET /version got no answer for {self.restart_wait:g} s"
+                                            ) from None
+                with down.lock:  # it answers again: documents that failed meanwhile need not wait any longer
+                    down.until = 0.0
+                if attempt == 2:
+                    raise ParserDied(f"Tika closed the connection during the parse twice ({e}; the server answers "
+                                     "GET /version): the document ends its parser") from None
+        raise AssertionError("unreachable")
+
+    def _send(self, path: str, body: bytes, headers: dict[str, str], budget: float) -> tuple[int, str]:
+        """One PUT, cut at ``budget`` seconds; _Dropped when the server closed the connection without an answer."""
         deadline = time.monotonic() + budget
         guard = WATCHDOG.arm(deadline)
         try:
@@ -185,17 +227,38 @@ class TikaParser(Parser):
                                        timeout=(self.connect_timeout, budget))
             text = resp.text
             if guard.expired:
-                raise TikaUnavailable(f"no answer within {budget:g} s")
+                raise self._unavailable(f"no answer within {budget:g} s")
             return resp.status_code, text
         except requests.RequestException as e:
-            reason = (f"no answer within {budget:g} s" if guard.expired or isinstance(e, requests.Timeout)
-                      else _short(e))
-            with down.lock:
-                down.until = time.monotonic() + self.retry_interval
-                down.reason = f"{self.url}: {reason}"
-            raise TikaUnavailable(f"{self.url}: {reason}") from None
+            if guard.expired or isinstance(e, requests.Timeout):
+                raise self._unavailable(f"no answer within {budget:g} s") from None
+            if _dropped(e):
+                raise _Dropped(_short(e)) from None
+            raise self._unavailable(_short(e)) from None
         finally:
             WATCHDOG.disarm(guard)
+
+    def _unavailable(self, reason: str) -> TikaUnavailable:
+        """The server gives no answer: documents fail at once for tika.server.retry.interval seconds."""
+        with self._down.lock:
+            self._down.until = time.monotonic() + self.retry_interval
+            self._down.reason = f"{self.url}: {reason}"
+        return TikaUnavailable(f"{self.url}: {reason}")
+
+    def _answers(self) -> bool:
+        """Whether GET /version answers within tika.server.restart.wait seconds (the official server restarts its
+        parser process after a document ended it; meanwhile nothing listens)."""
+        end = time.monotonic() + self.restart_wait
+        while True:
+            try:
+                r = self._session().get(self.url + "/version", timeout=(self.connect_timeout, 5.0))
+                if r.status_code == 200:
+                    return True
+            except requests.RequestException:
+                pass
+            if time.monotonic() + _HEALTH_POLL > end or stop.requested():
+                return False
+            time.sleep(_HEALTH_POLL)
 
     def _result(self, doc: Document, docs: list[dict[str, Any]]) -> ParseResult:
         if not isinstance(docs, list) or not docs or not isinstance(docs[0], dict):
@@ -227,7 +290,7 @@ class TikaParser(Parser):
         try:
             status, lang = self._put("/language/string", text[:_LANGUAGE_SAMPLE].encode("utf-8"),
                                      {"Content-Type": "text/plain; charset=UTF-8"}, min(self.timeout, 10.0))
-        except TikaUnavailable:
+        except (TikaUnavailable, ParserDied):
             return None
         lang = lang.strip()
         return lang if status == 200 and lang and len(lang) <= 16 else None
@@ -248,6 +311,14 @@ def _joined(meta: dict[str, Any], keys: tuple[str, ...]) -> str | None:
             values = v if isinstance(v, list) else [v]
             return "\t".join(dict.fromkeys(str(x) for x in values if str(x).strip()))
     return None
+
+
+def _dropped(exc: requests.RequestException) -> bool:
+    """The connection was made and the request sent (or being sent) when the server closed it."""
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return True
+    cause = exc.args[0] if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(cause, urllib3.exceptions.ProtocolError)
 
 
 def _short(exc: BaseException) -> str:
