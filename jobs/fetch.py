@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.fetch.chromium import ChromiumSettings
 from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
-from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
+from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.headers import stored_headers
-from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.protocols import protocol_for
 from nutch2.mapred.runner import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
@@ -49,8 +49,8 @@ class FetcherJob(Job):
         self.batch_id = batch_id
         self.resume = resume
         self.threads = fetcher_threads(conf, threads)
-        http_settings(conf)  # a bad value fails here, before any task starts
-        ChromiumSettings.from_conf(conf)  # protocol-chromium's settings too (a missing browser, a bad pattern)
+        protocol_for(conf).close()  # its settings are checked here, before any task starts (a bad value, a
+        # missing browser or a bad chromium.url.pattern with protocol-chromium)
         self.store_content = conf.get_bool("fetcher.store.content")
         self.inline_parse = conf.get_bool("fetcher.parse")
         if self.inline_parse:

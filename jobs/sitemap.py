@@ -28,7 +28,8 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetch.fetcher import fetcher_threads, http_settings
+from nutch2.fetch.fetcher import fetcher_threads
+from nutch2.fetch.protocols import protocol_for
 from nutch2.mapred.runner import Job, Step, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.sitemap.fetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
@@ -91,7 +92,7 @@ class SitemapJob(Job):
         self.sitemap_urls = sitemap_urls
         self.from_robots = from_robots
         self.threads = fetcher_threads(conf, threads)  # bad settings fail here, before any task starts
-        http_settings(conf)
+        protocol_for(conf).close()
         sitemap_conf(conf)
         if sitemap_urls is not None:
             list_files(sitemap_urls)

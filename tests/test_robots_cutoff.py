@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.robots import ALLOW_ALL, DEFER, PARSED, UNREACHABLE, complete_groups, rules_from_output
 from nutch2.status import ProtocolStatusCode
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nutch2.fetch.protocol import HttpProtocol, HttpSettings
 from nutch2.fetch.watchdog import Watchdog
+from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
 from nutch2.status import ProtocolStatusCode
 from tests.hostile_server import Exchange, HostileServer, head
 

@@ -13,18 +13,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from requests.cookies import RequestsCookieJar
-
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
-from nutch2.fetch.chromium import ChromiumSettings, Renderer
-from nutch2.fetch.netconf import auth_settings, proxy_settings
-from nutch2.fetch.protocol import HttpProtocol, HttpSettings, ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
 from nutch2.mapred import stop
 from nutch2.mapred.runner import release_memory
+from nutch2.plugins.points import ProtocolSession
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker, queue_id
 
@@ -301,23 +299,6 @@ def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
     return n
 
 
-def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSettings:
-    """The fetcher's HTTP settings from the configuration (a bad value is a one-line ConfigError)."""
-    return HttpSettings(
-        agent=user_agent(conf),
-        timeout_ms=conf.get_int("http.timeout"),
-        content_limit=conf.get_int("http.content.limit"),
-        inflate_limit=conf.get_int("http.content.inflate.limit"),
-        redirect_max=conf.get_int("http.redirect.max"),
-        accept=conf.get_str("http.accept"),
-        accept_language=conf.get_str("http.accept.language"),
-        stop_at=stop_at,
-        proxy=proxy_settings(conf),
-        auth=auth_settings(conf),
-        cookies=conf.get_bool("http.enable.cookie.header"),
-    )
-
-
 def user_agent(conf: Configuration) -> str:
     """Nutch's agent string: name/version (description; url; email)."""
     name = conf.get_str("http.agent.name").strip()
@@ -344,11 +325,9 @@ class Fetcher:
         self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
         timelimit = conf.get_float("fetcher.timelimit.mins")
         self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
-        self.settings = http_settings(conf, stop_at=self.deadline)  # requests in flight end there too
-        self.robots = RobotsCache(None, self.robots_agent, self.settings)
-        self.cookies = RequestsCookieJar() if self.settings.cookies else None  # the task's jar (its threads share it)
-        chromium = ChromiumSettings.from_conf(conf)  # protocol-chromium: pages rendered in a browser
-        self.renderer = Renderer(chromium, counters) if chromium is not None else None
+        self.protocol = protocol_for(conf)  # the protocol plugin of http(s): protocol-http, protocol-chromium
+        self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
+        self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent)
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
@@ -365,8 +344,7 @@ class Fetcher:
 
     def close(self) -> None:
         self.robots.close()
-        if self.renderer is not None:
-            self.renderer.close()
+        self.protocol.close()
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
@@ -422,7 +400,7 @@ class Fetcher:
         end within http.timeout."""
         if self._queues is not None:
             self.counters.incr("dropped_by_stop", self._queues.abort())
-            WATCHDOG.shorten(time.monotonic() + self.settings.timeout_ms / 1000.0)
+            WATCHDOG.shorten(time.monotonic() + self.conf.get_int("http.timeout") / 1000.0)
 
     def _feed(self, items: Iterator[FetchItem], queues: FetchItemQueues) -> None:
         try:
@@ -472,7 +450,7 @@ class Fetcher:
             progress.done()
 
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
-        protocol = HttpProtocol(self.settings, self.cookies)
+        protocol = self.protocol.session()
         try:
             while True:
                 got = queues.get()
@@ -506,7 +484,7 @@ class Fetcher:
         except Exception:  # noqa: BLE001 - the thread must survive to drain its queues
             self.counters.incr("errors_not_recorded")
 
-    def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: HttpProtocol) -> None:
+    def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: ProtocolSession) -> None:
         if stop.requested():  # taken just before the stop: left in the batch for -resume
             queues.finish(item, q, requested=False)
             return
@@ -567,13 +545,12 @@ class Fetcher:
                 self.claim(item)
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
-            if self.renderer is not None and not out.stopped and self.renderer.applies(item.url, out):
+            if self.protocol.renders(item.url, out):
                 # the queue slot is held while the page renders; its resources take their turn in their hosts'
                 # queues (this one's after the page's own request)
                 queues.requested(q)
-                out = self.renderer.render(item.url, out,
-                                           lambda url, until: self._resource(url, until, q, queues, protocol),
-                                           stop_at=self.deadline)
+                out = self.protocol.render(item.url, out,
+                                           lambda url, until: self._resource(url, until, q, queues, protocol))
         finally:
             queues.finish(item, q)
         if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
@@ -591,7 +568,7 @@ class Fetcher:
         return delay
 
     def _resource(self, url: str, until: float, page_q: FetchItemQueue, queues: FetchItemQueues,
-                  protocol: HttpProtocol) -> tuple[ProtocolOutput | None, str]:
+                  protocol: ProtocolSession) -> tuple[ProtocolOutput | None, str]:
         """A resource a rendered page asks for (protocol-chromium), requested as a page is: where robots.txt allows
         it, in turn in its host's queue (fetcher.server.delay or the host's Crawl-delay after the host's last
         request, the page's own included), ended by `until` (the page's time); ``(None, reason)`` when refused.

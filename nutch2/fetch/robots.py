@@ -22,19 +22,19 @@ which is what site owners expect today):
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from protego import Protego
 from robotstxt import RobotsMatcher
 
-from nutch2.fetch.protocol import HttpProtocol, HttpSettings, ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
 __all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",
@@ -280,16 +280,15 @@ class RobotsCache:
     """Fetches robots.txt once per (scheme, host, port) per job and caches it; thread-safe;
     concurrent callers for the same host wait for the single fetch."""
 
-    def __init__(self, protocol_factory: Callable[[], HttpProtocol] | None, agent: str | Sequence[str],
-                 settings: HttpSettings) -> None:
+    def __init__(self, session_factory: Callable[[], Any], agent: str | Sequence[str]) -> None:
+        """``session_factory``: a new protocol session for robots.txt requests (a Protocol's robots_session)."""
         self.agent = agent
-        self._settings = dataclasses.replace(settings, redirect_max=0, content_limit=ROBOTS_MAX_BYTES)
-        self._factory = protocol_factory or (lambda: HttpProtocol(self._settings))
+        self._factory = session_factory
         self._local = threading.local()
         self._lock = threading.Lock()
         self._rules: dict[tuple[str, str, int], RobotRules] = {}
         self._pending: dict[tuple[str, str, int], Future[RobotRules]] = {}
-        self._protocols: list[HttpProtocol] = []
+        self._protocols: list[Any] = []
 
     def rules_for(self, url: str) -> RobotRules:
         """Rules for the host of ``url`` (fetched on first use; never raises)."""
@@ -325,7 +324,7 @@ class RobotsCache:
             return self._rules.get(key)
 
     def close(self) -> None:
-        """Close the HTTP protocols this cache created."""
+        """Close the protocol sessions this cache created."""
         with self._lock:
             protocols, self._protocols = self._protocols, []
         for protocol in protocols:
@@ -351,9 +350,9 @@ class RobotsCache:
             out = protocol.fetch(out.args[0])
         return out
 
-    def _protocol(self) -> HttpProtocol:
-        """This thread's protocol instance (created on first use)."""
-        protocol: HttpProtocol | None = getattr(self._local, "protocol", None)
+    def _protocol(self) -> Any:
+        """This thread's protocol session (created on first use)."""
+        protocol = getattr(self._local, "protocol", None)
         if protocol is None:
             protocol = self._local.protocol = self._factory()
             with self._lock:

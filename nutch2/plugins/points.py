@@ -169,16 +169,48 @@ class IndexWriter(Extension):
 
 
 # ---------------------------------------------------------------- fetching
-ResourceFetch = Callable[[str], Any]
+# a resource a rendered page asks for: (url, until: time.monotonic() deadline) -> (ProtocolOutput | None, refusal)
+ResourceFetch = Callable[[str, float], Any]
+
+
+class ProtocolSession:
+    """One fetcher thread's connection state (its HTTP session, for instance); not shared between threads."""
+
+    def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
+              may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> Any:
+        """The URL's ProtocolOutput (nutch2/fetch/output.py); never raises: every outcome is a protocol status.
+        ``may_follow(target)``: whether a redirect may be followed inline; ``deadline``: a time.monotonic() the
+        request ends at, whatever its own limits."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release its connections."""
 
 
 class Protocol(Extension):
-    """protocol-*: fetches the URLs of some schemes. session() gives one fetcher thread its own connection state;
-    a session's fetch(url, modified_since_ms=, etag=, resources=) returns a ProtocolOutput (nutch2/fetch)."""
+    """protocol-*: fetches the URLs of its schemes (Nutch's Protocol). A fetch task opens it once (open), each
+    fetcher thread takes a session; robots.txt is fetched through robots_session(). Of the active protocol plugins
+    for a scheme, the one with the highest ``priority`` is used. A protocol may also render the pages it fetched
+    (protocol-chromium): renders() says which, render() gives the rendered page, asking the fetch engine for the
+    page's resources (through its host queues and robots.txt)."""
 
     schemes: ClassVar[tuple[str, ...]] = ()
+    priority: ClassVar[int] = 0
 
-    def session(self) -> Any:
+    def open(self, stop_at: float | None, counters: Any) -> None:
+        """Start for one task: ``stop_at`` (time.monotonic()) ends every request, ``counters`` are the task's."""
+
+    def session(self) -> ProtocolSession:
+        raise NotImplementedError
+
+    def robots_session(self) -> ProtocolSession:
+        """A session for robots.txt requests (redirects reported, not followed; content capped)."""
+        raise NotImplementedError
+
+    def renders(self, url: str, out: Any) -> bool:
+        return False
+
+    def render(self, url: str, out: Any, resources: ResourceFetch) -> Any:
         raise NotImplementedError
 
 
@@ -204,4 +236,5 @@ class FetchSchedule(Extension):
 
 
 __all__ = ["Extension", "URLFilter", "URLNormalizer", "Parser", "ParseFilter", "ScoreDatum", "ScoringFilter",
-           "IndexingFilter", "WriterSpec", "IndexWriter", "Protocol", "ResourceFetch", "FetchSchedule"]
+           "IndexingFilter", "WriterSpec", "IndexWriter", "Protocol", "ProtocolSession", "ResourceFetch",
+           "FetchSchedule"]

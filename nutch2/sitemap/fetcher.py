@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
-from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
 from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from nutch2.errors import NutchError
 from nutch2.mapred.runner import Counters, TaskContext
@@ -35,8 +36,8 @@ class _Checker(Tool):
 
     def fetch_and_parse(self, run: Run):
         """(url, protocol output, the parsed page) of the checked URL."""
-        from nutch2.fetch.fetcher import http_settings, user_agent
-        from nutch2.fetch.protocol import HttpProtocol
+        from nutch2.fetch.fetcher import user_agent
+        from nutch2.fetch.protocols import protocol_for
         from nutch2.fetch.robots import RobotsCache, robot_agents
         from nutch2.marks import Mark
         from nutch2.parse.parseutil import PageParser
@@ -54,20 +55,27 @@ class _Checker(Tool):
             key = reverse_url(url)
         except ValueError:
             raise NutchError(f"{a.url!r} is not a URL nutch2 can fetch; give one like https://example.com/") from None
-        settings = http_settings(self.conf)
-        if a.checkRobotsTxt:
-            agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
-            robots = RobotsCache(None, agents, settings)
-            try:
-                if not robots.rules_for(url).allowed(url, agents):
-                    raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
-            finally:
-                robots.close()
-        run.out(f"fetching: {url}")
-        protocol = HttpProtocol(settings)
+        protocol = protocol_for(self.conf)
+        protocol.open(None, Counters(self.name))
+        agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
+        robots = RobotsCache(protocol.robots_session, agents)
+        session = protocol.session()
         try:
-            out = protocol.fetch(url)
+            if a.checkRobotsTxt and not robots.rules_for(url).allowed(url, agents):
+                raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
+            run.out(f"fetching: {url}")
+            out = session.fetch(url)
+            if protocol.renders(url, out):  # protocol-chromium: the page's resources where robots.txt allows them
+
+                def resource(u: str, until: float) -> tuple[Any, str]:
+                    if not robots.rules_for(u).allowed(u, agents):
+                        return None, "robots_denied"
+                    return session.fetch(u, deadline=until), ""
+
+                out = protocol.render(url, out, resource)
         finally:
+            session.close()
+            robots.close()
             protocol.close()
         status = protocol_to_crawl_status(out.code)
         if out.code != ProtocolStatusCode.SUCCESS:

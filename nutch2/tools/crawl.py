@@ -43,11 +43,12 @@ class Crawl(Tool):
     Args = CrawlArgs
 
     def run(self, run: Run) -> int:
-        from nutch2.fetch.fetcher import fetcher_threads, http_settings
+        from nutch2.fetch.fetcher import fetcher_threads
+        from nutch2.fetch.protocols import protocol_for
 
         a: CrawlArgs = self.args  # type: ignore[assignment]
         fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
-        http_settings(self.conf)
+        protocol_for(self.conf).close()
         self.indexing = bool(a.solr or a.index)
         if self.indexing:
             self.solr_url = solr_client(self.conf, a.solr).url  # Solr must answer before round 1

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.fetch.protocol import ProtocolOutput
+from nutch2.fetch.output import ProtocolOutput
 from nutch2.logs import warning
 from nutch2.mapred import stop
 from nutch2.status import ProtocolStatusCode

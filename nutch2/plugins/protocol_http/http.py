@@ -1,4 +1,4 @@
-"""HTTP protocol plugin: one pooled ``requests.Session`` per fetcher thread.
+"""protocol-http: HTTP and HTTPS, one pooled ``requests.Session`` per fetcher thread.
 
 ``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
 connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
@@ -34,9 +34,11 @@ import urllib3
 from urllib3.util.retry import Retry
 
 from nutch2.errors import ConfigError
-from nutch2.fetch.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
+from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter, Guard
 from nutch2.mapred import stop
+from nutch2.plugins.points import ProtocolSession
+from nutch2.plugins.protocol_http.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
 from nutch2.urls.checker import strip_credentials
 
@@ -98,24 +100,6 @@ class HttpSettings:
     def fetch_cap_ms(self) -> int:
         """Total wall-clock budget for one fetch, redirects and body included."""
         return self.max_fetch_ms if self.max_fetch_ms is not None else 3 * self.timeout_ms
-
-
-@dataclass
-class ProtocolOutput:
-    """Result of one fetch; ``fetch_ms`` is the elapsed time of the fetch in ms."""
-
-    code: ProtocolStatusCode
-    args: list[str] = field(default_factory=list)
-    http_code: int | None = None
-    content: bytes = b""
-    content_type: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    final_url: str = ""
-    truncated: bool = False
-    last_modified: int | None = None
-    fetch_ms: int = 0
-    stopped: bool = False  # cut by HttpSettings.stop_at (the job's time limit): not an outcome of the URL
-    redirects: list[tuple[str, bool]] = field(default_factory=list)  # hops followed inline: (target, temporary)
 
 
 class _FetchError(Exception):
@@ -251,7 +235,7 @@ def _block_all_cookies() -> http.cookiejar.DefaultCookiePolicy:
 _COOKIE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
 
 
-class HttpProtocol:
+class HttpProtocol(ProtocolSession):
     """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe).
 
     ``cookies``: the task's cookie jar (http.enable.cookie.header), shared by its threads (a CookieJar locks itself);
