@@ -36,8 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 LAST_MODIFIED = "Tue, 18 Sep 2018 17:59:00 GMT"
 HTML = {"Content-Type": "text/html; charset=utf-8", "X-Powered-By": "plugin-site/1.0", "Content-Language": "en",
         "Last-Modified": LAST_MODIFIED}
-PLUGINS = "urlfilter-regex|urlnormalizer-basic|parse-(html|text|metatags)|index-(basic|anchor|more|metadata|static)|" \
-          "scoring-opic"
+PLUGINS = "protocol-http|urlfilter-regex|urlnormalizer-basic|parse-(html|text|metatags)|" \
+          "index-(basic|anchor|more|metadata|static)|scoring-opic"
 
 
 def page(title: str, body: str, head: str = "") -> bytes:

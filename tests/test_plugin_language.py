@@ -147,7 +147,7 @@ def test_without_py3langid_identify_names_the_install(tmp_path: Path, monkeypatc
     try:
         with pytest.raises(ConfigError, match=r"needs py3langid; pip install 'nutch2\[langid\]'"):
             HTMLLanguageParser(make_conf(tmp_path))
-        assert HTMLLanguageParser(make_conf(tmp_path, **{"lang.extraction.policy": "detect"})).model is None
+        HTMLLanguageParser(make_conf(tmp_path, **{"lang.extraction.policy": "detect"}))  # no model needed
     finally:
         identifier.cache_clear()
 
@@ -175,7 +175,7 @@ def test_a_crawl_indexes_the_language_of_each_page(tmp_path: Path, solr_up: str)
     # the home page has no words: identify finds no language there ("unknown")
     pages["/"] = "<html><body>" + "".join(f'<a href="{p}">{i}</a> ' for i, p in enumerate(pages)) + "</body></html>"
     crawl_id = f"lg{uuid.uuid4().hex[:8]}"
-    props = {"plugin.includes": "parse-html|index-basic|indexer-solr|urlfilter-regex|urlnormalizer-basic|"
+    props = {"plugin.includes": "protocol-http|parse-html|index-basic|indexer-solr|urlfilter-regex|urlnormalizer-basic|"
                                 "scoring-opic|language-identifier"}
     with PageSite(pages) as site:
         try:

@@ -147,9 +147,9 @@ def test_a_bad_extractors_file_stops_the_command_before_any_row(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"price": "//span["}')
-    d = defines(tmp_path, "sqlite", **{"plugin.includes": "parse-(html|xpath)|urlfilter-regex"})
+    d = defines(tmp_path, "sqlite", **{"plugin.includes": "protocol-http|parse-(html|xpath)|urlfilter-regex"})
     seeds = seed_file(tmp_path, "http://127.0.0.1:9/")
-    assert cli("inject", seeds, "-crawlId", "bad", *d, "-D", f"parse.xpath.file={bad}") == 1
+    assert cli("crawl", seeds, "-rounds", 1, "-crawlId", "bad", *d, "-D", f"parse.xpath.file={bad}") == 1  # no inject
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert [line for line in lines if "bad.json" in line] == lines[-1:]
     assert "field 'price'" in lines[-1] and "not a valid XPath" in lines[-1]
@@ -167,7 +167,7 @@ def test_a_crawl_indexes_the_fields_in_solr(tmp_path: Path, solr_up: str) -> Non
     extractors = tmp_path / "extractors.json"
     extractors.write_text(json.dumps(EXTRACTORS))
     crawl_id = f"xp{uuid.uuid4().hex[:8]}"
-    props = {"plugin.includes": "parse-(html|xpath)|index-(basic|xpath)|indexer-solr|urlfilter-regex|"
+    props = {"plugin.includes": "protocol-http|parse-(html|xpath)|index-(basic|xpath)|indexer-solr|urlfilter-regex|"
                                 "urlnormalizer-basic|scoring-opic", "parse.xpath.file": extractors}
     with PageSite(pages) as site:
         seeds = seed_file(tmp_path, site.url("/"))

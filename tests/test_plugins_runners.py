@@ -82,8 +82,9 @@ def test_the_fetchers_inline_parse_runs_the_same_plugins(tmp_path: Path) -> None
     worker processes) keeps the same extracted fields and languages as the parse job."""
     extractors = tmp_path / "extractors.json"
     extractors.write_text(json.dumps(EXTRACTORS))
-    plugins = {"plugin.includes": "parse-(html|xpath)|language-identifier|urlfilter-regex|urlnormalizer-basic|"
-                                  "scoring-opic", "parse.xpath.file": extractors, "fetcher.server.delay": 0.05,
+    plugins = {"plugin.includes": "protocol-http|parse-(html|xpath)|language-identifier|urlfilter-regex|"
+                                  "urlnormalizer-basic|scoring-opic",
+               "parse.xpath.file": extractors, "fetcher.server.delay": 0.05,
                "lang.extraction.policy": "identify", "fetcher.threads.fetch": 6}
     found = {}
     with TestWeb(hosts=3, pages_per_host=6, slow_seconds=0.5) as web:

@@ -207,13 +207,18 @@ class Plugins:
     def build_one(self, point: str, plugin_id: str) -> Any:
         return _build(plugin_id, extension_class(plugin_id, point), self.conf)
 
-    def check(self, points: Iterable[str] = POINTS) -> None:
-        """Load every active plugin's extension classes (the tools call this before a job starts, so a plugin that
-        cannot be imported stops the command before any row is touched). Nothing is built here: a job builds its
-        extensions in its tasks, and a bad plugin property fails the task's setup, before its first row."""
-        for point in points:
+    def check(self, points: Iterable[str] = ()) -> None:
+        """Import every active plugin (one that cannot load stops the command) and build the extensions of
+        `points` once, which checks their configuration (a bad property or file stops it too): the tools call
+        this before a job starts, so neither happens after a row was touched. What is costly to start (a model, a
+        browser, a server's session) starts when it is first used, not here."""
+        for point in POINTS:
             for pid in self.providing(point):
                 extension_class(pid, point)
+        for point in points:
+            for ext in self.build(point) if POINTS[point] else [
+                    self.build_one(point, i) for i in self.providing(point)]:
+                ext.close()
 
 
 def _names(plugin_id: str, cls: type) -> set[str]:

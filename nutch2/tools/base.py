@@ -88,6 +88,7 @@ class Tool:
     job: ClassVar[bool] = True  # offered by the job API (server, search and the checkers are not)
     crawl_lock: ClassVar[bool] = False  # takes the crawl's lock (rewrites the table: inject, generate, updatedb)
     batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
+    plugin_points: ClassVar[tuple[str, ...]] = ()  # the extension points its jobs use, built once to check them
 
     def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
         self.conf = conf
@@ -120,7 +121,7 @@ class Tool:
         default, that the runner can run this many tasks."""
         if self.job:
             make_runner(self.conf, self.tasks())
-            Plugins(self.conf).check()  # a plugin that cannot load or start stops the command here
+            Plugins(self.conf).check(self.plugin_points)  # a plugin that cannot load or start stops it here
 
     def run(self, run: Run) -> int:
         raise NotImplementedError

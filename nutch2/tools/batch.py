@@ -61,6 +61,7 @@ class GenerateArgs(ToolArgs):
 @tool
 class Generate(Tool):
     name = "generate"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "select due URLs into a new batch and print its id"
     Args = GenerateArgs
     crawl_lock = True
@@ -127,6 +128,7 @@ class FetchArgs(BatchArgs):
 @tool
 class Fetch(BatchTool):
     name = "fetch"
+    plugin_points = ("protocol", "url-filter", "url-normalizer", "parser", "parse-filter")
     help = "fetch the URLs of a batch"
     Args = FetchArgs
     step = lifecycle.FETCH
@@ -165,6 +167,7 @@ class ParseArgs(BatchArgs):
 @tool
 class Parse(BatchTool):
     name = "parse"
+    plugin_points = ("parser", "parse-filter", "url-filter", "url-normalizer")
     help = "parse the fetched pages of a batch"
     Args = ParseArgs
     step = lifecycle.PARSE
@@ -203,6 +206,7 @@ class UpdateArgs(BatchArgs):
 @tool
 class UpdateDb(BatchTool):
     name = "updatedb"
+    plugin_points = ("scoring-filter", "fetch-schedule")
     help = "update the table with a batch's fetch and parse results"
     Args = UpdateArgs
     step = lifecycle.UPDATE

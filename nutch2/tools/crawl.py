@@ -15,6 +15,7 @@ from nutch2.errors import NutchError
 from nutch2.logs import log
 from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
+from nutch2.plugins import POINTS
 from nutch2.stores import open_store
 from nutch2.tools import lifecycle
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
@@ -39,6 +40,7 @@ class CrawlArgs(SeedsArgs):
 @tool
 class Crawl(Tool):
     name = "crawl"
+    plugin_points = POINTS
     help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
     Args = CrawlArgs
 

@@ -54,6 +54,7 @@ class InjectArgs(SeedsArgs):
 @tool
 class Inject(Tool):
     name = "inject"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter")
     help = "inject seed URLs into the webpage table"
     Args = InjectArgs
     crawl_lock = True
@@ -108,6 +109,7 @@ class SitemapArgs(ToolArgs):
 @tool
 class Sitemap(Tool):
     name = "sitemap"
+    plugin_points = ("protocol", "url-filter", "url-normalizer", "scoring-filter")
     help = "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table"
     Args = SitemapArgs
     crawl_lock = True

@@ -63,6 +63,7 @@ class IndexArgs(BatchArgs):
 @tool
 class Index(BatchTool):
     name = "index"
+    plugin_points = ("indexing-filter", "index-writer", "scoring-filter")
     help = "send parsed, updated pages of a batch to the index (Solr; index-writers.xml)"
     Args = IndexArgs
     step = lifecycle.INDEX
@@ -91,6 +92,7 @@ class SolrArgs(ToolArgs):
 @tool
 class Clean(Tool):
     name = "clean"
+    plugin_points = ("index-writer",)
     help = "delete GONE pages, redirects and noindex pages from the index"
     Args = SolrArgs
 

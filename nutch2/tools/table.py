@@ -168,6 +168,7 @@ class WarcImportArgs(ToolArgs):
 @tool
 class WarcImport(Tool):
     name = "warcimport"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
     Args = WarcImportArgs
     crawl_lock = True

@@ -71,7 +71,12 @@ class HTMLLanguageParser(ParseFilter):
                               "give detect, identify, detect,identify or identify,detect")
         self.max_length = conf.get_int("lang.analyze.max.length")
         self.only_certain = conf.get_bool("lang.identification.only.certain")
-        self.model = identifier() if "identify" in self.policy else None
+        if "identify" in self.policy:  # the library is checked now; its model is loaded at the first page
+            try:
+                import py3langid  # noqa: F401
+            except ImportError:
+                raise ConfigError("language-identifier: lang.extraction.policy has identify, which needs py3langid; "
+                                  "pip install 'nutch2[langid]', or set lang.extraction.policy=detect") from None
 
     def identify(self, parse: Any) -> str | None:
         """The language a statistical model finds in the title and text; None for text of no language, or of too
@@ -81,7 +86,7 @@ class HTMLLanguageParser(ParseFilter):
             text = text[:self.max_length]
         if not any(ch.isalpha() for ch in text):
             return None
-        lang, probability = self.model.classify(text)
+        lang, probability = identifier().classify(text)
         if lang == NO_LANGUAGE or (self.only_certain and probability < CERTAIN):
             return None
         return str(lang)
