@@ -1,7 +1,15 @@
-"""Store benchmarks (issues 6 and 7): put and scan rows/s through nutch2's store vs the raw client doing the
-same work, and the cost of selecting one 1 000-row batch from tables of 10 000 and 100 000 rows.
+"""Store benchmarks (issues 6, 7 and 24): put and scan rows/s through nutch2's store vs the raw client doing the
+same work, the cost of selecting one 1 000-row batch from tables of 10 000 and 100 000 rows, and (--scale) each
+batch job of a 10 000-row batch in tables of 100 000 and 1 000 000 rows.
 
     python -m bench.stores [--backends sqlite,hbase,cassandra] [--rows 20000] [--runs 3] [--quick]
+    python -m bench.stores --scale [--backends sqlite,postgres,hbase,cassandra] [--sizes 100000,1000000]
+                                   [--batch 10000] [--solr URL]
+
+--scale writes each table straight into the store (rows of 1 000 hosts; `batch` of them due, the rest due in
+10 days), then runs the jobs as commands (`nutch2 generate -topN batch`, parse, updatedb, index, readdb -stats)
+and, for fetch's read, the rows its map reads; before parse the batch's rows get a fetched page each (written
+straight into the store, not timed). Each step is one process: its wall seconds and peak RSS (ru_maxrss).
 
 Needs the servers of docker/services.sh for hbase and cassandra. Prints markdown for bench/RESULTS.md.
 """
@@ -21,6 +29,7 @@ from pathlib import Path
 from nutch2.config import Configuration
 from nutch2.marks import Mark
 from nutch2.stores import open_store
+from nutch2.stores.query import Query
 from nutch2.webpage import WebPage
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,8 +153,9 @@ def overhead(backend: str, rows: int, runs: int, data: Path) -> str:
         store.flush()
         raw = RawHBase(conf, store.table) if backend == "hbase" else RawCassandra(store.keyspace, store.table)
         # the way jobs read: the store's splits (token ranges on Cassandra, regions on HBase)
-        s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.splits(1)
-                                                        for _ in store.scan_split(s, fields=fields))))
+        query = Query(fields)
+        s_scan = median(runs, lambda: timed(lambda: sum(1 for s in store.partitions(query, 1)
+                                                        for _ in store.read(query, s))))
         r_scan = median(runs, lambda: timed(raw.scan))
         raw.close()
     finally:
@@ -184,13 +194,134 @@ def batch_select(backend: str, sizes: tuple[int, ...], batch_rows: int, runs: in
     return f"| {backend} | {cells} | {out[-1] / out[0]:.2f} |"
 
 
+# ------------------------------------------------------------------ --scale: batch jobs vs table size
+PAGE = ("<html><head><title>Page {i}</title></head><body><p>" + "words of a page " * 40 +
+        "</p>{links}</body></html>")
+FETCH_READ = """
+import sys, time
+from nutch2.config import Configuration
+from nutch2.jobs.fetch import FETCH_FIELDS
+from nutch2.marks import Mark
+from nutch2.stores import open_store
+from nutch2.stores.query import Query
+conf = Configuration(sys.argv[1], dict(a.split("=", 1) for a in sys.argv[4:]))
+store = open_store(conf, sys.argv[2], create=False)
+query = Query(FETCH_FIELDS, (Mark.GENERATE.value, sys.argv[3]))
+n = sum(1 for part in store.partitions(query, 2) for _ in store.read(query, part))
+assert n > 0, n
+print(n)
+"""
+
+
+def _step(args: list[str]) -> tuple[float, int, str]:
+    """Run one command: (wall seconds, peak RSS in MB, stdout); a failure stops the benchmark."""
+    import subprocess
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here: its own peak RSS
+        seconds = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{' '.join(args[2:5])} failed: {err.read().strip()[-500:]}")
+        return seconds, usage.ru_maxrss // 1024, out.read()
+
+
+def _fill(conf: Configuration, cid: str, size: int, batch: int) -> None:
+    """`size` rows of 1 000 hosts, `batch` of them due now and the rest in 10 days, written straight into the store."""
+    now = int(time.time() * 1000)
+    step = max(1, size // batch)
+    with open_store(conf, cid) as store:
+        for i in range(size):
+            key = f"com.host{i % 1000:04d}:http/page/{i:08d}.html"
+            store.put(key, WebPage(key, status=1, fetch_time=now - 60_000 if i % step == 0 else now + 10 * 86_400_000,
+                                   fetch_interval=2_592_000, score=1.0 / (1 + i % 97), markers={"dist": "1"}))
+
+
+def _fetched(conf: Configuration, cid: str, batch: str) -> None:
+    """What fetch would have written for the batch: a page with links, status FETCHED, the fetch mark."""
+    from nutch2.urls.tableutil import unreverse_url
+    from nutch2.webpage import ProtocolStatus
+
+    with open_store(conf, cid, create=False) as store:
+        for page in store.read(Query(("markers",), (Mark.GENERATE.value, batch))):
+            url = unreverse_url(page.key)
+            i = int(url.rsplit("/", 1)[1].split(".")[0])
+            links = "".join(f'<a href="http://host{(i + j) % 1000:04d}.com/page/{(i * 7 + j) % 10**8:08d}.html">'
+                            f"l{j}</a>" for j in range(5))
+            page.status = 2
+            page.content = PAGE.format(i=i, links=links).encode()
+            page.content_type = "text/html"
+            page.base_url = url
+            page.protocol_status = ProtocolStatus(1, [], 0)
+            page.fetch_time = int(time.time() * 1000)
+            Mark.FETCH.put(page, batch)
+            store.put(page.key, page)
+
+
+def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, data: Path) -> list[str]:
+    """Markdown rows: per table size, each step's seconds and peak RSS."""
+    rows = []
+    for size in sizes:
+        cid = f"sc{size // 1000}k{uuid.uuid4().hex[:6]}"
+        props = {"storage.data.store.class": backend, "storage.data.dir": str(data), "http.agent.name": "bench",
+                 "mapreduce.job.tasks": "2"}
+        conf = Configuration(REPO / "conf", props)
+        defs = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
+        cli = [sys.executable, "-m", "nutch2.cli"]
+        t = time.perf_counter()
+        _fill(conf, cid, size, batch)
+        setup = time.perf_counter() - t
+        cells: dict[str, tuple[float, int]] = {}
+        try:
+            sec, rss, out = _step([*cli, "generate", "-topN", str(batch), "-crawlId", cid, *defs])
+            batch_id = out.strip().splitlines()[-1]
+            cells["generate"] = (sec, rss)
+            sec, rss, out = _step([sys.executable, "-c", FETCH_READ, str(REPO / "conf"), cid, batch_id,
+                                   *(f"{k}={v}" for k, v in props.items())])
+            assert int(out) == batch, out
+            cells["fetch read"] = (sec, rss)
+            _fetched(conf, cid, batch_id)
+            for name, args in (("parse", ["parse", batch_id]), ("updatedb", ["updatedb", batch_id]),
+                               ("index", ["index", batch_id, "-solr", solr] if solr else None),
+                               ("readdb -stats", ["readdb", "-stats"])):
+                if args is not None:
+                    sec, rss, _ = _step([*cli, *args, "-crawlId", cid, *defs])
+                    cells[name] = (sec, rss)
+        finally:
+            with open_store(conf, cid, create=False) as store:
+                store.drop_schema()
+            if solr:
+                import requests
+
+                requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{cid}*"}}, timeout=60)
+        steps = " | ".join(f"{s:.1f} s, {r} MB" for s, r in cells.values())
+        rows.append(f"| {backend} | {size:,} | {setup:.0f} | {steps} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.stores")
     ap.add_argument("--backends", default="sqlite,hbase,cassandra")
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one run: a smoke test")
+    ap.add_argument("--scale", action="store_true", help="batch jobs in tables of --sizes rows")
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--solr", default=None, help="index into this Solr core (else index is left out)")
     args = ap.parse_args(argv)
+    if args.scale:
+        data = Path(tempfile.mkdtemp(prefix="nutch2-bench-"))
+        print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a {args.batch:,}-row batch\n")
+        print("| store | table rows | setup s | generate | fetch read | parse | updatedb | index | readdb -stats |\n"
+              "|---|---|---|---|---|---|---|---|---|")
+        for b in args.backends.split(","):
+            scale(b, tuple(int(x) for x in args.sizes.split(",")), args.batch, args.solr, data)
+        return 0
     backends = [b for b in args.backends.split(",") if b]
     rows, runs = (300, 1) if args.quick else (args.rows, args.runs)
     sizes = (1000, 2000) if args.quick else (10_000, 100_000)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.journal import Journal
 from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.headers import stored_headers
@@ -42,6 +43,7 @@ class FetcherJob(Job):
     name = "fetch"
     fields = FETCH_FIELDS
     has_reduce = True
+    progress_line = False  # the fetcher shows pages, errors and kB/s
 
     def __init__(self, conf: Configuration, batch_id: str | None, threads: int | None = None, resume: bool = False,
                  progress: bool | None = None) -> None:
@@ -68,6 +70,8 @@ class FetcherJob(Job):
     def map_setup(self, ctx: TaskContext) -> None:
         self._written = 0
         self._write_lock = threading.Lock()
+        self._fetching: set[str] = set()  # batches this task recorded as `fetching` in the journal
+        self._journal_lock = threading.Lock()
 
     def reduce_setup(self, ctx: TaskContext) -> None:
         self.map_setup(ctx)
@@ -156,7 +160,13 @@ class FetcherJob(Job):
         """Make durable that this run may request the item (with the outcomes written before it)."""
         if lease is not None:
             lease.check()
-        item.metadata[CLAIM] = claim_value(item.markers.get(Mark.GENERATE.value) or self.batch_id, self.run)
+        batch = item.markers.get(Mark.GENERATE.value) or self.batch_id
+        if batch is not None and batch not in self._fetching:
+            with self._journal_lock:  # before the task's first claim of the batch: a fetch again needs -resume
+                if batch not in self._fetching:
+                    Journal(ctx.store).fetching(batch)
+                    self._fetching.add(batch)
+        item.metadata[CLAIM] = claim_value(batch, self.run)  # type: ignore[arg-type]
         page = WebPage.from_store(item.key, {})
         page.metadata = dict(item.metadata)
         ctx.store.put(item.key, page)

@@ -18,6 +18,7 @@ from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.marks import Mark, get_distance
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Due, Query
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import domain_of_host, host_of
 from nutch2.urls.tableutil import unreverse_url
@@ -59,6 +60,11 @@ class GeneratorJob(Job):
         self.max_distance = conf.get_int("generate.max.distance")
         self.min_score = conf.get_float("generate.min.score")
         self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
+
+    def query(self) -> Query:
+        """The due rows only, from the store's due index (its cost follows what is due, not the table);
+        the schedule also treats a fetch time beyond its max interval as due."""
+        return Query(self.fields, due=Due(self.cur_ms, self.cur_ms + self.schedule.max_interval * 1000))
 
     def count_key(self, url: str) -> str:
         host = host_of(url)

@@ -123,6 +123,8 @@ class MarkIndexedJob(IndexingJob):
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, reindex, crawl_id
         self.fields = ("status", "parse_status", "metadata", "markers")
 
+    map_phase = "mark indexed"
+
     def map_setup(self, ctx: TaskContext) -> None:
         pass
 

@@ -80,7 +80,8 @@ def parse_seed(text: str) -> tuple[str, dict[str, str]] | None:
 
 
 class InjectorJob(Job):
-    """Map over seed lines: normalize, filter, and create or (with -overwrite/-update) change rows."""
+    """Map over chunks of seed lines: normalize, filter, read the chunk's existing rows in one batched read
+    (the store's bulk path), and create or (with -overwrite/-update) change rows."""
 
     name = "inject"
 
@@ -93,6 +94,7 @@ class InjectorJob(Job):
         self.scoring = ScoringFilters.from_conf(conf)
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
+        self.chunk = max(1, conf.get_int("storage.write.batch.size"))
         seed_files(seeds)  # fail before the job starts when the path is wrong
 
     def inputs(self, store: DataStore, n: int) -> list[Any]:
@@ -102,15 +104,26 @@ class InjectorJob(Job):
         size = max(1, -(-len(lines) // n))
         return [lines[i:i + size] for i in range(0, len(lines), size)] or [[]]
 
-    def read(self, split: list[SeedLine], store: DataStore) -> Iterable[SeedLine]:
-        return split
+    def read(self, split: list[SeedLine], store: DataStore) -> Iterable[list[SeedLine]]:
+        """Chunks of storage.write.batch.size lines: each is one batched read of existing rows."""
+        return (split[i:i + self.chunk] for i in range(0, len(split), self.chunk))
 
-    def map(self, record: SeedLine, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+    def map(self, record: list[SeedLine], ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+        seeds = [s for line in record if (s := self._seed(line, ctx)) is not None]
+        # metadata is read so that -update merges the seed's keys into it (a map is written whole)
+        existing = ctx.store.get_many(list(dict.fromkeys(s[0] for s in seeds)), ["status", "markers", "metadata"])
+        for key, url, meta, score, interval in seeds:
+            self._inject(ctx, existing, key, url, meta, score, interval)
+        return ()
+
+    def _seed(self, record: SeedLine, ctx: TaskContext) -> tuple[str, str, dict[str, str], float | None,
+                                                                  int | None] | None:
+        """(key, URL, metadata, score, interval) of a seed line; None for blank, filtered or bad lines."""
         where = f"{record.source}:{record.lineno}"
         try:
             parsed = parse_seed(record.text)
             if parsed is None:
-                return ()
+                return None
             url, meta = parsed
             score, interval = self._numbers(meta)
             try:
@@ -121,14 +134,12 @@ class InjectorJob(Job):
                 raise BadSeed(f"not a valid URL: {url!r}")
             if self.checker.filter(norm) is None:
                 ctx.incr("filtered")
-                return ()
-            key = reverse_url(norm)
+                return None
+            return reverse_url(norm), norm, meta, score, interval
         except (BadSeed, ValueError) as e:
             ctx.log(f"{where}: {e}; line skipped")
             ctx.incr("rejected")
-            return ()
-        self._inject(ctx, key, norm, meta, score, interval)
-        return ()
+            return None
 
     def _numbers(self, meta: dict[str, str]) -> tuple[float | None, int | None]:
         score = interval = None
@@ -150,10 +161,9 @@ class InjectorJob(Job):
                 raise BadSeed(f"nutch.fetchInterval must be at most {MAX_INTERVAL} seconds (a 32-bit int, as Nutch)")
         return score, interval
 
-    def _inject(self, ctx: TaskContext, key: str, url: str, meta: dict[str, str],
+    def _inject(self, ctx: TaskContext, rows: dict[str, WebPage], key: str, url: str, meta: dict[str, str],
                 score: float | None, interval: int | None) -> None:
-        # metadata is read so that -update merges the seed's keys into it (a map is written whole)
-        existing = ctx.store.get(key, ["status", "markers", "metadata"])
+        existing = rows.get(key)
         if existing is not None and not (self.overwrite or self.update):
             ctx.incr("known")
             return
@@ -183,4 +193,5 @@ class InjectorJob(Job):
         Mark.INJECT.put(page, "y")
         set_distance(page, 0)
         ctx.write(page)
+        rows[key] = page  # the same URL again in this chunk is known
         ctx.incr("injected")

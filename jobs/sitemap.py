@@ -108,18 +108,18 @@ class SitemapJob(Job):
     # ---------------------------------------------------------------- input and map
     def inputs(self, store: DataStore, n: int) -> list[Any]:
         """The -sitemapUrls lines (read here, on the driver, and shipped) and, with -fromRobots, the store's splits."""
-        splits: list[Any] = []
+        inputs: list[Any] = []
         if self.sitemap_urls is not None:
             lines = list(read_list(self.sitemap_urls))
             size = max(1, -(-len(lines) // n))
-            splits += [("list", lines[i:i + size]) for i in range(0, len(lines), size)]
+            inputs += [tuple(lines[i:i + size]) for i in range(0, len(lines), size)]
         if self.from_robots:
-            splits += [("table", split) for split in store.splits(n)]
-        return splits or [("list", [])]
+            inputs += store.partitions(self.query(), n)
+        return inputs or [()]
 
     def read(self, split: Any, store: DataStore) -> Iterable[Any]:
-        kind, data = split
-        return data if kind == "list" else store.scan_split(data, self.fields, None)
+        """A chunk of -sitemapUrls lines (a tuple), or a partition of the table (rows read for their hosts)."""
+        return split if isinstance(split, tuple) else store.read(self.query(), split)
 
     def map_setup(self, ctx: TaskContext) -> None:
         self._hosts: set[str] = set()

@@ -231,6 +231,7 @@ class UpdateCommitJob(Job):
 
     name = "updatedb"
     fields = ("metadata",)
+    map_phase = "commit"
 
     def __init__(self, conf: Configuration, batch_id: str | None, run: str) -> None:
         super().__init__(conf)

@@ -70,19 +70,21 @@ def setup_logging(conf: Configuration, args: argparse.Namespace) -> None:
         level = "DEBUG"
     elif args.quiet:
         level = "WARNING"
-    folder = conf.get_str("hadoop.log.dir").strip() or str(Path(conf.get_str("storage.data.dir")) / "logs")
+    data = Path(conf.get_str("storage.data.dir"))
+    folder = conf.get_str("hadoop.log.dir").strip()
     name = conf.get_str("hadoop.log.file").strip()
-    logs.setup(level, Path(folder) / name if name else None, conf.get_float("log.file.max.size.mb"),
-               conf.get_int("log.file.backups"))
+    logs.setup(level, Path(folder or data / "logs") / name if name else None, conf.get_float("log.file.max.size.mb"),
+               conf.get_int("log.file.backups"), after=None if folder else data)
 
 
 @contextmanager
-def stop_on_signals(prog: str) -> Iterator[None]:
-    """SIGINT/SIGTERM: the first asks the work to stop (one line), a second one exits at once."""
+def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
+    """SIGINT/SIGTERM: the first asks the work to stop (one line), a second one exits at once; both lines name
+    the command that goes on (`resume`)."""
 
     def handler(signum: int, _frame: object) -> None:
         if stop.requested():
-            os.write(2, f"{prog}: stopped at once; the work is safe to run again: run the same command\n".encode())
+            logs.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
             os._exit(130)
         n = stop.in_flight()
         what = "the work in hand" if n is None else f"{n} request{'s' if n != 1 else ''} in flight"
@@ -128,20 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conf = load_conf(ns)
         setup_logging(conf, ns)
+        for source in conf.sources:
+            logs.debug(f"conf: {source}")
         tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
             return tool.execute(Run())
-        with stop_on_signals(prog):
+        with stop_on_signals(prog, resume_command(tool, argv)):
             return tool.execute(Run())
     except stop.Stopped:
-        resume = resume_command(tool, argv) if tool is not None else f"nutch2 {' '.join(argv)}"
-        print(f"{prog}: stopped; what was done is kept: run `{resume}` to go on", file=sys.stderr)
+        resume = resume_command(tool, argv) if tool is not None else shlex.join(["nutch2", *argv])
+        logs.warning(f"{prog}: stopped; what was done is kept: run `{resume}` to go on")
         return 130
     except UsageError as e:
-        print(str(e), file=sys.stderr)
+        logs.error(str(e))
         return 2
-    except NutchError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+    except NutchError as e:  # one line naming the cause and the fix; a refusal names -force
+        logs.error(f"{prog}: error: {e}")
         return 1
     except BrokenPipeError:  # `nutch2 readdb -stats | head`: the reader went away; say nothing
         try:
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 141
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        logs.warning(f"{prog}: interrupted")
         return 130
 
 

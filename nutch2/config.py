@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from importlib import resources
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.errors import ConfigError
+from nutch2.logs import warning
 
 DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
@@ -157,11 +157,14 @@ class Configuration:
         self.conf_dir = Path(conf_dir) if conf_dir else _default_conf_dir()
         if not self.conf_dir.is_dir():
             raise ConfigError(f"conf dir {self.conf_dir} does not exist; pass --conf with an existing folder")
-        self.defaults = read_toml(self._find(DEFAULT_FILE))
+        defaults = self._find(DEFAULT_FILE)
+        self.defaults = read_toml(defaults)
         self.values: dict[str, Any] = dict(self.defaults)
         self.unknown: dict[str, Any] = {}
         self._sources: dict[str, tuple[str, bool]] = {}  # unknown key -> (where it was set, typed)
         self._plugins_read = False
+        self.sources = [f"folder {self.conf_dir.absolute()}"]  # what was read, in order (-v shows it)
+        self.sources.append(f"read {defaults.absolute()} ({len(self.defaults)} properties)")
         site = self.conf_dir / SITE_FILE
         if site.is_file():
             self._apply(read_toml(site), str(site), typed=True)
@@ -187,6 +190,8 @@ class Configuration:
         return self._find(name)
 
     def _apply(self, props: dict[str, Any], source: str, typed: bool = False) -> None:
+        self.sources.append(f"read {Path(source).absolute()} ({len(props)} properties)" if source != "-D" else
+                            f"-D: {', '.join(props)}")  # names only: a value may be a secret
         for key, value in props.items():
             if key in self.defaults:
                 self.values[key] = _check_range(key, _coerce(key, value, self.defaults[key], source, typed), source)
@@ -219,11 +224,11 @@ class Configuration:
             if key not in self.unknown or key.startswith(PASS_THROUGH):
                 continue
             if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
-                print(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
-                      "(conf/nutch-default.toml lists what nutch2 reads)", file=sys.stderr)
+                warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
+                        "(conf/nutch-default.toml lists what nutch2 reads)")
             else:
-                print(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml, "
-                      "or the plugin that should declare it)", file=sys.stderr)
+                warning(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml, "
+                        "or the plugin that should declare it)")
 
     def get(self, key: str) -> Any:
         try:
@@ -269,6 +274,7 @@ class Configuration:
         new.unknown = dict(self.unknown)
         new._sources = dict(self._sources)
         new._plugins_read = self._plugins_read
+        new.sources = list(self.sources)
         return new
 
 

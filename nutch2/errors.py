@@ -14,7 +14,11 @@ class StoreError(NutchError):
 
 
 class StoreLockedError(StoreError):
-    """Another job that rewrites the table holds the crawl's lock."""
+    """Another command holds the lease (the crawl's or a batch's) this one needs."""
+
+
+class LeaseLost(StoreError):
+    """This command's lease was taken over: it must not record anything more."""
 
 
 class UsageError(NutchError):

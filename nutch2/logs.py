@@ -13,6 +13,7 @@ import logging.handlers
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 LOGGER = logging.getLogger("nutch2")
@@ -43,9 +44,26 @@ class _StderrHandler(logging.StreamHandler):
 
 class _LazyFolder:
     """A file handler that creates its folder when the first line is written (a command that logs nothing
-    creates nothing), and stops writing with one warning when it cannot."""
+    creates nothing), and stops writing with one warning when it cannot. With `after` (the data dir that holds
+    the log folder), lines wait (the last 1000) until that folder exists: a command that fails before it made
+    the data dir (a bad name, a store that does not answer) leaves no folder behind for its log."""
 
     baseFilename: str
+    after: Path | None = None
+    _waiting: deque[logging.LogRecord] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.after is not None:
+            if not self.after.is_dir():
+                if self._waiting is None:
+                    self._waiting = deque(maxlen=1000)
+                self._waiting.append(record)
+                return
+            self.after = None
+            for waiting in self._waiting or ():
+                super().emit(waiting)  # type: ignore[misc]
+            self._waiting = None
+        super().emit(record)  # type: ignore[misc]
 
     def _open(self):  # type: ignore[no-untyped-def]
         try:
@@ -82,8 +100,9 @@ _install_default()
 
 
 def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.0, backups: int = 5,
-          worker: bool = False) -> None:
-    """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower."""
+          worker: bool = False, after: Path | None = None) -> None:
+    """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower,
+    written once the folder `after` exists (if given: the data dir that holds the log folder)."""
     with _lock:
         stderr_level = getattr(logging, level.upper())
         for h in list(LOGGER.handlers):
@@ -104,9 +123,16 @@ def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.
                                    encoding="utf-8", delay=True)
             fh.setLevel(file_level)
             fh.setFormatter(logging.Formatter(_FILE_FORMAT))
+            fh.after = after  # type: ignore[attr-defined]
             LOGGER.addHandler(fh)
         LOGGER.setLevel(min(stderr_level, file_level))
         _state["file"] = log_file
+        _state["level"] = level.upper()
+
+
+def settings() -> tuple[str, Path | None]:
+    """(stderr level, log file) as set up here: what worker processes set up again (setup(..., worker=True))."""
+    return str(_state.get("level", "INFO")), log_file()
 
 
 def log_file() -> Path | None:
@@ -125,6 +151,11 @@ def debug(msg: str) -> None:
 
 def warning(msg: str) -> None:
     LOGGER.warning(msg)
+
+
+def error(msg: str) -> None:
+    """An error line: why a command failed (stderr, even with -q, and the log file)."""
+    LOGGER.error(msg)
 
 
 # ---------------------------------------------------------------- progress
@@ -169,6 +200,27 @@ class Progress:
     def done(self) -> None:
         if self.tty:
             _clear_live_line()
+
+
+class Window:
+    """Rates of growing counts over the last `span` seconds and since the start (a window of a few seconds
+    reads 0 between the slow pages of a polite fetch). Used by one thread."""
+
+    def __init__(self, span: float = 30.0) -> None:
+        self.span = span
+        self.started = time.monotonic()
+        self._marks: deque[tuple[float, tuple[float, ...]]] = deque([(self.started, ())])
+
+    def rates(self, *counts: float) -> tuple[list[float], list[float]]:
+        """(per second over the window, per second since the start) of each count, given its value now."""
+        now = time.monotonic()
+        self._marks.append((now, counts))
+        while len(self._marks) > 2 and now - self._marks[1][0] >= self.span:
+            self._marks.popleft()
+        t0, before = self._marks[0]
+        span, total = max(1e-6, now - t0), max(1e-6, now - self.started)
+        window = [(c - (before[i] if i < len(before) else 0)) / span for i, c in enumerate(counts)]
+        return window, [c / total for c in counts]
 
 
 def last_progress(job: str | None = None) -> str:

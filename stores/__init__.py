@@ -1,35 +1,86 @@
-"""The store layer: open_store(conf, crawl_id) picks a backend from storage.data.store.class."""
+"""The store layer: open_store(conf, crawl_id) builds the store class named by storage.data.store.class.
+
+A store is one module of this package holding one DataStore subclass, found by its short name (`sqlite` is the
+class in nutch2.stores.sqlite whose `name` is "sqlite"), by a Gora class name it lists in `aliases`, or by a
+dotted path to any DataStore subclass (`mypackage.mymodule.MyStore`). Each class builds itself from the
+configuration (from_conf) and declares its capabilities. Locks are leases kept in the store (stores/lease.py).
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-import fasteners
-
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, StoreLockedError
+from nutch2.errors import ConfigError, StoreError, StoreLockedError
+from nutch2.logs import debug
+from nutch2.stores import base
 from nutch2.stores.base import DataStore
+from nutch2.stores.lease import StoreLease, held_leases, holder_text
+from nutch2.stores.query import Capability, Query
 
-BACKENDS = ("memory", "sqlite", "hbase", "cassandra")
-# Gora class names a Nutch user may already have in nutch-site.xml
-_ALIASES = {
-    "org.apache.gora.memory.store.MemStore": "memory",
-    "org.apache.gora.sql.store.SqlStore": "sqlite",
-    "org.apache.gora.hbase.store.HBaseStore": "hbase",
-    "org.apache.gora.cassandra.store.CassandraStore": "cassandra",
-}
 _CRAWL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: no path, no newline
+_NOT_STORES = {"base", "query", "index", "lease", "codec"}  # modules of this package that hold no store
+
+
+def known_stores() -> list[type[DataStore]]:
+    """Every store class of this package, by module name."""
+    found = []
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if info.name not in _NOT_STORES and not info.name.startswith("_"):
+            cls = _module_store(f"{__name__}.{info.name}", info.name)
+            if cls is not None:
+                found.append(cls)
+    return found
+
+
+def _module_store(module: str, name: str | None = None) -> type[DataStore] | None:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return None
+        raise
+    for value in vars(mod).values():
+        if isinstance(value, type) and issubclass(value, DataStore) and value.__module__ == module and \
+                (name is None or value.name == name):
+            return value
+    return None
+
+
+def find_store_class(value: str) -> type[DataStore]:
+    """The store class for a short name, a Gora class name or a dotted path to a DataStore subclass."""
+    value = value.strip()
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", value) and value.lower() not in _NOT_STORES:
+        cls = _module_store(f"{__name__}.{value.lower()}", value.lower())
+        if cls is not None:
+            return cls
+    stores = known_stores()
+    for cls in stores:
+        if value in cls.aliases:
+            return cls
+    if "." in value:
+        module, _, attr = value.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), attr, None)
+        except ImportError:
+            found = None
+        if isinstance(found, type) and issubclass(found, DataStore):
+            return found
+    raise ConfigError(f"storage.data.store.class={value!r} is not a known store; use one of "
+                      f"{', '.join(c.name for c in stores)} (or a Gora class name, or a dotted path to a "
+                      "DataStore class)")
+
+
+def store_class(conf: Configuration) -> type[DataStore]:
+    return find_store_class(conf.get_str("storage.data.store.class"))
 
 
 def backend_name(conf: Configuration) -> str:
-    value = conf.get_str("storage.data.store.class").strip()
-    name = _ALIASES.get(value, value.lower())
-    if name not in BACKENDS:
-        raise ConfigError(
-            f"storage.data.store.class={value!r} is not a known store; use one of {', '.join(BACKENDS)}"
-        )
-    return name
+    return store_class(conf).name
 
 
 def crawl_id_of(conf: Configuration, crawl_id: str | None) -> str:
@@ -42,146 +93,107 @@ def crawl_id_of(conf: Configuration, crawl_id: str | None) -> str:
 def table_name(conf: Configuration, crawl_id: str | None) -> str:
     """`<crawlId>_webpage`, or `webpage` without a crawl id (Nutch's naming)."""
     cid = crawl_id_of(conf, crawl_id)
-    base = conf.get_str("storage.schema.webpage") or "webpage"
-    if not _CRAWL_ID.fullmatch(base):
-        raise ConfigError(f"storage.schema.webpage={base!r} is not a valid table name; use letters, digits, "
+    base_name = conf.get_str("storage.schema.webpage") or "webpage"
+    if not _CRAWL_ID.fullmatch(base_name):
+        raise ConfigError(f"storage.schema.webpage={base_name!r} is not a valid table name; use letters, digits, "
                           "'_', '-' or '.' (max 64)")
-    return f"{cid}_{base}" if cid else base
+    return f"{cid}_{base_name}" if cid else base_name
 
 
 def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = True) -> DataStore:
-    """Open the crawl's webpage table on the configured backend (creating the schema unless create=False)."""
-    name = backend_name(conf)
-    table = table_name(conf, crawl_id)
-    store: DataStore
-    if name == "memory":
-        from nutch2.stores.memory import MemoryStore
-
-        store = MemoryStore(table)
-    elif name == "sqlite":
-        from nutch2.stores.sqlite import SqliteStore
-
-        path = (data_dir(conf) if create else Path(conf.get_str("storage.data.dir"))) / f"{table}.sqlite"
-        if not create and not path.exists():
-            from nutch2.errors import StoreError
-
-            raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
-        store = SqliteStore(path, table, conf.get_int("storage.write.batch.size"),
-                            conf.get_float("storage.sqlite.busy.timeout"))
-    elif name == "cassandra":
-        store = _cassandra(conf, table)
-    else:
-        store = _hbase(conf, table)
+    """Open the crawl's webpage table on the configured store (creating the schema unless create=False)."""
+    cls = store_class(conf)
+    store = cls.from_conf(conf, table_name(conf, crawl_id), create)
     store.crawl_id = crawl_id_of(conf, crawl_id)
     if create:
         store.create_schema()
+    debug(f"store: opened {cls.name} table {store.table}" + (f" ({store.path})" if hasattr(store, "path") else ""))
     return store
 
 
-def _cassandra(conf: Configuration, table: str) -> DataStore:
-    try:
-        from nutch2.stores.cassandra import CassandraStore
-    except ImportError:
-        raise ConfigError("the cassandra store needs cassandra-driver: pip install 'nutch2[cassandra]'") from None
-    return CassandraStore(
-        table,
-        [h.strip() for h in conf.get_str("storage.cassandra.contact.points").split(",") if h.strip()],
-        conf.get_int("storage.cassandra.port"),
-        conf.get_str("storage.cassandra.keyspace"),
-        conf.get_str("storage.cassandra.replication"),
-        conf.get_str("storage.cassandra.consistency.read"),
-        conf.get_str("storage.cassandra.consistency.write"),
-        conf.get_str("storage.cassandra.local.datacenter"),
-        conf.get_int("storage.cassandra.concurrency"),
-        conf.get_float("storage.cassandra.timeout"),
-        conf.get_int("storage.write.batch.size"),
-        conf.get_int("storage.cassandra.retries"),
-    )
-
-
-def _hbase(conf: Configuration, table: str) -> DataStore:
-    try:
-        from nutch2.stores.hbase import HBaseStore
-    except ImportError:
-        raise ConfigError("the hbase store needs happybase: pip install 'nutch2[hbase]'") from None
-    return HBaseStore(
-        table,
-        conf.get_str("hbase.thrift.host"),
-        conf.get_int("hbase.thrift.port"),
-        conf.get_str("hbase.thrift.transport"),
-        conf.get_str("hbase.thrift.protocol"),
-        conf.get_int("storage.hbase.pool.size"),
-        conf.get_int("storage.hbase.timeout"),
-        conf.get_int("storage.hbase.batch.size"),
-        conf.get_int("storage.hbase.retries"),
-    )
-
-
 def data_dir(conf: Configuration) -> Path:
-    """storage.data.dir, created if missing; a one-line error when it cannot be a folder."""
-    backend_name(conf)  # a bad store name is reported before any file is created
-    path = Path(conf.get_str("storage.data.dir"))
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"storage.data.dir={str(path)!r} is a file, not a folder; point it at a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"storage.data.dir={str(path)!r} cannot be created ({e.strerror}); point it at a "
-                          "writable folder") from None
-    return path
+    """storage.data.dir, created if missing (a bad store name is reported before any file is created)."""
+    store_class(conf)
+    return base.data_dir(conf)
 
 
-def crawl_lock(conf: Configuration, crawl_id: str | None, job: str) -> fasteners.InterProcessLock:
-    """Take the crawl's inter-process lock for a job that rewrites the table; fail at once if it is held."""
-    table = table_name(conf, crawl_id)  # a bad crawl id is reported before any file is created
-    path = data_dir(conf) / f"{table}.lock"
-    lock = fasteners.InterProcessLock(str(path))
-    if not lock.acquire(blocking=False):
-        raise StoreLockedError(
-            f"{job}: another job (inject, generate or updatedb) is rewriting this crawl and holds {path}; "
-            "wait for it to finish"
-        )
-    return lock
+# ---------------------------------------------------------------- leases (the crawl's and the batches')
+class Held:
+    """Leases a command holds, and the stores they were taken in; release() lets them go."""
 
+    def __init__(self, store: DataStore) -> None:
+        self.store = store
+        self.leases: list[StoreLease] = []
 
-class BatchLock:
-    """One job at a time per batch: every batch (batch None, `-all`) holds the crawl's batches lock for writing
-    (excluding every batch), a batch id holds it for reading plus the batch's own lock. Released by release()
-    or on exit."""
-
-    def __init__(self, conf: Configuration, crawl_id: str | None, batch: str | None, job: str) -> None:
-        table = table_name(conf, crawl_id)
-        base = data_dir(conf) / table
-        self._all = fasteners.InterProcessReaderWriterLock(f"{base}.batches.lock")
-        self._one: fasteners.InterProcessLock | None = None
-        busy = f"{job}: another fetch, parse, updatedb or index of {{}} is running and holds {{}}; wait for it"
-        if batch is None:
-            if not self._all.acquire_write_lock(blocking=False):
-                raise StoreLockedError(busy.format("a batch of this crawl", f"{base}.batches.lock"))
-            self._release = self._all.release_write_lock
-            return
-        if not self._all.acquire_read_lock(blocking=False):
-            raise StoreLockedError(busy.format("every batch (-all)", f"{base}.batches.lock"))
-        path = f"{base}.batch-{batch}.lock"
-        self._one = fasteners.InterProcessLock(path)
-        if not self._one.acquire(blocking=False):
-            self._all.release_read_lock()
-            raise StoreLockedError(busy.format(f"batch {batch}", path))
-        self._release = self._release_one
-
-    def _release_one(self) -> None:
-        assert self._one is not None
-        self._one.release()
-        self._all.release_read_lock()
+    def take(self, scope: str, job: str, ttl: float, log: Callable[[str], None] | None, busy: str) -> None:
+        lease = StoreLease(self.store, scope, job, ttl, log)
+        holder = lease.try_acquire()
+        if holder is not None:
+            self.release()
+            raise StoreLockedError(busy.format(holder=holder_text(holder)))
+        self.leases.append(lease)
+        debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
 
     def release(self) -> None:
-        self._release()
+        for lease in reversed(self.leases):
+            lease.release()
+            debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
+        self.leases.clear()
+        self.store.close()
 
-    def __enter__(self) -> BatchLock:
+
+def _lease_name(scope: str) -> str:
+    if scope == "crawl":
+        return "the crawl's lease"
+    if scope == "batch/-all":
+        return "the lease of every batch"
+    return f"the lease of batch {scope.removeprefix('batch/')}"
+
+    def __enter__(self) -> Held:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
 
-__all__ = ["DataStore", "open_store", "crawl_lock", "BatchLock", "table_name", "backend_name", "BACKENDS"]
+def _lease_store(conf: Configuration, crawl_id: str | None, create: bool) -> DataStore:
+    table_name(conf, crawl_id)  # a bad crawl id is reported before anything is created
+    return open_store(conf, crawl_id, create=create)
+
+
+def crawl_lock(conf: Configuration, crawl_id: str | None, job: str, create: bool = False,
+               log: Callable[[str], None] | None = None) -> Held:
+    """Take the crawl's lease for a job that rewrites the table (inject, generate, updatedb...); fail at once
+    while another command holds it. create: the job may create the crawl."""
+    held = Held(_lease_store(conf, crawl_id, create))
+    held.take("crawl", job, conf.get_float("storage.lease.ttl"), log,
+              f"{job}: another job (inject, generate or updatedb), {{holder}}, is rewriting this crawl and holds "
+              "its lease; wait for it to finish")
+    return held
+
+
+def BatchLock(conf: Configuration, crawl_id: str | None, batch: str | None, job: str,  # noqa: N802 - was a class
+              log: Callable[[str], None] | None = None, create: bool = False) -> Held:
+    """One job at a time per batch: the lease `batch/<id>`, or for every batch (batch None, `-all`) the lease
+    `batch/-all`, which excludes every batch lease. Each side takes its own lease first and then looks for the
+    other's, so two commands that race may both step back, never both go on."""
+    held = Held(_lease_store(conf, crawl_id, create))
+    ttl = conf.get_float("storage.lease.ttl")
+    busy = f"{job}: another fetch, parse, updatedb or index of {{what}}, {{holder}}, is running and holds its lease; " \
+           "wait for it"
+    if batch is None:
+        held.take("batch/-all", job, ttl, log, busy.replace("{what}", "every batch (-all)"))
+        others = [(s, r) for s, r in held_leases(held.store, "batch/") if s != "batch/-all"]
+    else:
+        held.take(f"batch/{batch}", job, ttl, log, busy.replace("{what}", f"batch {batch}"))
+        others = held_leases(held.store, "batch/-all")
+    if others:
+        held.release()
+        scope, rec = others[0]
+        what = "every batch (-all)" if scope == "batch/-all" else f"batch {scope.removeprefix('batch/')}"
+        raise StoreLockedError(busy.format(what=what, holder=holder_text(rec)))
+    return held
+
+
+__all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "BatchLock", "table_name",
+           "backend_name", "store_class", "find_store_class", "known_stores"]

@@ -5,42 +5,75 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nutch2 import failpoints
-from nutch2.errors import StoreError
+from nutch2.errors import ConfigError, StoreError
+from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
 from nutch2.webpage import WebPage
 
-KeyRange = tuple[str | None, str | None]
-MarkFilter = tuple[str, str | None]
-Split = Any  # what splits() returns and scan_split() takes: a KeyRange for sorted stores, a token range for Cassandra
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
+
+__all__ = ["DataStore", "BufferedStore", "Fence", "KeyRange", "MarkFilter", "Query", "Partition", "Capability",
+           "check_mark", "is_mark", "with_retries", "data_dir"]
+
+Fields = list[str] | tuple[str, ...] | None
 
 
-def is_mark(name: str) -> bool:
-    """Marker names that start with '_' are marks (Nutch's _gnmrk_, _ftcmrk_, __prsmrk__, _updmrk_, _idxmrk_,
-    _injmrk_): every backend indexes them. Other markers (dist) are row data, not indexed."""
-    return name.startswith("_")
+class Fence:
+    """A fencing token: a state write carrying it lands only while the lease `name` still has this token."""
 
+    def __init__(self, name: str, token: int) -> None:
+        self.name = name
+        self.token = token
 
-def check_mark(mark: MarkFilter | None) -> None:
-    """A scan can select by marks only (what every backend indexes)."""
-    if mark is not None and not is_mark(mark[0]):
-        raise ValueError(f"{mark[0]!r} is not a mark (marks start with '_'): it cannot select rows")
+    def lost(self) -> Exception:
+        from nutch2.errors import LeaseLost
+
+        return LeaseLost(f"this command lost its lease {self.name.removeprefix('lease/')} (another command took it "
+                         "over after this one stopped renewing it): it records nothing more; run it again")
+
+    def holds(self, raw: str | None) -> bool:
+        import json
+
+        try:
+            return raw is not None and json.loads(raw).get("token") == self.token and \
+                json.loads(raw).get("state") == "held"
+        except ValueError:
+            return False
 
 
 class DataStore(ABC):
-    """A table of WebPage rows. Keys sort as UTF-8 bytes; ranges are [start, end) with None for open ends.
+    """A table of WebPage rows (Gora's DataStore). Keys sort as UTF-8 bytes; ranges are [start, end).
 
-    `mark=(name, value)` restricts a scan to rows whose markers[name] == value (value None: any value). Only
-    marks (is_mark) can select rows; every backend answers from an index of them, never by reading every row.
-    """
+    A job reads through a Query (fields, mark or due, key range, limit) that the store splits into typed
+    partitions (partitions(query, n)); read(query, partition) reads one without reading the others' rows.
+    Mark and due queries are answered from indexes kept with the rows (stores/index.py), never by reading
+    every row. A store class declares its name, the Gora class names it answers to and its capabilities, and
+    builds itself from the configuration (from_conf)."""
 
-    name = "abstract"
+    name: ClassVar[str] = "abstract"
+    aliases: ClassVar[tuple[str, ...]] = ()  # Gora class names a Nutch user may have in nutch-site.xml
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
     crawl_id: str | None = None  # set by open_store: what a task in another process opens the same table with
 
     def __init__(self, table: str) -> None:
         self.table = table
+        self.rows_read = 0  # rows read by read() (and the index's row checks): what a test of partitions counts
+
+    @classmethod
+    @abstractmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> DataStore:
+        """The store of `table` as the configuration describes it (create=False: the table must exist where
+        the store cannot create it lazily)."""
+
+    @classmethod
+    def has(cls, capability: Capability) -> bool:
+        return capability in cls.capabilities
 
     @abstractmethod
     def create_schema(self) -> None:
@@ -51,8 +84,12 @@ class DataStore(ABC):
         """Drop the table and everything in it."""
 
     @abstractmethod
-    def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
+    def get(self, key: str, fields: Fields = None) -> WebPage | None:
         """The row with only `fields` loaded (all when None), or None if absent."""
+
+    def get_many(self, keys: list[str], fields: Fields = None) -> dict[str, WebPage]:
+        """The rows that exist among `keys` (a store with a batched read overrides this)."""
+        return {k: p for k in keys if (p := self.get(k, fields)) is not None}
 
     @abstractmethod
     def put(self, key: str, page: WebPage) -> None:
@@ -63,25 +100,23 @@ class DataStore(ABC):
         """Delete the row."""
 
     @abstractmethod
-    def scan(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        fields: list[str] | tuple[str, ...] | None = None,
-        mark: MarkFilter | None = None,
-    ) -> Iterator[WebPage]:
-        """Rows with start <= key < end in key order, optionally only those carrying a mark."""
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        """At most n partitions of the query's rows that together cover them without overlapping; computed
+        without reading the rows (index shards, regions, token or key ranges)."""
 
     @abstractmethod
-    def splits(self, n: int) -> list[Split]:
-        """At most n splits that together cover the table without overlapping, for parallel map tasks."""
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        """The query's rows in one partition (all when None). Key order is promised only for mark queries
+        and for stores with ORDERED_SCANS."""
 
-    def scan_split(
-        self, split: Split, fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None
-    ) -> Iterator[WebPage]:
-        """Rows of one split (key order within a split is not promised across backends)."""
-        start, end = split
-        return self.scan(start, end, fields, mark)
+    def scan(self, start: str | None = None, end: str | None = None, fields: Fields = None,
+             mark: MarkFilter | None = None) -> Iterator[WebPage]:
+        """Rows with start <= key < end, optionally only those carrying a mark (a Query in short)."""
+        return self.read(Query(tuple(fields) if fields is not None else None, mark, start=start, end=end))
+
+    def has_rows(self, query: Query) -> bool:
+        """Does the query select any row? (a read with limit 1)"""
+        return next(iter(self.read(replace(query, limit=1))), None) is not None
 
     @abstractmethod
     def flush(self) -> None:
@@ -89,7 +124,7 @@ class DataStore(ABC):
 
     def count(self, mark: MarkFilter | None = None) -> int:
         """Rows in the table (or carrying a mark). Backends may override with something cheaper."""
-        return sum(1 for _ in self.scan(fields=("status",), mark=mark))
+        return sum(1 for _ in self.read(Query(("status",), mark)))
 
     def cheap_count(self) -> int | None:
         """The table's rows when the store keeps that number, without reading every row (what a page view may
@@ -99,11 +134,16 @@ class DataStore(ABC):
     def mark_values(self, name: str) -> set[str]:
         """The values mark `name` has in the table now (e.g. the batch ids still carrying a generate mark)."""
         check_mark((name, None))
-        return {v for p in self.scan(fields=("markers",), mark=(name, None)) if (v := p.markers.get(name))}
+        return {v for p in self.read(Query(("markers",), (name, None))) if (v := p.markers.get(name))}
+
+    def aggregate(self, per_host: bool = False) -> Aggregate | None:
+        """Table statistics from the store's own aggregate query, or None where it has none (AGGREGATES)."""
+        return None
 
     # ---------------------------------------------------------------- crawl state
-    # A few small named values kept beside the table (the batch journal, nutch2/crawldb/journal.py). Written at once,
-    # not buffered, so that a job can record a step as done only after the rows it wrote are durable.
+    # A few small named values kept beside the table (the batch journal, nutch2/crawldb/journal.py; leases,
+    # stores/lease.py). Written at once, not buffered, so that a job can record a step as done only after the
+    # rows it wrote are durable.
 
     @abstractmethod
     def get_state(self, name: str) -> str | None:
@@ -117,6 +157,22 @@ class DataStore(ABC):
     def states(self) -> dict[str, str]:
         """Every stored name and value."""
 
+    @abstractmethod
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        """Compare-and-set: store `value` under `name` only if it holds `expected` now (None: absent), as one
+        atomic step against every other client of the store. True when it did."""
+
+    def put_state_fenced(self, name: str, value: str | None, fences: Sequence[Fence] = ()) -> None:
+        """put_state, refused (LeaseLost) unless each fence's lease still carries its token. Stores with
+        TRANSACTIONS check and write in one transaction; the others read the leases just before the write."""
+        for fence in fences:
+            self.check_fence(fence)
+        self.put_state(name, value)
+
+    def check_fence(self, fence: Fence) -> None:
+        if not fence.holds(self.get_state(fence.name)):
+            raise fence.lost()
+
     def close(self) -> None:
         """Flush and release connections."""
         self.flush()
@@ -126,6 +182,28 @@ class DataStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def data_dir(conf: Configuration) -> Path:
+    """storage.data.dir, created if missing; a one-line error when it cannot be a folder."""
+    path = Path(conf.get_str("storage.data.dir"))
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"storage.data.dir={str(path)!r} is a file, not a folder; point it at a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"storage.data.dir={str(path)!r} cannot be created ({e.strerror}); point it at a "
+                          "writable folder") from None
+    return path
+
+
+def split_keys(keys: list[str], n: int) -> list[KeyRange]:
+    """Cut a sorted key list into at most n contiguous ranges covering all keys (open at both ends)."""
+    if n <= 1 or len(keys) < 2:
+        return [KeyRange()]
+    bounds = sorted({keys[len(keys) * i // n] for i in range(1, n)} - {keys[0]})
+    edges: list[str | None] = [None, *bounds, None]
+    return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
 class BufferedStore(DataStore):

@@ -3,16 +3,20 @@ Thrift-era super columns.
 
 Tables, in keyspace `storage.cassandra.keyspace` (created if missing, `storage.cassandra.replication`):
 
-    "<t>"             PRIMARY KEY ((prefix), key)   one row per WebPage, one CQL column per field
-    "<t>_marks"       PRIMARY KEY ((name, value), key)   index: the rows carrying mark `name` = `value`
-    "<t>_markvalues"  PRIMARY KEY ((name), value)   the values a mark has taken (for "any value" scans)
+    "<t>"             PRIMARY KEY ((prefix), key)   one row per WebPage, one CQL column per field, plus w: the
+                                                    stamp (ms) of the row's last write
+    "<t>_idx"         PRIMARY KEY ((idx, bucket, shard), term, key), s = the entry's stamp: index entries
+    "<t>_idxbuckets"  PRIMARY KEY ((idx), bucket)   the buckets an index has used (and `+complete` records)
     "<t>_prefixes"    PRIMARY KEY ((bucket), prefix)   the host prefixes, sorted (for key-range scans)
 
 Why: `prefix` is the key up to its first ':' — the reversed host plus ':' — so a host's pages share one
-partition, clustered in key order, while hosts spread over the ring by token. Selecting one batch reads one
-`_marks` partition (the batch's keys) and then those rows, never the whole table. Index entries are written
-with the row and dropped lazily: a scan checks each row's marker and deletes entries that went stale, so a
-put never has to read before writing. Splits are token ranges of the partition key, for parallel map tasks.
+partition, clustered in key order, while hosts spread over the ring by token. The mark and due indexes
+(stores/index.py, kept by its EntryIndex) put one bucket's shard in one partition: a task of a batch reads
+the partitions of its shards and then those rows, never the whole table nor the other tasks' entries.
+Entries are written (USING TIMESTAMP of their stamp) before the rows; a stale one is deleted at its own
+timestamp, so an entry written again later survives. Partitions of the table are token ranges of the
+partition key; of an indexed query, shard sets. (Tables of older versions also have `<t>_marks` and
+`<t>_markvalues`, no longer read; drop_schema drops them.)
 
 Encoding: ints are bigint, floats double, content and signatures blob, maps map<text,text> (metadata
 map<text,blob>), protocol_status and parse_status JSON text (stores/codec.py). Writes set only dirty columns:
@@ -23,15 +27,20 @@ replaced as a whole.
 
 from __future__ import annotations
 
-import heapq
 import logging
+import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
+from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_field, encode_field
+from nutch2.stores.index import Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.query import Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
 from nutch2.webpage import FIELDS, WebPage, check_fields
+
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
 
 _CQL_TYPES = {"int": "bigint", "float": "double", "str": "text", "bytes": "blob", "protocol": "text",
               "parse": "text"}
@@ -66,10 +75,23 @@ def prefix_of(key: str) -> str:
     return key if i < 0 else key[: i + 1]
 
 
-class CassandraStore(BufferedStore):
+class CassandraStore(BufferedStore, EntryStorage):
     """A WebPage table in Cassandra."""
 
     name = "cassandra"
+    aliases = ("org.apache.gora.cassandra.store.CassandraStore",)
+    capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.SHARED_MACHINES, Capability.DURABLE})
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> CassandraStore:
+        return cls(table,
+                   [h.strip() for h in conf.get_str("storage.cassandra.contact.points").split(",") if h.strip()],
+                   conf.get_int("storage.cassandra.port"), conf.get_str("storage.cassandra.keyspace"),
+                   conf.get_str("storage.cassandra.replication"), conf.get_str("storage.cassandra.consistency.read"),
+                   conf.get_str("storage.cassandra.consistency.write"),
+                   conf.get_str("storage.cassandra.local.datacenter"), conf.get_int("storage.cassandra.concurrency"),
+                   conf.get_float("storage.cassandra.timeout"), conf.get_int("storage.write.batch.size"),
+                   conf.get_int("storage.cassandra.retries"))
 
     def __init__(self, table: str, contact_points: list[str], port: int, keyspace: str, replication: str,
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
@@ -106,10 +128,14 @@ class CassandraStore(BufferedStore):
                 f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
                 "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
         self.q = f'"{keyspace}"."{table}"'
+        self.qi = f'"{keyspace}"."{table}_idx"'
+        self.qb = f'"{keyspace}"."{table}_idxbuckets"'
         self._prepared: dict[Any, Any] = {}
-        self._prefixes: set[str] = set()  # prefixes and mark values this process already recorded
-        self._markvalues: set[tuple[str, str]] = set()
+        self._prefixes: set[str] = set()  # prefixes and index buckets this process already recorded
+        self._buckets: set[tuple[str, str]] = set()
         self._state_ready = False
+        self._last_ts = 0
+        self.index = EntryIndex(self, int((self.retries + 1) * (3 * timeout * 1000 + 5000)))
 
     # -------------------------------------------------------------- plumbing
     def _run(self, cql: str, params: Iterable[Any] = (), write: bool = False) -> Any:
@@ -152,14 +178,26 @@ class CassandraStore(BufferedStore):
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
         self._run(f'CREATE KEYSPACE IF NOT EXISTS "{self.keyspace}" WITH replication = {self.replication}')
+        existed = self._run("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+                            (self.keyspace, self.table)).one() is not None
         cols = ", ".join(f"{n} {_cql_type(n)}" for n in FIELDS)
-        self._run(f"CREATE TABLE IF NOT EXISTS {self.q} (prefix text, key text, {cols}, PRIMARY KEY ((prefix), key))")
-        self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_marks" '
-                  "(name text, value text, key text, PRIMARY KEY ((name, value), key))")
-        self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_markvalues" '
-                  "(name text, value text, PRIMARY KEY ((name), value))")
+        self._run(f"CREATE TABLE IF NOT EXISTS {self.q} (prefix text, key text, {cols}, w bigint, "
+                  "PRIMARY KEY ((prefix), key))")
+        if existed and self._run("SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND "
+                                 "table_name = ? AND column_name = 'w'", (self.keyspace, self.table)).one() is None:
+            try:  # a table of an older version: rows get their write stamp from now on
+                self._run(f"ALTER TABLE {self.q} ADD w bigint")
+            except StoreError as e:
+                if "conflicts with an existing column" not in str(e) and "already exist" not in str(e):
+                    raise
+        self._run(f"CREATE TABLE IF NOT EXISTS {self.qi} (idx text, bucket text, shard int, term text, key text, "
+                  "s bigint, PRIMARY KEY ((idx, bucket, shard), term, key))")
+        self._run(f"CREATE TABLE IF NOT EXISTS {self.qb} (idx text, bucket text, PRIMARY KEY ((idx), bucket))")
         self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_prefixes" '
                   "(bucket int, prefix text, PRIMARY KEY ((bucket), prefix))")
+        if not existed:  # rows are written only once the index tables exist: nothing older to index
+            for index in ("m", "d"):
+                self.set_complete(index)
         self._create_state()
 
     def _create_state(self) -> None:
@@ -170,10 +208,11 @@ class CassandraStore(BufferedStore):
     def drop_schema(self) -> None:
         self.discard_pending()
         self._state_ready = False
-        for suffix in ("", "_marks", "_markvalues", "_prefixes", "_state"):
+        for suffix in ("", "_idx", "_idxbuckets", "_marks", "_markvalues", "_prefixes", "_state"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
-        self._markvalues.clear()
+        self._buckets.clear()
+        self.index = EntryIndex(self, self.index.in_flight_ms)
 
     # -------------------------------------------------------------- reads
     def _cols(self, names: tuple[str, ...]) -> str:
@@ -189,24 +228,40 @@ class CassandraStore(BufferedStore):
                         (prefix_of(key), key)).one()
         return None if row is None else self._page(names, row)
 
-    def _get_many(self, keys: list[str], names: tuple[str, ...]) -> dict[str, WebPage]:
+    def _get_many(self, keys: list[str], names: tuple[str, ...]) -> dict[str, Any]:
+        """Rows by key (CQL rows: key, the names' columns...), read with bounded concurrency."""
         cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix = ? AND key = ?"
         results = self._many([(cql, (prefix_of(k), k)) for k in keys], write=False)
-        pages = {}
+        rows = {}
         for res in results:
             row = res.one() if res is not None else None
             if row is not None:
-                pages[row[0]] = self._page(names, row)
-        return pages
+                rows[row[0]] = row
+        return rows
 
-    def scan(self, start: str | None = None, end: str | None = None,
-             fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None) -> Iterator[WebPage]:
+    def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        check_mark(mark)
         self.flush()
-        if mark is not None:
-            yield from self._mark_scan(names, mark, start, end, None)
-            return
+        return {k: self._page(names, row) for k, row in self._get_many(list(keys), names).items()}
+
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        names = check_fields(query.fields)
+        self.flush()
+        if query.indexed:
+            if partition is not None and not isinstance(partition, Shards):
+                raise ValueError(f"the cassandra store reads an indexed query by shards, not {partition!r}")
+            return self.index.select(query, partition)
+        if isinstance(partition, TokenRange):
+            if query.start is not None or query.end is not None:
+                raise ValueError("the cassandra store cannot read a key range of a token range")
+            return self._scan_tokens(partition.lo, partition.hi, names, query.limit)
+        if partition is not None:
+            raise ValueError(f"the cassandra store cannot read {partition!r}")
+        return self._scan(query.start, query.end, names, query.limit)
+
+    def _scan(self, start: str | None, end: str | None, names: tuple[str, ...],
+              limit: int | None) -> Iterator[WebPage]:
+        n = 0
         for prefix in self._prefixes_between(start, end):
             cql, params = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix = ?", [prefix]
             if start is not None and prefix_of(start) == prefix:
@@ -214,6 +269,10 @@ class CassandraStore(BufferedStore):
             if end is not None and end.startswith(prefix):
                 cql, params = cql + " AND key < ?", [*params, end]
             for row in self._run(cql, params):
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                self.rows_read += 1
                 yield self._page(names, row)
 
     def _prefixes_between(self, start: str | None, end: str | None) -> list[str]:
@@ -224,76 +283,21 @@ class CassandraStore(BufferedStore):
             cql, params = cql + " AND prefix < ?", [*params, end]
         return [r[0] for r in self._run(cql, params)]
 
-    def _mark_keys(self, name: str, value: str | None, start: str | None, end: str | None) -> Iterator[tuple]:
-        """(key, value) of index entries for the mark, in key order, merged over values when value is None."""
-        values = [value] if value is not None else [
-            r[0] for r in self._run(f'SELECT value FROM "{self.keyspace}"."{self.table}_markvalues" WHERE name = ?',
-                                    (name,))]
-        streams = []
-        for v in values:
-            cql = f'SELECT key FROM "{self.keyspace}"."{self.table}_marks" WHERE name = ? AND value = ?'
-            params: list[Any] = [name, v]
-            if start is not None:
-                cql, params = cql + " AND key >= ?", [*params, start]
-            if end is not None:
-                cql, params = cql + " AND key < ?", [*params, end]
-            streams.append([(r[0], v) for r in self._run(cql, params)])
-        return heapq.merge(*streams)
-
-    def _mark_scan(self, names: tuple[str, ...], mark: MarkFilter, start: str | None, end: str | None,
-                   tokens: tuple[int, int] | None) -> Iterator[WebPage]:
-        from cassandra.murmur3 import murmur3
-
-        name, value = mark
-        read = tuple(dict.fromkeys((*names, "markers")))
-        chunk: list[tuple[str, str]] = []
-
-        def emit() -> Iterator[WebPage]:
-            pages = self._get_many([k for k, _ in chunk], read)
-            stale = []
-            for key, v in chunk:
-                page = pages.get(key)
-                if page is None or page.markers.get(name) != v:
-                    stale.append((key, v))
-                    continue
-                if "markers" not in names:
-                    page = WebPage.from_store(key, {n: getattr(page, n) for n in names})
-                yield page
-            if stale:
-                cql = f'DELETE FROM "{self.keyspace}"."{self.table}_marks" WHERE name = ? AND value = ? AND key = ?'
-                self._many([(cql, (name, v, k)) for k, v in stale])
-            chunk.clear()
-
-        for key, v in self._mark_keys(name, value, start, end):
-            if tokens is not None and not tokens[0] < _token(murmur3, key) <= tokens[1]:
-                continue
-            chunk.append((key, v))
-            if len(chunk) >= 256:
-                yield from emit()
-        if chunk:
-            yield from emit()
-
-    def splits(self, n: int) -> list[Split]:
-        """n equal token ranges (lo, hi] over the Murmur3 ring."""
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        """Of an indexed query, shard sets; of the table, n equal token ranges (lo, hi] over the Murmur3 ring."""
         n = max(1, n)
+        if query.indexed:
+            return list(shard_groups(n))
         width = (MAX_TOKEN - MIN_TOKEN) // n
         bounds = [MIN_TOKEN + i * width for i in range(n)] + [MAX_TOKEN]
-        return [("token", bounds[i], bounds[i + 1]) for i in range(n)]
+        return [TokenRange(bounds[i], bounds[i + 1]) for i in range(n)]
 
-    def scan_split(self, split: Split, fields: list[str] | tuple[str, ...] | None = None,
-                   mark: MarkFilter | None = None) -> Iterator[WebPage]:
-        if not (isinstance(split, tuple) and split and split[0] == "token"):
-            return super().scan_split(split, fields, mark)
-        check_mark(mark)
-        return self._scan_tokens(split[1], split[2], check_fields(fields), mark)
-
-    def _scan_tokens(self, lo: int, hi: int, names: tuple[str, ...], mark: MarkFilter | None) -> Iterator[WebPage]:
-        self.flush()
-        if mark is not None:
-            yield from self._mark_scan(names, mark, None, None, (lo, hi))
-            return
+    def _scan_tokens(self, lo: int, hi: int, names: tuple[str, ...], limit: int | None) -> Iterator[WebPage]:
         cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE token(prefix) > ? AND token(prefix) <= ?"
+        if limit is not None:
+            cql += f" LIMIT {int(limit)}"
         for row in self._run(cql, (lo, hi)):
+            self.rows_read += 1
             yield self._page(names, row)
 
     def count(self, mark: MarkFilter | None = None) -> int:
@@ -302,15 +306,91 @@ class CassandraStore(BufferedStore):
         if mark is None:
             self.flush()
             return self._run(f"SELECT count(*) FROM {self.q}").one()[0]
-        return sum(1 for _ in self.scan(fields=("status",), mark=mark))
+        return sum(1 for _ in self.read(Query(("status",), mark)))
 
     def mark_values(self, name: str) -> set[str]:
         """Values recorded for the mark that at least one row still carries (stale entries are dropped)."""
         check_mark((name, None))
         self.flush()
-        values = [r[0] for r in self._run(
-            f'SELECT value FROM "{self.keyspace}"."{self.table}_markvalues" WHERE name = ?', (name,))]
-        return {v for v in values if next(self._mark_scan(("markers",), (name, v), None, None, None), None)}
+        return self.index.mark_values(name)
+
+    # -------------------------------------------------------------- index entries (EntryStorage)
+    def put_entries(self, entries: list[Entry], stamp: int) -> None:
+        """The bulk path: one unlogged batch per index partition (a bucket's shard) and up to 200 entries."""
+        from cassandra.query import BatchStatement, BatchType
+
+        cql = self._prepare(f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) "
+                            "USING TIMESTAMP ?")
+        new = {(e.index, e.bucket) for e in entries} - self._buckets
+        self._many([(f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b) for b in new])
+        groups: dict[tuple[str, str, int], list[Entry]] = {}
+        for e in entries:
+            groups.setdefault((e.index, e.bucket, e.shard), []).append(e)
+        batches = []
+        for group in groups.values():
+            for i in range(0, len(group), 200):
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.write_cl)
+                for e in group[i:i + 200]:
+                    batch.add(cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000))
+                batches.append(batch)
+        self._run_all(batches)
+        self._buckets |= new
+
+    def _run_all(self, stmts: list[Any]) -> None:
+        """Bound statements with at most storage.cassandra.concurrency in flight, retried as _many is."""
+        from cassandra.concurrent import execute_concurrent
+
+        def run() -> None:
+            execute_concurrent(self.session, [(st, ()) for st in stmts], concurrency=self.concurrency,
+                               raise_on_first_error=True)
+
+        if stmts:
+            with_retries(run, self.retries, _transient,
+                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_short(e)}"))
+
+    def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
+                     end: str | None) -> Iterator[tuple[Entry, int]]:
+        cql = f"SELECT term, key, s FROM {self.qi} WHERE idx = ? AND bucket = ? AND shard = ?"
+        params: list[Any] = [index, bucket, shard]
+        if lo == hi:
+            cql, params = cql + " AND term = ?", [*params, lo]
+            if start is not None:
+                cql, params = cql + " AND key >= ?", [*params, start]
+            if end is not None:
+                cql, params = cql + " AND key < ?", [*params, end]
+        else:
+            cql, params = cql + " AND term >= ? AND term <= ?", [*params, lo, hi]
+        for term, key, stamp in self._run(cql, params):
+            if (start is None or key >= start) and (end is None or key < end):
+                yield Entry(index, bucket, term, key), stamp or 0
+
+    def drop_entries(self, stale: list[tuple[Entry, int]]) -> None:
+        cql = f"DELETE FROM {self.qi} USING TIMESTAMP ? WHERE idx = ? AND bucket = ? AND shard = ? AND term = ? " \
+              "AND key = ?"
+        self._many([(cql, (s * 1000, e.index, e.bucket, e.shard, e.term, e.key)) for e, s in stale])
+
+    def buckets(self, index: str) -> list[str]:
+        return [r[0] for r in self._run(f"SELECT bucket FROM {self.qb} WHERE idx = ?", (index,))]
+
+    def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
+        rows = self._get_many(keys, (*fields, "w"))
+        return {k: (self._page(fields, row[:-1]), row[-1] or 0) for k, row in rows.items()}
+
+    def is_complete(self, index: str) -> bool:
+        return self._run(f"SELECT bucket FROM {self.qb} WHERE idx = '+complete' AND bucket = ?",
+                         (index,)).one() is not None
+
+    def set_complete(self, index: str) -> None:
+        self._run(f"INSERT INTO {self.qb} (idx, bucket) VALUES ('+complete', ?)", (index,), write=True)
+
+    def scan_all(self, fields: tuple[str, ...]) -> Iterator[WebPage]:
+        return self._scan(None, None, fields, None)
+
+    def _ts(self) -> int:
+        """A write stamp (ms), strictly increasing in this process."""
+        with self._lock:
+            self._last_ts = max(int(time.time() * 1000), self._last_ts + 1)
+            return self._last_ts
 
     # -------------------------------------------------------------- crawl state
     def get_state(self, name: str) -> str | None:
@@ -340,6 +420,19 @@ class CassandraStore(BufferedStore):
                 return {}
             raise
 
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        """A lightweight transaction (Paxos) on the state row."""
+        self.flush()
+        if not self._state_ready:
+            self._create_state()
+        q = f'"{self.keyspace}"."{self.table}_state"'
+        if expected is None:
+            res = self._run(f"INSERT INTO {q} (name, value) VALUES (?, ?) IF NOT EXISTS", (name, value), write=True)
+        else:
+            res = self._run(f"UPDATE {q} SET value = ? WHERE name = ? IF value = ?", (value, name, expected),
+                            write=True)
+        return bool(res.one()[0])
+
     # -------------------------------------------------------------- writes
     def encode(self, page: WebPage) -> dict[str, Any]:
         values = {n: _encode(n, v) for n, v in page.dirty_values().items()}
@@ -349,48 +442,34 @@ class CassandraStore(BufferedStore):
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
         """Deletes, then index entries, then rows: a crash part-way leaves at worst an index entry whose row
-        does not carry the mark (dropped by the next scan), never a marked row that the index misses."""
+        does not carry it (dropped by a later selection), never a row that the index misses."""
         deletes = [(f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k))
                    for k, v in pending.items() if v.get("__delete__")]
         self._many(deletes)  # before the writes, so a delete then put of one key ends with the put
+        stamp = self._ts()
+        self.index.write({k: {"markers": v.get("__markers__"), "fetch_time": v.get("fetch_time")}
+                          for k, v in pending.items()}, stamp)
         rows: list[tuple[str, tuple]] = []
-        index: list[tuple[str, tuple]] = []
         new_prefixes = set()
-        new_values: set[tuple[str, str]] = set()
         for key, values in pending.items():
             names = sorted(n for n in values if n in FIELDS)
             prefix = prefix_of(key)
-            if names:  # INSERT writes only these columns, plus the row marker that keeps a row of nulls alive
+            if names:  # INSERT writes only these columns (and w), plus the row marker that keeps a row alive
                 marks = ", ".join("?" for _ in names)
-                rows.append((f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}) VALUES (?, ?, {marks})",
-                             (prefix, key, *(values[n] for n in names))))
+                rows.append((f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}, w) VALUES (?, ?, {marks}, ?)",
+                             (prefix, key, *(values[n] for n in names), stamp)))
                 if prefix not in self._prefixes:
                     new_prefixes.add(prefix)
-            for name, value in (values.get("__markers__") or {}).items():
-                if is_mark(name):
-                    index.append((f'INSERT INTO "{self.keyspace}"."{self.table}_marks" (name, value, key) '
-                                  "VALUES (?, ?, ?)", (name, str(value), key)))
-                    if (name, str(value)) not in self._markvalues:
-                        new_values.add((name, str(value)))
-        index += [(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
-                  for p in new_prefixes]
-        index += [(f'INSERT INTO "{self.keyspace}"."{self.table}_markvalues" (name, value) VALUES (?, ?)', nv)
-                  for nv in new_values]
-        self._many(index)
+        self._many([(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
+                    for p in new_prefixes])
         self._many(rows)
         self._prefixes |= new_prefixes
-        self._markvalues |= new_values
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
             self.cluster.shutdown()
-
-
-def _token(murmur3: Any, key: str) -> int:
-    token = murmur3(prefix_of(key).encode("utf-8"))
-    return MAX_TOKEN if token == MIN_TOKEN else token
 
 
 def _transient(e: Exception) -> bool:

@@ -22,39 +22,36 @@ Columns and their byte encoding:
 A map field is written as a whole: the new cells are put at timestamp t, then the family is deleted at t-1,
 which removes only the older cells (the delete cannot mask the put, and a crash in between loses nothing).
 
-Marks — markers whose names start with '_' (_injmrk_, _gnmrk_, _ftcmrk_, __prsmrk__, _updmrk_, _idxmrk_) — are
-indexed in table `<crawlId>_webpage_marks` (family m, VERSIONS 1): one row `<name>\x00<value>\x00<row key>` with
-one empty cell m:_ per mark a row carries. Selecting a batch is a prefix scan of that table restricted to the
-split's key range, then batched gets of those rows (the asked columns and the mark), so it costs what the batch
-holds, not what the table holds. A scan by a marker that is not a mark (`dist`) raises ValueError; mark names and
-values cannot contain NUL. Entries are written before the rows and a put never reads a row to learn which marks
-it drops, so entries go stale: a mark scan skips every entry whose row does not carry the mark, and deletes it
-when it is stale for sure — the row was written at or after the entry (its f:_ cell is not older), or the entry
-is older than any write could still be in flight ((retries + 1) * (3 * timeout + 5 s): a crash between index and
-rows, a deleted row). The delete carries the entry's timestamp, so an entry written again meanwhile survives it.
-
-Rows written before the index existed (tables of older versions) need nothing from the user: the first mark
-selection indexes them by reading the mk family of every row once (one full read, as every selection cost
-before), then writes the row `\x00complete` into the index table; a crash part-way redoes it. Meanwhile puts
-already create the index table and add entries for what they write.
-Splits follow the table's regions (sub-divided by sampling row keys when there are fewer regions than tasks).
+Index entries (stores/index.py: the mark index and the due index, kept by its EntryIndex) live in table
+`<crawlId>_webpage_idx` (family m, VERSIONS 1): one row `<index> NUL <bucket> NUL <shard, 2 digits> NUL <term>
+NUL <row key>` with one empty cell m:_ whose timestamp is the entry's stamp, so a bucket's shard is one
+contiguous range, in (term, key) order. A row's stamp is the timestamp of its f:_ cell. Mark names and values
+cannot contain NUL. The index table records `\x00complete\x00<index>` once the rows of an older table are
+indexed. (Tables of older versions also have `<crawlId>_webpage_marks`, no longer read; drop_schema drops it.)
+Partitions: of an indexed query, shard sets; of the table, the regions, cut further by interpolating between a
+region's first and last row keys when there are fewer regions than tasks (a few single-row reads, never a
+scan of the keys).
 Connections come from a happybase pool; a Thrift timeout or broken pipe reconnects and retries, and because
 every write carries an explicit timestamp, re-sending a batch after a failure cannot duplicate anything.
 """
 
 from __future__ import annotations
 
-import heapq
 import struct
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from nutch2 import failpoints
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.base import BufferedStore, MarkFilter, Split, check_mark, is_mark, with_retries
+from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
+from nutch2.stores.index import MARK, Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
+
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
 
 FAMILIES = ("f", "p", "s", "il", "ol", "h", "mtdt", "mk", "stm")
 COLUMNS: dict[str, str] = {
@@ -69,9 +66,9 @@ INT32 = {"status", "fetch_interval", "retries_since_fetch"}
 ROW_MARKER = b"f:_"  # an empty cell written with every put, read with every get and scan
 INDEX_FAMILIES = {"m": {"max_versions": 1}}
 INDEX_CELL = b"m:_"  # the one empty cell of an index entry
-INDEX_COMPLETE = b"\x00complete"  # marks of older rows indexed; sorts before every entry (names start with '_')
+INDEX_COMPLETE = b"\x00complete\x00"  # + index name: the rows of an older table are indexed
 INDEX_PAGE = 1000  # index rows read per scanner
-CHECK_CHUNK = 256  # rows fetched per batched get of a mark scan
+BUCKET_PARTS = {MARK: 2}  # NUL-separated parts of a bucket (a mark's is name NUL value); others have one
 _BY_COLUMN = {v.encode(): k for k, v in COLUMNS.items() if k not in MAP_FIELDS}
 _BY_FAMILY = {v.encode(): k for k, v in COLUMNS.items() if k in MAP_FIELDS}
 
@@ -110,10 +107,20 @@ def _map_value(name: str, value: Any) -> bytes:
     return bytes(value) if name == "metadata" else str(value).encode("utf-8")
 
 
-class HBaseStore(BufferedStore):
+class HBaseStore(BufferedStore, EntryStorage):
     """A WebPage table in HBase, through the Thrift v1 gateway."""
 
     name = "hbase"
+    aliases = ("org.apache.gora.hbase.store.HBaseStore",)
+    capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.SHARED_MACHINES, Capability.DURABLE,
+                              Capability.ORDERED_SCANS})
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> HBaseStore:
+        return cls(table, conf.get_str("hbase.thrift.host"), conf.get_int("hbase.thrift.port"),
+                   conf.get_str("hbase.thrift.transport"), conf.get_str("hbase.thrift.protocol"),
+                   conf.get_int("storage.hbase.pool.size"), conf.get_int("storage.hbase.timeout"),
+                   conf.get_int("storage.hbase.batch.size"), conf.get_int("storage.hbase.retries"))
 
     def __init__(self, table: str, host: str, port: int, transport: str = "buffered", protocol: str = "binary",
                  pool_size: int = 8, timeout_ms: int = 60000, batch_size: int = 1000, retries: int = 5) -> None:
@@ -140,10 +147,10 @@ class HBaseStore(BufferedStore):
             ) from None
         self.tname = table.encode()
         self.sname = f"{table}_state".encode()  # the crawl state: row = name, column s:v = value
-        self.mname = f"{table}_marks".encode()  # the mark index: row = name NUL value NUL key
-        self.in_flight_ms = (self.retries + 1) * (3 * timeout_ms + 5000)  # the longest a write_batch can take
-        self._index_table = False  # the mark index table is known to exist
-        self._index_complete = False  # ... and to hold the marks of rows written before it existed
+        self.old_mname = f"{table}_marks".encode()  # the mark index of older versions (dropped with the table)
+        self.iname = f"{table}_idx".encode()  # index entries (stores/index.py)
+        self.index = EntryIndex(self, (self.retries + 1) * (3 * timeout_ms + 5000))  # the longest a write takes
+        self._index_table = False  # the index table is known to exist
         self._last_ts = 0
 
     # -------------------------------------------------------------- plumbing
@@ -173,10 +180,11 @@ class HBaseStore(BufferedStore):
                                                                                for f in FAMILIES})
             if self.sname not in tables:
                 _create_table(conn, self.sname, {"s": {"max_versions": 1}})
-            if self.mname not in tables:
-                _create_table(conn, self.mname, INDEX_FAMILIES)
+            if self.iname not in tables:
+                _create_table(conn, self.iname, INDEX_FAMILIES)
                 if new:  # rows are written only once the index table exists: nothing older to index
-                    conn.table(self.mname).put(INDEX_COMPLETE, {INDEX_CELL: b""})
+                    for index in ("m", "d"):
+                        conn.table(self.iname).put(INDEX_COMPLETE + index.encode(), {INDEX_CELL: b""})
 
         self._with_retry("create table", create)
         self._index_table = True
@@ -187,12 +195,13 @@ class HBaseStore(BufferedStore):
         def drop(_t: Any) -> None:
             with self.pool.connection() as conn:
                 tables = conn.tables()
-                for name in (self.tname, self.sname, self.mname):
+                for name in (self.tname, self.sname, self.iname, self.old_mname):
                     if name in tables:
                         conn.delete_table(name, disable=True)
 
         self._with_retry("drop table", drop)
-        self._index_table = self._index_complete = False
+        self._index_table = False
+        self.index = EntryIndex(self, self.index.in_flight_ms)
 
     # -------------------------------------------------------------- reads
     @staticmethod
@@ -221,21 +230,36 @@ class HBaseStore(BufferedStore):
         data = self._with_retry("get", lambda t: t.row(key.encode(), columns=self._columns(names)))
         return self._page(key.encode(), data, names) if data else None
 
-    def scan(self, start: str | None = None, end: str | None = None,
-             fields: list[str] | tuple[str, ...] | None = None, mark: MarkFilter | None = None) -> Iterator[WebPage]:
+    def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        if mark is None:
-            return self._scan(start, end, names)
-        check_mark(mark)
-        return self._mark_scan(names, mark, start, end)
-
-    def _scan(self, start: str | None, end: str | None, names: tuple[str, ...]) -> Iterator[WebPage]:
-        """A scan of the webpage table itself, restarted after the last row it returned when the scanner breaks."""
         self.flush()
+        columns = self._columns(names)
+        out = {}
+        for i in range(0, len(keys), INDEX_PAGE):
+            rows = self._with_retry("get", lambda t, ks=keys[i:i + INDEX_PAGE]: t.rows([k.encode() for k in ks],
+                                                                                        columns=columns))
+            out.update({k.decode("utf-8"): self._page(k, data, names) for k, data in rows if data})
+        return out
+
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        names = check_fields(query.fields)
+        if isinstance(partition, KeyRange):
+            query = narrow(query, partition)
+        elif partition is not None and not (isinstance(partition, Shards) and query.indexed):
+            raise ValueError(f"the hbase store cannot read {partition!r} of {query!r}")
+        self.flush()
+        if query.indexed:
+            return self.index.select(query, partition if isinstance(partition, Shards) else None)
+        return self._scan(query.start, query.end, names, query.limit)
+
+    def _scan(self, start: str | None, end: str | None, names: tuple[str, ...],
+              limit: int | None = None) -> Iterator[WebPage]:
+        """A scan of the webpage table itself, restarted after the last row it returned when the scanner breaks."""
         last: bytes | None = None
         row_start = start.encode() if start is not None else None
         row_stop = end.encode() if end is not None else None
         attempts = 0
+        n = 0
         while True:  # a broken scanner restarts after the last row it returned
             try:
                 with self.pool.connection() as conn:
@@ -243,8 +267,11 @@ class HBaseStore(BufferedStore):
                     table = conn.table(self.tname)
                     begin = last + b"\x00" if last is not None else row_start
                     for key, data in table.scan(row_start=begin, row_stop=row_stop, columns=self._columns(names),
-                                                batch_size=500):
+                                                batch_size=500 if limit is None else min(500, max(1, limit)),
+                                                limit=None if limit is None else limit - n):
                         last = key
+                        n += 1
+                        self.rows_read += 1
                         yield self._page(key, data, names)
                 return
             except GeneratorExit:
@@ -255,139 +282,123 @@ class HBaseStore(BufferedStore):
                     raise StoreError(f"HBase at {self.where}: scan failed: {_short(e)}") from None
                 time.sleep(min(0.2 * 2**attempts, 5.0))
 
-    # -------------------------------------------------------------- the mark index
-    def _mark_scan(self, names: tuple[str, ...], mark: MarkFilter, start: str | None,
-                   end: str | None) -> Iterator[WebPage]:
-        """Rows carrying the mark with start <= key < end, in key order: index entries, then batched gets."""
-        self.flush()
-        self._ensure_index()
-        name, value = mark
-        values = [value] if value is not None else self._index_values(name)
-        entries = heapq.merge(*(self._entries(name, v, start, end) for v in values))
-        col = f"mk:{name}".encode()
-        columns = self._columns(names) if "markers" in names else [*self._columns(names), col]
-        chunk: list[tuple[bytes, str, int]] = []
-        for entry in entries:
-            chunk.append(entry)
-            if len(chunk) >= CHECK_CHUNK:
-                yield from self._checked(chunk, col, columns, names)
-                chunk = []
-        if chunk:
-            yield from self._checked(chunk, col, columns, names)
+    # -------------------------------------------------------------- index entries (EntryStorage)
+    def _ensure_index_table(self, conn: Any) -> None:
+        if not self._index_table:
+            if self.iname not in conn.tables():  # a table made before the index existed
+                _create_table(conn, self.iname, INDEX_FAMILIES)
+            self._index_table = True
 
-    def _entries(self, name: str, value: str, start: str | None,
-                 end: str | None) -> Iterator[tuple[bytes, str, int]]:
-        """(row key, value, entry timestamp) of the index entries of name = value in [start, end), in key order."""
-        prefix = _entry_key(name, value, b"")
-        begin = prefix + (start.encode() if start is not None else b"")
-        stop = prefix + end.encode() if end is not None else prefix[:-1] + b"\x01"
+    def _idx(self, action: str, fn: Callable[[Any], Any]) -> Any:
+        def run(t: Any) -> Any:
+            self._ensure_index_table(t.connection)
+            return fn(t.connection.table(self.iname))
+
+        return self._with_retry(action, run)
+
+    def put_entries(self, entries: list[Entry], stamp: int) -> None:
+        self._idx("write index entries", lambda t: _put_entries(t, [_entry_row(e) for e in entries], stamp))
+
+    def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
+                     end: str | None) -> Iterator[tuple[Entry, int]]:
+        prefix = b"%s\x00%s\x00%02d\x00" % (index.encode(), bucket.encode("utf-8"), shard)
+        if lo == hi:  # one term: the key range is a row range
+            head = prefix + lo.encode() + b"\x00"
+            begin = head + (start.encode() if start is not None else b"")
+            stop = head + end.encode() if end is not None else head[:-1] + b"\x01"
+        else:
+            begin, stop = prefix + lo.encode() + b"\x00", prefix + hi.encode() + b"\x01"
         while True:  # a page per scanner: a retry restarts after the last entry read
-            page = self._with_retry("scan mark index", lambda t, b=begin: list(t.scan(
+            page = self._idx("scan index", lambda t, b=begin: list(t.scan(
                 row_start=b, row_stop=stop, columns=[INDEX_CELL], include_timestamp=True, limit=INDEX_PAGE,
-                batch_size=INDEX_PAGE)), self.mname)
-            for key, data in page:
-                yield key[len(prefix):], value, data[INDEX_CELL][1]
+                batch_size=INDEX_PAGE)))
+            for row, data in page:
+                term, _, key = row[len(prefix):].partition(b"\x00")
+                k = key.decode("utf-8")
+                if (start is None or k >= start) and (end is None or k < end):
+                    yield Entry(index, bucket, term.decode(), k), data[INDEX_CELL][1]
             if len(page) < INDEX_PAGE:
                 return
             begin = page[-1][0] + b"\x00"
 
-    def _index_values(self, name: str) -> list[str]:
-        """The values mark `name` has in the index (stale entries included): one short scan per value."""
-        head = name.encode() + b"\x00"
-        values: list[str] = []
+    def drop_entries(self, stale: list[tuple[Entry, int]]) -> None:
+        self._idx("drop stale index entries", lambda t: _drop_entries(t, [(_entry_row(e), s) for e, s in stale]))
+
+    def buckets(self, index: str) -> list[str]:
+        """One short scan per bucket (skipping past each)."""
+        head = index.encode() + b"\x00"
+        parts = BUCKET_PARTS.get(index, 1)
+        out: list[str] = []
         begin = head
         while True:
-            hit = self._with_retry("scan mark index", lambda t, b=begin: list(t.scan(
-                row_start=b, row_stop=head[:-1] + b"\x01", columns=[INDEX_CELL], limit=1)), self.mname)
+            hit = self._idx("scan index", lambda t, b=begin: list(t.scan(
+                row_start=b, row_stop=head[:-1] + b"\x01", columns=[INDEX_CELL], limit=1)))
             if not hit:
-                return values
-            value = hit[0][0][len(head):].split(b"\x00", 1)[0]
-            values.append(value.decode("utf-8"))
-            begin = head + value + b"\x01"  # past every entry of this value
+                return out
+            bucket = b"\x00".join(hit[0][0][len(head):].split(b"\x00")[:parts])
+            out.append(bucket.decode("utf-8"))
+            begin = head + bucket + b"\x01"  # past every entry of this bucket
 
-    def _checked(self, chunk: list[tuple[bytes, str, int]], col: bytes, columns: list[bytes],
-                 names: tuple[str, ...]) -> list[WebPage]:
-        """The pages of the chunk's rows that carry their entry's mark; entries stale for sure are deleted."""
-        keys = [key for key, _, _ in chunk]
-        found = dict(self._with_retry("get", lambda t: t.rows(keys, columns=columns, include_timestamp=True)))
-        pages: list[WebPage] = []
-        stale: list[tuple[bytes, int]] = []
-        oldest_in_flight = time.time() * 1000 - self.in_flight_ms
-        for key, value, ts in chunk:
-            data = found.get(key, {})
-            cell = data.get(col)
-            if cell is not None and cell[0] == value.encode():
-                pages.append(self._page(key, {c: v for c, (v, _) in data.items()}, names))
-            elif (ROW_MARKER in data and data[ROW_MARKER][1] >= ts) or ts < oldest_in_flight:
-                stale.append((_entry_key(col[3:].decode(), value, key), ts))
-            # else: the entry's write may still be in flight (index first, then the row): leave it
-        if stale:
-            self._with_retry("drop stale mark index entries", lambda t: _drop_entries(t, stale), self.mname)
-        return pages
+    def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
+        columns = self._columns(fields)
+        found = self._with_retry("get", lambda t: t.rows([k.encode() for k in keys], columns=columns,
+                                                         include_timestamp=True))
+        out = {}
+        for key, data in found:
+            if data:
+                stamp = data[ROW_MARKER][1] if ROW_MARKER in data else 0
+                out[key.decode("utf-8")] = (self._page(key, {c: v for c, (v, _) in data.items()}, fields), stamp)
+        return out
 
-    def _ensure_index(self) -> None:
-        """Make sure the index holds the marks of rows written before it existed (once per table)."""
-        if self._index_complete:
-            return
+    def is_complete(self, index: str) -> bool:
+        return bool(self._idx("read index", lambda t: t.row(INDEX_COMPLETE + index.encode())))
 
-        def complete(t: Any) -> bool:
-            self._ensure_index_table(t.connection)
-            return bool(t.connection.table(self.mname).row(INDEX_COMPLETE))
+    def set_complete(self, index: str) -> None:
+        self._idx("write index", lambda t: t.put(INDEX_COMPLETE + index.encode(), {INDEX_CELL: b""}))
 
-        if not self._with_retry("read mark index", complete):
-            self._backfill()
-        self._index_complete = True
+    def scan_all(self, fields: tuple[str, ...]) -> Iterator[WebPage]:
+        return self._scan(None, None, fields)
 
-    def _ensure_index_table(self, conn: Any) -> None:
-        if not self._index_table:
-            if self.mname not in conn.tables():  # a table made before the index existed
-                _create_table(conn, self.mname, INDEX_FAMILIES)
-            self._index_table = True
-
-    def _backfill(self) -> None:
-        """Index the marks of every row (idempotent; rows put meanwhile index themselves), then record it."""
-        begin: bytes | None = None
-        while True:
-            page = self._with_retry("index marks", lambda t, b=begin: list(t.scan(
-                row_start=b, columns=[b"mk"], limit=INDEX_PAGE, batch_size=INDEX_PAGE)))
-            entries = [_entry_key(col[3:].decode("utf-8"), raw.decode("utf-8"), key)
-                       for key, data in page for col, raw in data.items() if col.startswith(b"mk:_")]
-            if entries:
-                ts = self._ts()
-                self._with_retry("index marks", lambda t, e=entries, ts=ts: _put_entries(t, e, ts), self.mname)
-            if len(page) < INDEX_PAGE:
-                break
-            begin = page[-1][0] + b"\x00"
-        self._with_retry("index marks", lambda t: t.put(INDEX_COMPLETE, {INDEX_CELL: b""}), self.mname)
-
-    # -------------------------------------------------------------- splits and counts
-    def splits(self, n: int) -> list[Split]:
+    # -------------------------------------------------------------- partitions and counts
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        n = max(1, n)
+        if query.indexed:
+            return shard_groups(n)
         regions = self._with_retry("list regions", lambda t: t.regions())
         bounds = sorted({r["start_key"] for r in regions if r.get("start_key")})
         if len(bounds) + 1 < n:
-            bounds = sorted(set(bounds) | set(self._sample_keys(n)))
-        edges: list[str | None] = [None, *(b.decode("utf-8") for b in bounds), None]
-        ranges = [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
-        if len(ranges) > n:  # group adjacent regions into n splits
+            bounds = sorted(set(bounds) | set(self._cut_points(bounds, n)))
+        edges: list[str | None] = [None, *(b.decode("utf-8", "replace") for b in bounds), None]
+        ranges = [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+        if len(ranges) > n:  # group adjacent regions into n partitions
             size = -(-len(ranges) // n)
-            ranges = [(ranges[i][0], ranges[min(i + size, len(ranges)) - 1][1]) for i in range(0, len(ranges), size)]
+            ranges = [KeyRange(ranges[i].start, ranges[min(i + size, len(ranges)) - 1].end)
+                      for i in range(0, len(ranges), size)]
         return ranges
 
-    def _sample_keys(self, n: int) -> list[bytes]:
-        """Row keys cutting the table into about n equal parts (a keys-only scan run by the region servers)."""
-        def keys(t: Any) -> list[bytes]:
-            return [k for k, _ in t.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", batch_size=5000)]
-
-        all_keys = self._with_retry("sample keys", keys)
-        if n <= 1 or len(all_keys) < 2:
-            return []
-        return sorted({all_keys[len(all_keys) * i // n] for i in range(1, n)} - {all_keys[0]})
+    def _cut_points(self, bounds: list[bytes], n: int) -> list[bytes]:
+        """Keys cutting each region's span (its first to its last row, two one-row reads) into about
+        n / regions parts, by interpolating between them: bounded work whatever the table holds."""
+        edges: list[bytes | None] = [None, *bounds, None]
+        per = -(-n // (len(edges) - 1))
+        out: list[bytes] = []
+        for lo, hi in zip(edges, edges[1:], strict=False):
+            first = self._with_retry("read first row", lambda t, a=lo, b=hi: [k for k, _ in t.scan(
+                row_start=a, row_stop=b, filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", limit=1)])
+            last = self._with_retry("read last row", lambda t, a=lo, b=hi: [k for k, _ in t.scan(
+                row_start=b, row_stop=a, filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", limit=1,
+                reverse=True)] if b is not None else [k for k, _ in t.scan(
+                row_start=None, row_stop=a, filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", limit=1,
+                reverse=True)])
+            if first and last and first[0] < last[0]:
+                out += interpolate(first[0], last[0], per)
+        return out
 
     def count(self, mark: MarkFilter | None = None) -> int:
         # no cheap_count: HBase keeps no row count (a keys-only scan ships every key through Thrift), and a kept
         # one would need a read before every write (puts are blind upserts)
         if mark is not None:
-            return sum(1 for _ in self.scan(fields=(), mark=mark))
+            return sum(1 for _ in self.read(Query((), mark)))
         self.flush()
         return self._with_retry("count", lambda t: sum(
             1 for _ in t.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", batch_size=5000)))
@@ -396,9 +407,7 @@ class HBaseStore(BufferedStore):
         """Values in the index that at least one row still carries (stale entries met on the way are dropped)."""
         check_mark((name, None))
         self.flush()
-        self._ensure_index()
-        return {v for v in self._index_values(name)
-                if next(self._mark_scan((), (name, v), None, None), None) is not None}
+        return self.index.mark_values(name)
 
     # -------------------------------------------------------------- crawl state
     def _state_table(self, action: str, fn: Callable[[Any], Any], create: bool = False) -> Any:
@@ -428,6 +437,18 @@ class HBaseStore(BufferedStore):
         rows = self._state_table("scan state", lambda t: list(t.scan(columns=[b"s:v"])))
         return {k.decode("utf-8"): v[b"s:v"].decode("utf-8") for k, v in rows or []}
 
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        """HBase's checkAndPut on the state row (Thrift v1)."""
+        from Hbase_thrift import Mutation
+
+        def swap(t: Any) -> bool:
+            return bool(t.connection.client.checkAndPut(
+                self.sname, name.encode(), b"s:v", None if expected is None else expected.encode("utf-8"),
+                Mutation(column=b"s:v", value=value.encode("utf-8")), {}))
+
+        self.flush()
+        return bool(self._state_table("swap state", swap, create=True))
+
     # -------------------------------------------------------------- writes
     def encode(self, page: WebPage) -> dict[str, Any]:
         values = {n: dict(v) if n in MAP_FIELDS else v for n, v in page.dirty_values().items()}
@@ -449,14 +470,11 @@ class HBaseStore(BufferedStore):
         deletes so that a crash between the two leaves the new cells plus some old ones, never a row that lost
         its map (e.g. its marks); re-sending the whole batch is idempotent."""
         self._ensure_index_table(table.connection)
-        index = table.connection.table(self.mname).batch(timestamp=ts)
+        self.index.write(pending, ts)  # entries first (crash tests stop after them: entries written, rows not)
         deletes = table.batch(timestamp=ts - 1)
         puts = table.batch(timestamp=ts)
         for key, values in pending.items():
             row = key.encode("utf-8")
-            for name, value in (values.get("markers") or {}).items():
-                if is_mark(name):
-                    index.put(_entry_key(name, str(value), row), {INDEX_CELL: b""})
             if values.get("__delete__"):
                 deletes.delete(row)
                 values = {k: v for k, v in values.items() if k != "__delete__"}
@@ -478,8 +496,6 @@ class HBaseStore(BufferedStore):
                 deletes.delete(row, columns=drop)
             cells[ROW_MARKER] = b""  # every row has it: scans by column find rows lacking the asked columns
             puts.put(row, cells)
-        index.send()
-        failpoints.reach("store.marks.indexed")  # crash tests stop here: entries written, rows not
         puts.send()
         deletes.send()
 
@@ -487,9 +503,33 @@ class HBaseStore(BufferedStore):
         self.flush()
 
 
-def _entry_key(name: str, value: str, key: bytes) -> bytes:
-    """The index row of a mark: name NUL value NUL row key (UTF-8), so entries sort by mark, value, key."""
-    return b"%s\x00%s\x00%s" % (name.encode("utf-8"), value.encode("utf-8"), key)
+def _entry_row(e: Entry) -> bytes:
+    """index NUL bucket NUL shard NUL term NUL key: a bucket's shard is one range, in (term, key) order."""
+    return b"%s\x00%s\x00%02d\x00%s\x00%s" % (e.index.encode(), e.bucket.encode("utf-8"), e.shard,
+                                                  e.term.encode(), e.key.encode("utf-8"))
+
+
+def narrow(query: Query, part: KeyRange) -> Query:
+    """The query restricted to a key range."""
+    start = part.start if query.start is None or (part.start is not None and part.start > query.start) \
+        else query.start
+    end = part.end if query.end is None or (part.end is not None and part.end < query.end) else query.end
+    return replace(query, start=start, end=end)
+
+
+def interpolate(lo: bytes, hi: bytes, parts: int) -> list[bytes]:
+    """parts - 1 keys evenly spaced between lo and hi, reading the bytes after their common prefix as numbers."""
+    if parts <= 1:
+        return []
+    common = 0
+    while common < min(len(lo), len(hi)) and lo[common] == hi[common]:
+        common += 1
+    width = 6
+    a = int.from_bytes(lo[common:common + width].ljust(width, b"\x00"), "big")
+    b = int.from_bytes(hi[common:common + width].ljust(width, b"\x00"), "big")
+    points = {lo[:common] + (a + (b - a) * i // parts).to_bytes(width, "big").rstrip(b"\x00")
+              for i in range(1, parts)}
+    return sorted(p for p in points if lo < p < hi)
 
 
 def _put_entries(table: Any, entries: list[bytes], ts: int) -> None:

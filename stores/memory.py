@@ -6,10 +6,14 @@ import bisect
 import copy
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nutch2.stores.base import DataStore, KeyRange, MarkFilter, check_mark, is_mark
+from nutch2.stores.base import DataStore, split_keys
+from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
 from nutch2.webpage import WebPage, check_fields
+
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
 
 # tables live per process so that several opens of one crawl id share rows (as a server-backed store would)
 _TABLES: dict[str, _Table] = {}
@@ -29,11 +33,17 @@ class MemoryStore(DataStore):
     """Rows as dicts of field values in a per-process table; scans are bisect ranges over sorted keys."""
 
     name = "memory"
+    aliases = ("org.apache.gora.memory.store.MemStore",)
+    capabilities = frozenset({Capability.ORDERED_SCANS, Capability.TRANSACTIONS})
 
     def __init__(self, table: str) -> None:
         super().__init__(table)
         with _TABLES_LOCK:
             self._t = _TABLES.get(table)
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> MemoryStore:
+        return cls(table)
 
     def create_schema(self) -> None:
         with _TABLES_LOCK:
@@ -92,38 +102,53 @@ class MemoryStore(DataStore):
                 self._unindex(t, key, row.get("markers") or {})
                 del t.keys[bisect.bisect_left(t.keys, key)]
 
-    def _keys(self, start: str | None, end: str | None, mark: MarkFilter | None) -> list[str]:
-        check_mark(mark)
+    def _keys(self, query: Query) -> list[str]:
         t = self._table()
         with t.lock:
-            if mark is None:
-                lo = 0 if start is None else bisect.bisect_left(t.keys, start)
-                hi = len(t.keys) if end is None else bisect.bisect_left(t.keys, end)
-                return t.keys[lo:hi]
-            name, value = mark
-            by_value = t.marks.get(name, {})
-            keys = set().union(*by_value.values()) if value is None else by_value.get(value, set())
-            return sorted(k for k in keys if (start is None or k >= start) and (end is None or k < end))
+            if query.mark is not None:
+                name, value = query.mark
+                by_value = t.marks.get(name, {})
+                keys = set().union(*by_value.values()) if value is None else by_value.get(value, set())
+                return sorted(k for k in keys if KeyRange(query.start, query.end).holds(k))
+            lo = 0 if query.start is None else bisect.bisect_left(t.keys, query.start)
+            hi = len(t.keys) if query.end is None else bisect.bisect_left(t.keys, query.end)
+            keys = t.keys[lo:hi]
+            if query.due is not None:
+                due = query.due
+                keys = [k for k in keys if due.holds(t.rows[k].get("fetch_time") or 0)]
+            return keys
 
-    def scan(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        fields: list[str] | tuple[str, ...] | None = None,
-        mark: MarkFilter | None = None,
-    ) -> Iterator[WebPage]:
-        check_fields(fields)
-        for key in self._keys(start, end, mark):
-            page = self.get(key, fields)
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        check_fields(query.fields)
+        keys = self._keys(query)
+        if isinstance(partition, KeyRange):
+            keys = [k for k in keys if partition.holds(k)]
+        elif partition is not None:
+            raise ValueError(f"the memory store reads key ranges, not {partition!r}")
+        n = 0
+        for key in keys:
+            if query.limit is not None and n >= query.limit:
+                return
+            page = self.get(key, query.fields)
             if page is not None:
+                n += 1
+                self.rows_read += 1
                 yield page
 
-    def splits(self, n: int) -> list[KeyRange]:
-        keys = self._keys(None, None, None)
-        return split_sorted_keys(keys, n)
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        return list(split_keys(self._keys(query), n))
 
     def count(self, mark: MarkFilter | None = None) -> int:
-        return len(self._keys(None, None, mark))
+        check_mark(mark)
+        return len(self._keys(Query(None, mark)))
+
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        t = self._table()
+        with t.lock:
+            if t.state.get(name) != expected:
+                return False
+            t.state[name] = value
+            return True
 
     def cheap_count(self) -> int | None:
         t = self._table()
@@ -155,11 +180,3 @@ class MemoryStore(DataStore):
     def flush(self) -> None:
         pass
 
-
-def split_sorted_keys(keys: list[str], n: int) -> list[KeyRange]:
-    """Cut a sorted key list into at most n contiguous ranges covering all keys (open at both ends)."""
-    if n <= 1 or len(keys) < 2:
-        return [(None, None)]
-    bounds = sorted({keys[len(keys) * i // n] for i in range(1, n)} - {keys[0]})
-    edges: list[str | None] = [None, *bounds, None]
-    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]

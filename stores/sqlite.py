@@ -3,25 +3,31 @@
 Layout: table `<table>` has one column per WebPage field (maps and status records as JSON text), except the
 large ones (content, text): each has a table of its own, `<table>_content` and `<table>_text` (key, value),
 because SQLite rewrites a whole row, large values included, whenever one column of it changes (every mark a job
-sets). Table `<table>_marks` (name, value, key) indexes the markers so one batch or mark is selected through an
-index, not by reading every row. Table `<table>_rows` holds the number of rows, kept by two triggers in the
-transaction of every insert and delete, so the table's size is read without counting it (cheap_count). Other
-processes can read while a job writes (WAL). A table made before the large fields moved out keeps them in its
-own columns; one made before the row count gets it (counted once) when a job next opens it.
+sets). Table `<table>_marks` (name, value, key) indexes the marks so one batch or mark is selected through an
+index, not by reading every row; index `<table>_due` on (fetch_time, key) does the same for the rows due for
+fetching. Both are written in the row's transaction (stores/index.py says what each indexes). Partitions of a
+query are key ranges cut at every n-th key of the query's own rows. Table `<table>_rows` holds the number of rows,
+kept by two triggers in the transaction of every insert and delete, so the table's size is read without counting
+it (cheap_count). Other processes can read while a job writes (WAL). A table made before the large fields moved out
+keeps them in its own columns; one made before the row count gets it (counted once) when a job next opens it.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import StoreError
-from nutch2.stores.base import BufferedStore, KeyRange, MarkFilter, check_mark, is_mark
+from nutch2.stores.base import BufferedStore, Fence, data_dir
 from nutch2.stores.codec import decode_field, encode_field
+from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
+
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
 
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
 LARGE_FIELDS = ("content", "text")  # each in a table of its own
@@ -31,6 +37,16 @@ class SqliteStore(BufferedStore):
     """A WebPage table in one SQLite file."""
 
     name = "sqlite"
+    capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.DURABLE, Capability.ORDERED_SCANS,
+                              Capability.TRANSACTIONS, Capability.AGGREGATES})
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> SqliteStore:
+        path = (data_dir(conf) if create else Path(conf.get_str("storage.data.dir"))) / f"{table}.sqlite"
+        if not create and not path.exists():
+            raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
+        return cls(path, table, conf.get_int("storage.write.batch.size"),
+                   conf.get_float("storage.sqlite.busy.timeout"))
 
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0) -> None:
         super().__init__(table, batch_size)
@@ -97,6 +113,7 @@ class SqliteStore(BufferedStore):
             " PRIMARY KEY (name, value, key)) WITHOUT ROWID"
         )
         self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
+        self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_due" ON {self._q} (fetch_time, key)')
         self._create_state()
         self._create_row_count()
 
@@ -167,29 +184,55 @@ class SqliteStore(BufferedStore):
         row = self._exec(f"SELECT {cols} FROM {self._q} w {joins} WHERE w.key = ?", (key,)).fetchone()
         return None if row is None else self._page(key, names, row)
 
-    def scan(
-        self,
-        start: str | None = None,
-        end: str | None = None,
-        fields: list[str] | tuple[str, ...] | None = None,
-        mark: MarkFilter | None = None,
-    ) -> Iterator[WebPage]:
+    def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        check_mark(mark)
         self.flush()
         cols, joins = self._select(names)
-        where, params = self._range("w.key", start, end)
-        if mark is None:
-            sql = f"SELECT w.key, {cols} FROM {self._q} w {joins} {where} ORDER BY w.key"
+        out: dict[str, WebPage] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            marks = ", ".join("?" for _ in part)
+            for row in self._exec(f"SELECT w.key, {cols} FROM {self._q} w {joins} WHERE w.key IN ({marks})", part):
+                out[row[0]] = self._page(row[0], names, row[1:])
+        return out
+
+    def _from(self, query: Query, partition: Partition | None) -> tuple[str, str, list[Any], str]:
+        """(FROM ..., WHERE ..., params, key column) of the query's rows in a partition."""
+        if partition is not None and not isinstance(partition, KeyRange):
+            raise ValueError(f"the sqlite store reads key ranges, not {partition!r}")
+        conds: list[str] = []
+        params: list[Any] = []
+        if query.mark is not None:
+            name, value = query.mark
+            source, col = f"{self._qm} m JOIN {self._q} w ON w.key = m.key", "m.key"
+            conds.append("m.name = ?")
+            params.append(name)
+            if value is not None:
+                conds.append("m.value = ?")
+                params.append(value)
         else:
-            name, value = mark
-            cond = "m.name = ?" + ("" if value is None else " AND m.value = ?")
-            mparams = [name] if value is None else [name, value]
-            mwhere, params = self._range("m.key", start, end)
-            mwhere = (mwhere + " AND " if mwhere else "WHERE ") + cond
-            sql = (f"SELECT w.key, {cols} FROM {self._qm} m JOIN {self._q} w ON w.key = m.key {joins} "
-                   f"{mwhere} ORDER BY m.key")
-            params = params + mparams
+            source, col = f"{self._q} w", "w.key"
+            if query.due is not None:
+                conds.append("(w.fetch_time <= ? OR w.fetch_time IS NULL" +
+                             (" OR w.fetch_time > ?)" if len(query.due.ranges()) > 1 else ")"))
+                params += [query.due.now] + ([query.due.horizon] if len(query.due.ranges()) > 1 else [])
+        for start, end in ((query.start, query.end), (partition.start, partition.end) if partition else (None, None)):
+            if start is not None:
+                conds.append(f"{col} >= ?")
+                params.append(start)
+            if end is not None:
+                conds.append(f"{col} < ?")
+                params.append(end)
+        return source, ("WHERE " + " AND ".join(conds)) if conds else "", params, col
+
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        names = check_fields(query.fields)
+        self.flush()
+        source, where, params, col = self._from(query, partition)
+        cols, joins = self._select(names)
+        order = "" if query.due is not None else f" ORDER BY {col}"  # due rows come in fetch-time order
+        limit = "" if query.limit is None else f" LIMIT {int(query.limit)}"
+        sql = f"SELECT w.key, {cols} FROM {source} {joins} {where}{order}{limit}"
         # a private connection: the scan's cursor stays open while the caller writes through this store
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
@@ -199,22 +242,41 @@ class SqliteStore(BufferedStore):
                 if not rows:
                     break
                 for row in rows:
+                    self.rows_read += 1
                     yield self._page(row[0], names, row[1:])
         except sqlite3.DatabaseError as e:
             raise StoreError(_describe(self.path, e)) from None
         finally:
             conn.close()
 
-    @staticmethod
-    def _range(col: str, start: str | None, end: str | None) -> tuple[str, list]:
-        conds, params = [], []
-        if start is not None:
-            conds.append(f"{col} >= ?")
-            params.append(start)
-        if end is not None:
-            conds.append(f"{col} < ?")
-            params.append(end)
-        return ("WHERE " + " AND ".join(conds) if conds else ""), params
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        """Key ranges cut at every n-th key of the query's rows (counted and stepped through an index)."""
+        self.flush()
+        source, where, params, col = self._from(query, None)
+        total = self._exec(f"SELECT count(*) FROM {source} {where}", params).fetchone()[0]
+        if n <= 1 or total < 2:
+            return [KeyRange()]
+        bounds: set[str] = set()
+        for i in range(0, n):
+            row = self._exec(f"SELECT {col} FROM {source} {where} ORDER BY {col} LIMIT 1 OFFSET ?",
+                             [*params, total * i // n]).fetchone()
+            if row:
+                bounds.add(row[0])
+        first = min(bounds)
+        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
+        return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+    def aggregate(self, per_host: bool = False) -> Aggregate | None:
+        if per_host:  # a host is not a column: the per-host counts come from a scan
+            return None
+        self.flush()
+        agg = Aggregate(score_min=None, score_max=None)
+        for status, retries, n, total, lo, hi in self._exec(
+                f"SELECT coalesce(status, 0), coalesce(retries_since_fetch, 0), count(*), "
+                f"sum(coalesce(score, 0.0)), min(coalesce(score, 0.0)), max(coalesce(score, 0.0)) FROM {self._q} "
+                "GROUP BY 1, 2"):
+            add_group(agg, int(status), int(retries), n, total, lo, hi)
+        return agg
 
     def count(self, mark: MarkFilter | None = None) -> int:
         check_mark(mark)
@@ -275,19 +337,56 @@ class SqliteStore(BufferedStore):
                 return {}
             raise StoreError(_describe(self.path, e)) from None
 
-    def splits(self, n: int) -> list[KeyRange]:
-        total = self.count()
-        if n <= 1 or total < 2:
-            return [(None, None)]
-        bounds: set[str] = set()
-        for i in range(1, n):
-            row = self._exec(f"SELECT key FROM {self._q} ORDER BY key LIMIT 1 OFFSET ?",
-                             (total * i // n,)).fetchone()
-            if row:
-                bounds.add(row[0])
-        first = self._exec(f"SELECT min(key) FROM {self._q}").fetchone()[0]
-        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
-        return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        return self._state_txn(lambda conn: self._swap(conn, name, expected, value))
+
+    def put_state_fenced(self, name: str, value: str | None, fences: Sequence[Fence] = ()) -> None:
+        """The fences are checked and the state written in one transaction."""
+        self.flush()
+
+        def write(conn: sqlite3.Connection) -> None:
+            for fence in fences:
+                row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = ?", (fence.name,)).fetchone()
+                if not fence.holds(row[0] if row else None):
+                    raise _Fenced(fence)
+            self._write_state(conn, name, value)
+
+        try:
+            self._state_txn(write)
+        except _Fenced as e:
+            raise e.fence.lost() from None
+
+    def _swap(self, conn: sqlite3.Connection, name: str, expected: str | None, value: str) -> bool:
+        row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = ?", (name,)).fetchone()
+        if (row[0] if row else None) != expected:
+            return False
+        self._write_state(conn, name, value)
+        return True
+
+    def _write_state(self, conn: sqlite3.Connection, name: str, value: str | None) -> None:
+        if value is None:
+            conn.execute(f"DELETE FROM {self._qs} WHERE name = ?", (name,))
+        else:
+            conn.execute(f"INSERT INTO {self._qs} (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE "
+                         "SET value = excluded.value", (name, value))
+
+    def _state_txn(self, fn: Any) -> Any:
+        """fn(conn) in one write transaction on the state table."""
+        with self._flush_lock:
+            self._create_state()
+            conn = self._writer_conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            except _Fenced:
+                conn.execute("ROLLBACK")
+                raise
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
 
     # -------------------------------------------------------------- writes
     def encode(self, page: WebPage) -> dict[str, Any]:
@@ -349,6 +448,24 @@ class SqliteStore(BufferedStore):
             self._conns.clear()
         self._local = threading.local()
         self._writer = None
+
+
+class _Fenced(Exception):
+    """A fenced state write found the lease taken over."""
+
+    def __init__(self, fence: Fence) -> None:
+        super().__init__(fence.name)
+        self.fence = fence
+
+
+def add_group(agg: Aggregate, status: int, retries: int, n: int, total: float, lo: float, hi: float) -> None:
+    """Fold one GROUP BY (status, retries) row into an Aggregate."""
+    agg.total += n
+    agg.status[status] = agg.status.get(status, 0) + n
+    agg.retries[retries] = agg.retries.get(retries, 0) + n
+    agg.score_sum += float(total or 0.0)
+    agg.score_min = float(lo) if agg.score_min is None else min(agg.score_min, float(lo))
+    agg.score_max = float(hi) if agg.score_max is None else max(agg.score_max, float(hi))
 
 
 def _describe(path: Path, e: sqlite3.DatabaseError) -> str:

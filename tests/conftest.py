@@ -9,15 +9,22 @@ from pathlib import Path
 import pytest
 
 from nutch2.config import Configuration
-from nutch2.stores import open_store
+from nutch2.stores import Capability, find_store_class, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 CONF_DIR = REPO / "conf"
 
-# backends every contract test runs on; service-backed ones join when their server is reachable
+# the one list of backends: every contract test runs on each; stores with a server (postgres, hbase, cassandra)
+# join when NUTCH2_TEST_STORES names them (tests/run.sh names every one it started)
 STORE_BACKENDS = ["memory", "sqlite"] + [
     b for b in os.environ.get("NUTCH2_TEST_STORES", "").split(",") if b
 ]
+# ... the durable ones (kill -9 tests), those every process reaches, and those on a server (any machine)
+DURABLE_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capability.DURABLE)]
+SHARED_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capability.SHARED_PROCESSES)]
+SERVICE_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capability.SHARED_MACHINES)]
+# what a store's server listens on, for tests that point a store at a dead port (a proxy, a down server)
+PORT_KEY = {"hbase": "hbase.thrift.port", "cassandra": "storage.cassandra.port"}
 
 
 # job tests run on each store with the local runner, and on sqlite with the processes runner too

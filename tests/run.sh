@@ -15,6 +15,8 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-zenhei)
 as_root=()
 [ "$(id -u)" = 0 ] || as_root=(sudo -n)  # a CI runner that is not root usually has password-less sudo
+# the postgres store's tests run Debian's PostgreSQL server (docker/services/postgres.sh)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && { [ ${#as_root[@]} -eq 0 ] || sudo -n true 2>/dev/null; }; then
     echo "tests/run.sh: installing ${need[*]}"
@@ -30,7 +32,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 services=()
-for s in ${NUTCH2_SERVICES:-solr cassandra hbase spark tika}; do
+for s in ${NUTCH2_SERVICES:-solr cassandra hbase postgres spark tika}; do
   if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" || true; done; }
@@ -42,7 +44,7 @@ pids=()
 for s in "${services[@]}"; do
   bash docker/services.sh start "$s" >"$logs/$s.log" 2>&1 &
   pids+=($!)
-  case "$s" in cassandra|hbase) stores+=("$s") ;; esac
+  case "$s" in cassandra|hbase|postgres) stores+=("$s") ;; esac
 done
 failed=0
 for i in "${!services[@]}"; do

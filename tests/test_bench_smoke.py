@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import STORE_BACKENDS
+from tests.conftest import SERVICE_STORES
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ def test_every_benchmark_runs_on_a_tiny_web() -> None:
 def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.stores import main
 
-    backends = ["sqlite"] + [b for b in STORE_BACKENDS if b in ("hbase", "cassandra")]
+    backends = ["sqlite"] + SERVICE_STORES
     assert main(["--quick", "--backends", ",".join(backends)]) == 0
     out = capsys.readouterr().out
     for b in backends:

@@ -49,8 +49,11 @@ def test_rows_as_documented(session, tmp_path: Path) -> None:
         assert (row.prefix, row.key, row.status, row.title) == ("com.example.www:", page.key, 2, "A")
         assert dict(row.outlinks) == {"http://x/": "x"} and dict(row.metadata) == {"k": b"\x00v"}
         assert dict(row.markers) == {"_gnmrk_": "b1"}
-        index = session.execute(f'SELECT key FROM "{ks}"."{cid}_webpage_marks" WHERE name = %s AND value = %s',
-                                ["_gnmrk_", "b1"]).all()
+        from nutch2.stores.index import mark_bucket, shard_of
+
+        where = "WHERE idx = 'm' AND bucket = %s AND shard = %s"
+        args = [mark_bucket("_gnmrk_", "b1"), shard_of(page.key)]
+        index = session.execute(f'SELECT key FROM "{ks}"."{cid}_webpage_idx" {where}', args).all()
         assert [r.key for r in index] == [page.key]
         prefixes = session.execute(f'SELECT prefix FROM "{ks}"."{cid}_webpage_prefixes" WHERE bucket = 0').all()
         assert [r.prefix for r in prefixes] == ["com.example.www:"]
@@ -58,8 +61,7 @@ def test_rows_as_documented(session, tmp_path: Path) -> None:
         Mark.GENERATE.remove(page)
         store.put(page.key, page)
         assert list(store.scan(mark=("_gnmrk_", "b1"))) == []
-        assert session.execute(f'SELECT key FROM "{ks}"."{cid}_webpage_marks" WHERE name = %s AND value = %s',
-                               ["_gnmrk_", "b1"]).all() == []
+        assert session.execute(f'SELECT key FROM "{ks}"."{cid}_webpage_idx" {where}', args).all() == []
     finally:
         store.drop_schema()
         store.close()

@@ -134,7 +134,7 @@ def test_two_fetches_of_one_batch_at_once(tmp_path: Path) -> None:
         assert first.wait(60) == 0, first.stderr.read() if first.stderr else ""
         for p in (second, every):
             assert p.returncode == 1
-            assert "is running and holds" in one_line(p) and ".lock" in one_line(p)
+            assert "is running and holds its lease" in one_line(p) and f"pid {first.pid}" in one_line(p)
         fetched = [f"{r.host}{r.path}" for r in web.requests() if r.path != "/robots.txt"]
         assert len(fetched) == len(set(fetched)) == 16  # every URL fetched once
         # the lock is gone with the process: the same batch can be fetched again

@@ -23,13 +23,13 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
-from tests.conftest import JOB_BACKENDS, STORE_BACKENDS
+from tests.conftest import DURABLE_STORES, JOB_BACKENDS
 from tests.crawlutil import conf_for, defines
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-DURABLE = [b for b in STORE_BACKENDS if b != "memory"]
+DURABLE = DURABLE_STORES
 KILLED = -signal.SIGKILL
 
 
@@ -204,7 +204,7 @@ CRAWL_POINTS = ("runner.job=3", "runner.job=6", "updatedb.commit=8", "store.flus
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("backend", [b for b in JOB_BACKENDS if b != "memory"])
+@pytest.mark.parametrize("backend", [b for b in JOB_BACKENDS if b.split(":")[0] in DURABLE_STORES])
 def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str) -> None:
     props = {"storage.write.batch.size": 10, "storage.hbase.batch.size": 10, "fetcher.write.batch.size": 10,
              "fetcher.server.delay": 0.02}

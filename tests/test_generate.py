@@ -72,7 +72,7 @@ def test_only_due_rows_and_adddays(env):
     store.flush()
     job, c = generate(tmp, backend, store, batch_id="b1")
     assert generated(store, "b1") == ["http://a.example.com/due"]
-    assert c["generated"] == 1 and c["not_due"] == 2
+    assert c["generated"] == 1 and c.get("not_due", 0) == 0  # rows not due are not even read (the due index)
     job, c = generate(tmp, backend, store, batch_id="b2", add_days=5)
     assert generated(store, "b2") == ["http://a.example.com/later"]
     assert c.get("already_generated") == 1

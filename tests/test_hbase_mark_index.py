@@ -58,12 +58,18 @@ def put(store, key: str, **markers: str) -> None:
 
 def entries(hb: Any, crawl_id: str) -> dict[bytes, int]:
     """Index row -> timestamp of its cell."""
-    table = hb.table(f"{crawl_id}_webpage_marks")
+    table = hb.table(f"{crawl_id}_webpage_idx")
     return {k: d[b"m:_"][1] for k, d in table.scan(include_timestamp=True)}
 
 
 def entry(key: str, value: str, name: str = GEN) -> bytes:
-    return f"{name}\x00{value}\x00{key}".encode()
+    from nutch2.stores.hbase import _entry_row
+    from nutch2.stores.index import Entry, mark_bucket
+
+    return _entry_row(Entry("m", mark_bucket(name, value), "", key))
+
+
+COMPLETE = b"\x00complete\x00m"
 
 
 def test_index_rows_as_documented(tmp_path: Path, cid: str, hb: Any) -> None:
@@ -71,9 +77,9 @@ def test_index_rows_as_documented(tmp_path: Path, cid: str, hb: Any) -> None:
     put(store, "com.a:http/", _gnmrk_="b1", _injmrk_="y", dist="0")
     put(store, "com.b:http/", dist="1")
     store.close()
-    table = hb.table(f"{cid}_webpage_marks")
+    table = hb.table(f"{cid}_webpage_idx")
     assert set(table.families()) == {b"m"} and table.families()[b"m"]["max_versions"] == 1
-    assert set(entries(hb, cid)) == {b"\x00complete", entry("com.a:http/", "b1"),
+    assert set(entries(hb, cid)) == {COMPLETE, b"\x00complete\x00d", entry("com.a:http/", "b1"),
                                      entry("com.a:http/", "y", "_injmrk_")}  # `dist` is not a mark
 
 
@@ -96,8 +102,8 @@ def test_stale_entries_dropped_only_when_stale_for_sure(tmp_path: Path, cid: str
     for k in ("com.a:http/", "com.b:http/", "com.d:http/"):
         put(store, k, _gnmrk_="b1")
     store.flush()
-    marks = hb.table(f"{cid}_webpage_marks")
-    old = int(time.time() * 1000) - store.in_flight_ms - 60_000
+    marks = hb.table(f"{cid}_webpage_idx")
+    old = int(time.time() * 1000) - store.index.in_flight_ms - 60_000
     put(store, "com.a:http/")  # mark removed after its entry was written: stale for sure
     marks.put(entry("com.b:http/", "b2"), {b"m:_": b""})  # younger than the row: a write may be in flight
     marks.put(entry("com.c:http/", "b2"), {b"m:_": b""}, timestamp=old)  # no row, and too old to be in flight
@@ -128,7 +134,7 @@ def test_entry_written_again_survives_the_drop(tmp_path: Path, cid: str, hb: Any
     put(store, "com.a:http/")
     store.flush()
     drop = hbase._drop_entries
-    marks = hb.table(f"{cid}_webpage_marks")
+    marks = hb.table(f"{cid}_webpage_idx")
 
     def writer_meanwhile(table: Any, stale: list[tuple[bytes, int]]) -> None:
         assert [k for k, _ in stale] == [entry("com.a:http/", "b1")]
@@ -159,7 +165,7 @@ def test_kill_between_index_and_rows(tmp_path: Path, cid: str, hb: Any) -> None:
                             env={**env, "NUTCH2_FAILPOINTS": "store.marks.indexed=1"})
     assert killed.returncode == -9
     marked = {k for k, d in hb.table(f"{cid}_webpage").scan(columns=[b"mk:_gnmrk_"]) if d}
-    indexed = {k.split(b"\x00")[2] for k in entries(hb, cid) if k.startswith(GEN.encode())}
+    indexed = {k.split(b"\x00")[-1] for k in entries(hb, cid) if k.startswith(b"m\x00" + GEN.encode())}
     assert len(indexed) == 50 and marked <= indexed
     store = open_hbase(tmp_path, cid, create=False)
     assert [p.key for p in store.scan(mark=(GEN, "b1"))] == sorted(k.decode() for k in marked)
@@ -174,7 +180,7 @@ def test_rows_written_before_the_index_existed(tmp_path: Path, cid: str, hb: Any
     for i in range(30):
         put(store, f"com.old{i:02d}:http/", **({GEN: f"b{i % 2}"} if i % 3 else {}), dist="1")
     store.close()
-    hb.delete_table(f"{cid}_webpage_marks", disable=True)  # the layout before issue 12
+    hb.delete_table(f"{cid}_webpage_idx", disable=True)  # a table made before the index existed
     old_b1 = [f"com.old{i:02d}:http/" for i in range(30) if i % 3 and i % 2]
 
     writer = open_hbase(tmp_path, cid, create=False)
@@ -186,11 +192,11 @@ def test_rows_written_before_the_index_existed(tmp_path: Path, cid: str, hb: Any
     assert [p.key for p in reader.scan(mark=(GEN, "b1"))] == ["com.new:http/", *old_b1]
     assert reader.mark_values(GEN) == {"b0", "b1"}
     reader.close()
-    assert b"\x00complete" in entries(hb, cid) and len(entries(hb, cid)) == 1 + 20 + 1
+    assert COMPLETE in entries(hb, cid) and len(entries(hb, cid)) == 1 + 20 + 1
 
     # a crash part-way through indexing (entries lost, no complete row): the next selection redoes it
-    marks = hb.table(f"{cid}_webpage_marks")
-    for key in [b"\x00complete", *(entry(k, "b1") for k in old_b1[:5])]:
+    marks = hb.table(f"{cid}_webpage_idx")
+    for key in [COMPLETE, *(entry(k, "b1") for k in old_b1[:5])]:
         marks.delete(key)
     again = open_hbase(tmp_path, cid)  # create_schema leaves an existing index table alone
     assert [p.key for p in again.scan(mark=(GEN, "b1"))] == ["com.new:http/", *old_b1]

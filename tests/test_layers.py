@@ -10,8 +10,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = {"nutch2.cli"}
-BACKENDS = {"nutch2.stores.memory", "nutch2.stores.sqlite", "nutch2.stores.hbase", "nutch2.stores.cassandra"}
-CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2"}
+BACKENDS = {f"nutch2.stores.{p.stem}" for p in (REPO / "stores").glob("*.py")} - {
+    f"nutch2.stores.{m}" for m in ("__init__", "base", "query", "index", "lease", "codec")}
+CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2", "psycopg", "Hbase_thrift"}
 # what the store layer may use besides itself: the model and a few leaf helpers
 STORE_DEPS = {"nutch2.webpage", "nutch2.errors", "nutch2.config", "nutch2.marks", "nutch2.failpoints"}
 

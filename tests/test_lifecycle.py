@@ -4,6 +4,7 @@ nothing, and `crawl -solr` checks Solr first and indexes every updated batch aft
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -13,14 +14,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.crawldb.journal import GENERATING, INDEXED, Journal
+from nutch2.crawldb.journal import FETCHING, GENERATING, INDEXED, UPDATING, Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store
 from tests.conftest import require_solr
 from tests.crawlutil import conf_for, defines, rows, seed_file
 from tests.proxy import Proxy
-from tests.test_crash_safety import KILLED, nutch2, same_rows, table
+from tests.test_crash_safety import KILLED, build_batch, nutch2, same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -59,6 +60,15 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
     assert again.returncode == 1
     line = one_line(again)
     assert f"batch {batch} was fetched" in line and "-resume" in line and "-force" in line
+    # so is a fetch of every batch, which would fetch this one again; with -resume it finds nothing left to fetch
+    web.reset_log()
+    every = nutch2("fetch", "-all", "-crawlId", crawl_id, *d)
+    assert every.returncode == 1
+    line = one_line(every)
+    assert f"batch {batch} was fetched" in line and "fetch -all -resume" in line and "-force" in line
+    resumed = nutch2("fetch", "-all", "-resume", "-crawlId", crawl_id, *d)
+    assert resumed.returncode == 0, resumed.stderr
+    assert not web.requests()
     # -force: every page again; the test web answers the conditional GETs with 304, and the parse of what a 304
     # confirms is not lost (Nutch 2 left such rows unparseable)
     web.reset_log()
@@ -74,14 +84,17 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
     assert nutch2("updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
 
 
-def test_a_partly_fetched_batch_is_refused_without_resume(web: TestWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("point", ["store.flush=1", "store.flush=3"])  # a first claim only; some pages written
+def test_a_partly_fetched_batch_is_refused_without_resume(web: TestWeb, tmp_path: Path, point: str) -> None:
     d = defines(tmp_path, "sqlite", **{"fetcher.write.batch.size": 2, "storage.write.batch.size": 2})
     crawl_id = "pf"
     seeds = seed_file(tmp_path, *[web.page_url(h, i) for h in range(3) for i in range(1, 6)])
     assert nutch2("inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
     batch = nutch2("generate", "-crawlId", crawl_id, *d).stdout.strip()
-    killed = nutch2("fetch", batch, "-crawlId", crawl_id, *d, failpoints="store.flush=3")
+    killed = nutch2("fetch", batch, "-crawlId", crawl_id, *d, failpoints=point)
     assert killed.returncode == KILLED
+    with open_store(conf_for(tmp_path, "sqlite"), crawl_id, create=False) as store:
+        assert Journal(store).batch(batch).state == FETCHING  # requests may have been sent
     again = nutch2("fetch", batch, "-crawlId", crawl_id, *d)
     assert again.returncode == 1 and "was partly fetched" in one_line(again)
     assert nutch2("fetch", batch, "-resume", "-crawlId", crawl_id, *d).returncode == 0
@@ -108,6 +121,32 @@ def test_updatedb_of_an_unparsed_batch_is_refused_and_force_keeps_pages_parseabl
     for page in rows(conf, crawl_id).values():
         if page.status == CrawlStatus.FETCHED:
             assert page.parse_status.major_code == ParseMajor.SUCCESS and page.text, page.key
+
+
+def test_an_updatedb_of_every_batch_is_journalled_apart_from_the_batches(tmp_path: Path) -> None:
+    props = {"storage.write.batch.size": 40}
+    d = defines(tmp_path, "sqlite", **props)
+    conf = conf_for(tmp_path, "sqlite", **props)
+    build_batch(conf, "ref", 120)
+    assert nutch2("updatedb", "-all", "-crawlId", "ref", *d).returncode == 0
+    build_batch(conf, "ua", 120)
+    assert nutch2("updatedb", "-all", "-crawlId", "ua", *d, failpoints="updatedb.commit=50").returncode == KILLED
+    with open_store(conf, "ua", create=False) as store:
+        journal = Journal(store)
+        assert journal.updating() == [None] and journal.batches() == []  # no batch named "-all"
+        assert "batch/-all" not in store.states()
+    gen = nutch2("generate", "-crawlId", "ua", *d)
+    assert gen.returncode == 1 and "updatedb of batch -all was interrupted" in one_line(gen)
+    assert nutch2("updatedb", "-all", "-crawlId", "ua", *d).returncode == 0
+    same_rows(table(conf, "ua"), table(conf, "ref"))
+    with open_store(conf, "ua", create=False) as store:
+        assert Journal(store).updating() == [] and set(store.states()) == {"batch/B"}  # B is updated
+        # a table written before this journal kept that entry as a batch named "-all": still read, and finished
+        store.put_state("batch/-all", json.dumps({"state": UPDATING, "run": "r1"}))
+        journal = Journal(store)
+        assert journal.updating() == [None] and [r.batch_id for r in journal.batches()] == ["B"]
+        journal.forget_all_update()
+        assert journal.updating() == [] and set(store.states()) == {"batch/B"}
 
 
 def test_a_killed_generate_with_a_batch_id_reruns_to_the_same_batch(tmp_path: Path) -> None:

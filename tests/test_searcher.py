@@ -337,7 +337,7 @@ def test_server_refuses_what_cannot_work(tmp_path: Path, capsys: pytest.CaptureF
     assert cli("server", "-crawlId", "m", "-D", "storage.data.store.class=memory", *d) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         "nutch2 server: error: storage.data.store.class=memory keeps a crawl inside the process that made it, so "
-        "a server cannot read it; crawl into sqlite, hbase or cassandra"]
+        "a server cannot read it; crawl into sqlite, postgres, hbase or cassandra"]
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)

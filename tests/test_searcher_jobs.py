@@ -225,3 +225,25 @@ def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: Tes
     assert again.returncode == 0, again.stderr
     assert max(page_requests(big_web).values()) == 1  # no page requested twice
     same_rows(table(conf, mine), table(conf, ref))
+
+
+def test_a_running_jobs_counters_are_live(server: SearchServer) -> None:
+    """GET /api/jobs/ID while a fetch runs shows the pages fetched so far (the tool's own counters, read live),
+    and they only grow; the job's end keeps them."""
+    with TestWeb(hosts=1, pages_per_host=4, traps=False, page_delay=0.7) as slow:  # URLs the crawl never saw
+        urls = [slow.page_url(0, i) for i in range(4)]  # one host: one request at a time, each 0.7 s late
+        run(server, "inject", seedUrls=urls)
+        batch = run(server, "generate", topN=1000)["result"]["batchId"]
+        job = post(server, {"type": "fetch", "args": {"batch": batch}}).json()["id"]
+        seen: list[int] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = requests.get(f"{server.url}/api/jobs/{job}", timeout=30).json()
+            if info["state"] != "RUNNING":
+                break
+            seen.append(info["counters"].get("fetch", {}).get("fetched", 0))
+            time.sleep(0.1)
+    assert info["state"] == "FINISHED", info
+    fetched = info["counters"]["fetch"]["fetched"]
+    assert fetched >= len(urls) and seen == sorted(seen)
+    assert any(0 < n < fetched for n in seen), seen  # counted while the job ran, not only at its end

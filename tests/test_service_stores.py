@@ -17,15 +17,13 @@ from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
-from tests.conftest import STORE_BACKENDS, make_conf
+from tests.conftest import PORT_KEY, SERVICE_STORES, make_conf
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.proxy import Proxy
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.integration
-SERVICE_STORES = [b for b in STORE_BACKENDS if b in ("hbase", "cassandra")]
-PORT_KEY = {"hbase": "hbase.thrift.port", "cassandra": "storage.cassandra.port"}
-PORT = {"hbase": 9090, "cassandra": 9042}
+PORT = {"hbase": 9090, "cassandra": 9042, "postgres": 5433}
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -27,7 +27,7 @@ from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import unreverse_url
-from tests.conftest import STORE_BACKENDS
+from tests.conftest import SERVICE_STORES, SHARED_STORES
 from tests.crawlutil import cli, conf_for, defines
 from tests.test_crash_safety import same_rows, table
 from tests.testweb import TestWeb
@@ -66,7 +66,7 @@ def _solr() -> str | None:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("backend", [b for b in STORE_BACKENDS if b != "memory"])
+@pytest.mark.parametrize("backend", SHARED_STORES)
 def test_spark_gives_the_rows_and_counters_of_the_local_runner(web: TestWeb, tmp_path: Path, backend: str,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     solr = _solr()
@@ -264,7 +264,7 @@ def _standalone() -> tuple[str, list[str]]:
         if os.environ.get("CI"):
             pytest.fail("the Spark standalone master is not running: docker/services.sh start spark")
         pytest.skip("no Spark standalone master (docker/services.sh start spark)")
-    service = [b for b in STORE_BACKENDS if b in ("hbase", "cassandra")]
+    service = SERVICE_STORES
     if not service:
         if os.environ.get("CI"):
             pytest.fail("a cluster needs a store every executor reaches: NUTCH2_TEST_STORES=hbase,cassandra")

@@ -9,6 +9,8 @@ import pytest
 from nutch2.config import Configuration
 from nutch2.marks import Mark
 from nutch2.stores import open_store
+from nutch2.stores.index import Entry, EntryStorage, due_bucket, due_term, mark_bucket
+from nutch2.stores.query import Due, Query
 from nutch2.webpage import ParseStatus, ProtocolStatus, WebPage
 
 from .conftest import make_conf
@@ -186,7 +188,7 @@ def test_only_marks_select_rows(store) -> None:
     assert [p.key for p in store.scan(mark=(Mark.GENERATE.value, "b"))] == [k]
     for bad in (lambda: list(store.scan(mark=("dist", "1"))), lambda: store.mark_values("dist"),
                 lambda: store.count(mark=("dist", None)),
-                lambda: list(store.scan_split(store.splits(1)[0], mark=("dist", None)))):
+                lambda: store.read(Query(mark=("dist", None)))):
         with pytest.raises(ValueError, match="'dist' is not a mark"):
             bad()
 
@@ -217,31 +219,131 @@ def test_put_state_writes_buffered_rows_first(store, tmp_path) -> None:
             other.close()
 
 
-def test_splits_cover_table_without_overlap(store) -> None:
+def test_partitions_cover_table_without_overlap(store) -> None:
     keys = fill(store, 101)
+    query = Query(("status",))
     for n in (1, 2, 3, 7, 16, 500):
-        splits = store.splits(n)
-        assert 1 <= len(splits) <= max(n, 1)
+        parts = store.partitions(query, n)
+        assert 1 <= len(parts) <= max(n, 1)
         seen: list[str] = []
-        for split in splits:
-            seen.extend(p.key for p in store.scan_split(split, fields=["status"]))
+        for part in parts:
+            seen.extend(p.key for p in store.read(query, part))
         assert sorted(seen) == keys, n  # every row once
-    assert len(store.splits(4)) >= 2
+    assert len(store.partitions(query, 4)) >= 2
 
 
-def test_split_scans_with_mark(store) -> None:
+def test_partitions_of_a_mark_query(store) -> None:
     keys = fill(store, 40)
     for k in keys[::4]:
         p = store.get(k, ["markers"])
         Mark.GENERATE.put(p, "b")
         store.put(k, p)
     store.flush()
-    seen = [p.key for s in store.splits(3) for p in store.scan_split(s, ["status"], (Mark.GENERATE.value, "b"))]
+    query = Query(("status",), (Mark.GENERATE.value, "b"))
+    parts = store.partitions(query, 3)
+    assert len(parts) >= 2
+    seen = [p.key for part in parts for p in store.read(query, part)]
     assert sorted(seen) == keys[::4]
 
 
-def test_splits_of_empty_table(store) -> None:
-    assert sum(1 for s in store.splits(4) for _ in store.scan_split(s)) == 0
+def test_partitions_of_empty_table(store) -> None:
+    assert sum(1 for s in store.partitions(Query(), 4) for _ in store.read(Query(), s)) == 0
+    assert sum(1 for s in store.partitions(Query(mark=("_gnmrk_", "b")), 4)
+               for _ in store.read(Query(mark=("_gnmrk_", "b")), s)) == 0
+
+
+def test_partitions_are_typed_and_picklable(store) -> None:
+    import pickle
+    from dataclasses import FrozenInstanceError
+
+    fill(store, 30)
+    for query in (Query(), Query(mark=(Mark.GENERATE.value, "b")), Query(due=Due(10**13))):
+        for part in store.partitions(query, 4):
+            assert pickle.loads(pickle.dumps(part)) == part
+            with pytest.raises(FrozenInstanceError):
+                part.x = 1  # type: ignore[attr-defined]
+
+
+def test_a_task_reads_only_its_partition(store) -> None:
+    """Counted reads: reading one partition of a batch reads that partition's rows and no others (nor, on stores
+    with an entry index, the other partitions' entries)."""
+    keys = fill(store, 200)
+    batch = keys[::5]
+    for k in batch:
+        store.put(k, WebPage(k, markers={Mark.GENERATE.value: "b"}))
+    store.flush()
+    query = Query(("status",), (Mark.GENERATE.value, "b"))
+    index = getattr(store, "index", None)
+    total = 0
+    for part in store.partitions(query, 4):
+        rows, entries = store.rows_read, index.entries_read if index else 0
+        got = list(store.read(query, part))
+        assert store.rows_read - rows == len(got), part
+        if index is not None:
+            assert index.entries_read - entries == len(got), part
+        total += len(got)
+    assert total == len(batch)
+
+
+def test_has_rows_reads_one_row(store) -> None:
+    keys = fill(store, 50)
+    for k in keys:
+        store.put(k, WebPage(k, markers={Mark.GENERATE.value: "b"}))
+    store.flush()
+    before = store.rows_read
+    assert store.has_rows(Query(("status",), (Mark.GENERATE.value, "b")))
+    assert store.rows_read - before == 1
+    assert not store.has_rows(Query(("status",), (Mark.GENERATE.value, "other")))
+    assert [p.key for p in store.read(Query(("status",), (Mark.GENERATE.value, "b"), limit=3))] == keys[:3]
+
+
+def test_due_query(store) -> None:
+    """Rows due at `now` (and those scheduled absurdly far ahead), from the due index; a moved fetch time moves
+    the row in or out."""
+    now = 1_700_000_000_000
+    times = {f"com.d{i:03d}:http/": now + (i - 10) * 86_400_000 for i in range(30)}  # 11 due, 19 later
+    times["com.far:http/"] = now + 10**12
+    for k, t in times.items():
+        store.put(k, WebPage(k, status=1, fetch_time=t))
+    store.flush()
+    due = {k for k, t in times.items() if t <= now}
+    assert {p.key for p in store.read(Query(("fetch_time",), due=Due(now)))} == due
+    assert {p.key for p in store.read(Query(("status",), due=Due(now, now + 10**11)))} == due | {"com.far:http/"}
+    late = "com.d029:http/"
+    store.put(late, WebPage(late, fetch_time=now - 1))  # rescheduled: due now
+    gone = "com.d000:http/"
+    store.put(gone, WebPage(gone, fetch_time=now + 1))  # fetched: due later
+    store.flush()
+    query = Query(("fetch_time",), due=Due(now))
+    got = [p.key for part in store.partitions(query, 3) for p in store.read(query, part)]
+    assert sorted(got) == sorted(due - {gone} | {late})
+
+
+def test_get_many(store) -> None:
+    keys = fill(store, 10)
+    store.put("com.z:http/", WebPage("com.z:http/", title="buffered"))
+    got = store.get_many([keys[1], "com.none:http/", keys[7], "com.z:http/"], ["status"])
+    assert set(got) == {keys[1], keys[7], "com.z:http/"} and got[keys[1]].loaded() == {"status"}
+
+
+def test_swap_state(store) -> None:
+    assert store.swap_state("lease/x", None, "a")
+    assert not store.swap_state("lease/x", None, "b")
+    assert not store.swap_state("lease/x", "b", "c")
+    assert store.swap_state("lease/x", "a", "c")
+    assert store.get_state("lease/x") == "c"
+
+
+def test_aggregate_equals_counted_stats(store) -> None:
+    for i in range(12):
+        k = f"com.s{i}:http/"
+        store.put(k, WebPage(k, status=1 + i % 3, retries_since_fetch=i % 2, score=float(i)))
+    store.flush()
+    agg = store.aggregate()
+    if agg is None:
+        pytest.skip(f"{store.name} has no aggregate query (readdb -stats reads every row)")
+    assert (agg.total, agg.status, agg.retries) == (12, {1: 4, 2: 4, 3: 4}, {0: 6, 1: 6})
+    assert (agg.score_min, agg.score_max, agg.score_sum) == (0.0, 11.0, 66.0)
 
 
 def test_delete(store) -> None:
@@ -468,22 +570,26 @@ def test_table_names(tmp_path) -> None:
 def plant_index_entry(store, name: str, value: str, key: str) -> bool:
     """Write only the index entry of a mark, as a crash between a batch's index entries and its rows leaves it.
     False for a backend that writes index and row in one transaction (no crash leaves such an entry)."""
-    if store.name == "hbase":
-        import happybase
+    if not isinstance(store, EntryStorage):
+        return False
+    import time
 
-        host, port = store.where.rsplit(":", 1)
-        conn = happybase.Connection(host, int(port))
-        try:
-            conn.table(f"{store.table}_marks").put(f"{name}\x00{value}\x00{key}".encode(), {b"m:_": b""})
-        finally:
-            conn.close()
-        return True
-    if store.name == "cassandra":
-        q = f'"{store.keyspace}"."{store.table}'
-        store.session.execute(f'INSERT INTO {q}_marks" (name, value, key) VALUES (%s, %s, %s)', (name, value, key))
-        store.session.execute(f'INSERT INTO {q}_markvalues" (name, value) VALUES (%s, %s)', (name, value))
-        return True
-    return False
+    store.put_entries([Entry("m", mark_bucket(name, value), "", key)], int(time.time() * 1000))
+    return True
+
+
+def test_stale_due_entries_are_not_returned(store) -> None:
+    now = 1_700_000_000_000
+    store.put("com.a:http/", WebPage("com.a:http/", fetch_time=now + 10**9))
+    store.flush()
+    if not isinstance(store, EntryStorage):
+        pytest.skip(f"{store.name} writes a row and its index entries in one transaction: nothing can go stale")
+    import time
+
+    store.put_entries([Entry("d", str(due_bucket(now - 5)), due_term(now - 5), "com.a:http/"),
+                       Entry("d", str(due_bucket(now - 5)), due_term(now - 5), "com.gone:http/")],
+                      int(time.time() * 1000))
+    assert list(store.read(Query(due=Due(now)))) == []
 
 
 def test_stale_index_entries_are_not_returned(store) -> None:
@@ -502,5 +608,6 @@ def test_stale_index_entries_are_not_returned(store) -> None:
         assert [p.key for p in store.scan(mark=(Mark.GENERATE.value, None), fields=["status"])] == [keys[0]]
         assert store.count(mark=(Mark.GENERATE.value, "b1")) == 1
         assert store.mark_values(Mark.GENERATE.value) == {"b1"}
-        seen = [p.key for s in store.splits(3) for p in store.scan_split(s, ["status"], (Mark.GENERATE.value, "b1"))]
+        query = Query(("status",), (Mark.GENERATE.value, "b1"))
+        seen = [p.key for s in store.partitions(query, 3) for p in store.read(query, s)]
         assert seen == [keys[0]]

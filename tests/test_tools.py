@@ -4,11 +4,13 @@ holes each give their one line; logs go where operators look; Nutch's checker to
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import requests
 
 from nutch2.cli import build_parser
 from nutch2.tools import TOOLS, job_types
@@ -167,6 +169,78 @@ def test_progress_off_a_terminal_is_a_periodic_log_line(tmp_path: Path) -> None:
     assert sum(x.startswith("fetch: finished in") for x in p.stderr.splitlines()) == 1  # one summary
 
 
+@pytest.mark.parametrize("level", ["-v", "log.level=DEBUG"])
+def test_debug_lines_say_what_a_run_did(tmp_path: Path, level: str) -> None:
+    """-v (or log.level=DEBUG) adds the configuration read, the store opened, the locks, the runner, its tasks
+    (worker processes' too); without it none of them shows."""
+    d = defines(tmp_path, "sqlite", **{"mapreduce.job.tasks": 2})
+    verbose = ["-v"] if level == "-v" else ["-D", level]
+    seeds = seed_file(tmp_path, *[f"http://h{i}.test/" for i in range(6)])
+    quiet = run("inject", seeds, *d)
+    assert quiet.returncode == 0 and "conf: " not in quiet.stderr and "task 0" not in quiet.stderr, quiet.stderr
+    gen = run("generate", *d, *verbose, "-D", "mapreduce.framework.name=processes")
+    assert gen.returncode == 0, gen.stderr
+    crawl = tmp_path / "crawl"
+    expected = [f"conf: read {REPO / 'conf' / 'nutch-default.toml'} (", "conf: -D: storage.data.store.class, ",
+                "generate: took the crawl's lease (webpage)",
+                f"store: opened sqlite table webpage ({crawl / 'webpage.sqlite'})",
+                "generate: processes runner: 2 map tasks, reduce step 0: 2 tasks",
+                "generate: map task 0 started", "generate: map task 1 ended: ", "generate: reduce 0 task 1 ended: ",
+                "generate: released the crawl's lease (webpage)"]
+    lines = gen.stderr.splitlines()
+    for text in expected:
+        assert any(line.startswith(text) for line in lines), (text, gen.stderr)
+    batch = gen.stdout.strip()
+    fetch = run("fetch", batch, *d, *verbose, "-D", "http.timeout=1000")  # the hosts do not resolve: quick
+    assert fetch.returncode == 0, fetch.stderr
+    for text in (f"fetch: took the lease of batch {batch} (", "fetch: local runner: 2 map tasks",
+                 f"fetch: released the lease of batch {batch} ("):
+        assert text in fetch.stderr, (text, fetch.stderr)
+    assert "DEBUG" in (crawl / "logs" / "hadoop.log").read_text()  # the log file has them too
+    # lines logged before the command made the data dir reach the log file once it exists
+    fresh = tmp_path / "fresh"
+    assert run("inject", seeds, *verbose, "-D", f"storage.data.dir={fresh}").returncode == 0
+    assert f"conf: folder {REPO / 'conf'}" in (fresh / "logs" / "hadoop.log").read_text()
+
+
+def test_why_a_command_failed_is_in_the_log_file(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite")
+    assert run("inject", seed_file(tmp_path, "http://a.test/"), *d).returncode == 0
+    failed = run("fetch", "nosuch", "-q", *d)
+    assert failed.returncode == 1 and "no rows carry batch id 'nosuch'" in one_line(failed)
+    log = (tmp_path / "crawl" / "logs" / "hadoop.log").read_text().splitlines()
+    assert any(" ERROR " in line and line.endswith(one_line(failed)) for line in log), log[-3:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_job_shows_its_progress_off_a_terminal(tmp_path: Path) -> None:
+    """generate, parse, updatedb and index: a log line every log.progress.interval seconds with the rows (then
+    records) done and their rate, as fetch does with pages."""
+    from tests.conftest import require_solr
+    from tests.crawlutil import conf_for
+    from tests.test_stop import _fetched
+
+    solr = require_solr()
+    props = {"log.progress.interval": 0}
+    d = defines(tmp_path, "sqlite", **props)
+    crawl_id = f"pg{os.getpid()}"
+    _fetched(conf_for(tmp_path, "sqlite", **props), crawl_id, 1200)
+    try:
+        for args in (["parse", "B"], ["updatedb", "B"], ["index", "B", "-solr", solr], ["generate"]):
+            p = run(*args, "-crawlId", crawl_id, *d)
+            assert p.returncode == 0, p.stderr
+            job = args[0]
+            lines = [x for x in p.stderr.splitlines() if x.startswith(f"{job}: map: ")]
+            assert lines and "\r" not in p.stderr, p.stderr
+            counts = [int(re.fullmatch(rf"{job}: map: (\d+) rows, [\d.]+ rows/s \([\d.]+ avg\)", x).group(1))
+                      for x in lines]
+            assert counts == sorted(counts) and counts[-1] <= 1200 + 5000, counts
+            assert sum(x.startswith(f"{job}: finished in") for x in p.stderr.splitlines()) == 1
+    finally:
+        requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{crawl_id}!*"}}, timeout=30)
+
+
 # ---------------------------------------------------------------------------------------------------- checkers
 @pytest.fixture(scope="module")
 def web():
@@ -211,3 +285,33 @@ def test_filterchecker_and_normalizerchecker_say_what_decided(tmp_path: Path) ->
     assert "urlnormalizer-basic: http://example.com/b/c.html" in n.stdout
     bad = run("normalizerchecker", "http://a/", "-scope", "nope")
     assert bad.returncode == 2 and "-scope 'nope' is not one of" in one_line(bad)
+
+
+def test_checker_options_as_nutch_has_them(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "regex-urlfilter.txt").write_text("-\\.gif$\n+^http://keep\\.example/\n")
+    listed = run("filterchecker", "-listFilters", "--conf", conf)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == ["urlfilter.max.length\tURLs longer than 2048 characters are dropped",
+                                          f"urlfilter-regex\t{conf / 'regex-urlfilter.txt'} (2 rules)"]
+    # -stdin: URLs from stdin after those given as arguments; -filterName: that filter alone (no length check)
+    long_url = "http://keep.example/" + "a" * 3000
+    p = run("filterchecker", "http://keep.example/x.gif", "-stdin", "--conf", conf,
+            stdin=f"http://keep.example/\nhttp://other.example/\n{long_url}\n")
+    assert p.returncode == 0, p.stderr
+    assert [line.split("\t")[0] for line in p.stdout.splitlines()] == [
+        "-http://keep.example/x.gif", "+http://keep.example/", "-http://other.example/", f"-{long_url}"]
+    assert "urlfilter.max.length" in p.stdout.splitlines()[3]
+    alone = run("filterchecker", long_url, "-filterName", "urlfilter-regex", "--conf", conf)
+    assert alone.returncode == 0 and alone.stdout.startswith(f"+{long_url}\t"), alone.stdout[:200]
+    assert "checking the combination of these URL filters: urlfilter-regex" in alone.stderr
+    bad = run("filterchecker", "http://a/", "-filterName", "urlfilter-nope")
+    assert bad.returncode == 2 and "-filterName 'urlfilter-nope' is not one of urlfilter-regex" in one_line(bad)
+    n = run("normalizerchecker", "-normalizer", "urlnormalizer-basic", "-scope", "fetcher", "-stdin",
+            stdin="HTTP://Example.COM/a/../b\n")
+    assert n.returncode == 0, n.stderr
+    assert n.stdout.splitlines() == ["HTTP://Example.COM/a/../b\t->\thttp://example.com/b",
+                                     "\turlnormalizer-basic: http://example.com/b"]
+    bad = run("normalizerchecker", "http://a/", "-normalizer", "urlnormalizer-regex")
+    assert bad.returncode == 2 and "-normalizer 'urlnormalizer-regex' is not one of" in one_line(bad)

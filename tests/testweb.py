@@ -46,8 +46,10 @@ Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyo
 * Beyond HTML (only with ``beyond_html=True``): three more hosts after all others, `docs_host` (documents of six
   formats, links written by script, a page behind a cookie, hostile pages for a browser), `basic_host` and
   `digest_host` (HTTP authentication); see tests/testweb_beyond.py.
-* Unknown paths answer 404.  Every request is logged (`requests`, `count`,
-  `in_flight_max`, `reset_log`), robots.txt included.
+* Unknown paths answer 404.  Every request is logged when it ends (`requests`, `count`,
+  `in_flight_max`, `reset_log`), robots.txt included; `pending` lists those still being answered.
+* `page_delay` (settable while serving): every page but robots.txt answers that many seconds late, so a
+  crawler can be stopped with requests in flight.
 
 Crawl model (`reachable`): round 1 requests the seeds.  A URL discovered (as a link
 in `PageSpec.links`) in round r becomes a candidate for round r+1.  Each round the
@@ -397,6 +399,7 @@ class TestWeb:
         endless_interval: float = 0.5,
         sitemaps: bool = False,
         beyond_html: bool = False,
+        page_delay: float = 0.0,
     ) -> None:
         if hosts < 1 or pages_per_host < 1:
             raise ValueError("need at least one host and one page per host")
@@ -409,6 +412,7 @@ class TestWeb:
         self.hostile = hostile
         self.searcher = searcher
         self.slow_seconds = slow_seconds
+        self.page_delay = page_delay  # seconds every page but robots.txt waits before answering
         self.page_bytes = page_bytes
         self.endless_interval = endless_interval
         self.robots_503_host: int | None = hosts if traps else None
@@ -439,6 +443,7 @@ class TestWeb:
         self._lock = threading.Lock()
         self._log: list[RequestRecord] = []
         self._in_flight: dict[str, int] = {}
+        self._pending: dict[int, tuple[str, str, float]] = {}  # request being answered -> (host, path, arrived)
         self._in_flight_max: dict[str, int] = {}
         self._conns: set[socket.socket] = set()
         self._versions: dict[str, int] = {}
@@ -672,6 +677,11 @@ class TestWeb:
             if len(times) > 1:
                 out[host] = min(b - a for a, b in zip(times, times[1:], strict=False))
         return out
+
+    def pending(self) -> list[tuple[str, str, float]]:
+        """Requests being answered now: (host IP, path, arrival time from time.monotonic())."""
+        with self._lock:
+            return list(self._pending.values())
 
     def in_flight_max(self, host: int | str | None = None) -> int:
         """Most requests seen at once on `host` (index or IP); over all hosts when None."""
@@ -1133,12 +1143,14 @@ class TestWeb:
             cur = self._in_flight.get(ip, 0) + 1
             self._in_flight[ip] = cur
             self._in_flight_max[ip] = max(self._in_flight_max.get(ip, 0), cur)
+            self._pending[id(h)] = (ip, h.path, arrived)
         status = 0
         try:
             status = self._respond(h, h.server.host_index, head)
         finally:
             with self._lock:
                 self._in_flight[ip] -= 1
+                self._pending.pop(id(h), None)
                 self._log.append(
                     RequestRecord(ip, h.path, h.command, arrived, time.monotonic(), status, dict(h.headers.items()))
                 )
@@ -1160,7 +1172,8 @@ class TestWeb:
         if refusal is not None:
             status, refusal_headers = refusal
             return self._send(h, status, "text/html; charset=utf-8", _error_body(status), head, refusal_headers)
-        if res.delay and self._stopping.wait(res.delay):
+        delay = max(res.delay, self.page_delay)
+        if delay and self._stopping.wait(delay):
             h.close_connection = True
             return 0
         if res.stream is not None:
@@ -1468,8 +1481,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hosts", type=int, default=6, help="normal hosts (6)")
     p.add_argument("--pages", type=int, default=20, help="pages per host (20)")
     p.add_argument("--seeds", default="seeds/seeds.txt", help="write the seed URL to this file (seeds/seeds.txt)")
+    p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                   help="every page but robots.txt answers this late (0): try Ctrl-C with requests in flight")
     a = p.parse_args(argv)
-    web = TestWeb(hosts=max(3, a.hosts), pages_per_host=max(1, a.pages), slow_seconds=1.0)
+    web = TestWeb(hosts=max(3, a.hosts), pages_per_host=max(1, a.pages), slow_seconds=1.0,
+                  page_delay=max(0.0, a.delay))
     web.start()
     seeds = Path(a.seeds)
     seeds.parent.mkdir(parents=True, exist_ok=True)

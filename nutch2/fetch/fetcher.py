@@ -19,7 +19,7 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.fetch.watchdog import WATCHDOG
-from nutch2.logs import Progress
+from nutch2.logs import Progress, Window
 from nutch2.mapred import stop
 from nutch2.mapred.runner import release_memory
 from nutch2.plugins.points import ProtocolSession
@@ -645,10 +645,8 @@ class Fetcher:
 
 
 class _Stats:
-    """Pages, errors, bytes and active threads for the progress line: rates over the last WINDOW seconds and
-    since the start (a window of a few seconds reads 0 between the slow pages of a polite fetch)."""
-
-    WINDOW = 30.0
+    """Pages, errors, bytes and active threads for the progress line: rates over the last 30 s and since the
+    start (logs.Window)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -657,7 +655,7 @@ class _Stats:
         self.bytes = 0
         self.active = 0
         self.started = time.monotonic()
-        self._marks: deque[tuple[float, int, int]] = deque([(self.started, 0, 0)])  # (time, pages, bytes)
+        self._window = Window()
 
     def begin(self) -> None:
         with self.lock:
@@ -683,14 +681,9 @@ class _Stats:
 
     def line(self, threads: int, queued: int, queues: int) -> str:
         """One progress line: counts, then pages/s and kB/s over the window and since the start."""
-        now = time.monotonic()
         with self.lock:
             pages, nbytes, errors, active = self.pages, self.bytes, self.errors, self.active
-            self._marks.append((now, pages, nbytes))
-            while len(self._marks) > 2 and now - self._marks[1][0] >= self.WINDOW:
-                self._marks.popleft()
-            t0, p0, b0 = self._marks[0]
-        span, total = max(1e-6, now - t0), max(1e-6, now - self.started)
-        return (f"fetch: {pages} pages, {errors} errors, {(pages - p0) / span:.1f} pages/s "
-                f"({pages / total:.1f} avg), {(nbytes - b0) / 1024 / span:.0f} kB/s ({nbytes / 1024 / total:.0f} avg), "
-                f"{active}/{threads} threads active, {queued} queued in {queues} queues")
+        window, since_start = self._window.rates(pages, nbytes / 1024)
+        (rate, kbs), (avg, kb_avg) = window, since_start
+        return (f"fetch: {pages} pages, {errors} errors, {rate:.1f} pages/s ({avg:.1f} avg), {kbs:.0f} kB/s "
+                f"({kb_avg:.0f} avg), {active}/{threads} threads active, {queued} queued in {queues} queues")

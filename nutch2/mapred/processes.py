@@ -6,6 +6,10 @@ its map output as spill files into the job's spill folder; the driver hands each
 partition. Workers are started (spawned) once per command and kept for the jobs that follow (they keep nothing
 between tasks); they die with the command. A worker that dies (kill -9, out of memory) fails the job with one
 line; every job can then be run again with the same command.
+
+Workers log as the driver does (its level and log file) and report, a few times a second, the records their
+tasks have done and their requests in flight into a slot of an array they share with the driver: the job's
+progress line and the stop line ("finishing N requests in flight") count them.
 """
 
 from __future__ import annotations
@@ -16,27 +20,35 @@ import multiprocessing
 import os
 import pickle
 import signal
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
-from nutch2.mapred import stop
-from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
+from nutch2.mapred import progress, stop
+from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, results, run_map_task, run_reduce_task
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Capability
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+_REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
 _pool: ProcessPoolExecutor | None = None
 _pool_size = 0
+_reports: Any = None  # per worker slot i: [2i] records its tasks did, [2i + 1] requests in flight (-1: no fetcher)
+_uncount: Any = None  # removes the pool's count of requests in flight from the stop line
 
 
 class ProcessRunner(Runner):
     """Runs every task in a worker process."""
 
     to_disk = True
+    framework = "processes"
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         super().__init__(conf, num_tasks)
@@ -47,10 +59,10 @@ class ProcessRunner(Runner):
                               f"{limit} or less (mapreduce.job.tasks)")
 
     def check(self, job: Job, store: DataStore) -> None:
-        if store.name == "memory":
-            raise ConfigError("mapreduce.framework.name=processes cannot use the memory store (its rows live in "
-                              "one process); use storage.data.store.class=sqlite, hbase or cassandra, or the "
-                              "local runner")
+        if not store.has(Capability.SHARED_PROCESSES):
+            raise ConfigError(f"mapreduce.framework.name=processes cannot use the {store.name} store (its rows live "
+                              "in one process); use storage.data.store.class=sqlite, postgres, hbase or cassandra, "
+                              "or the local runner")
         store.flush()  # what the driver wrote must be visible to the workers
 
     def map_tasks(self, job: Job, splits: list[Any], store: DataStore, spill: SpillDir,
@@ -68,20 +80,27 @@ class ProcessRunner(Runner):
         return self._gather(job, [pool.submit(_reduce_worker, data, step, p_runs, p, store.crawl_id, parts,
                                               self.budget, spill) for p, p_runs in enumerate(runs)])
 
+    def records_done(self) -> int:
+        self._pool()
+        return sum(max(0, n) for n in _reports[0::2])
+
     def _pool(self) -> ProcessPoolExecutor:
-        global _pool, _pool_size
+        global _pool, _pool_size, _reports, _uncount
         if _pool is None or _pool_size != self.num_tasks:
             shutdown_pool()
             ctx = multiprocessing.get_context("spawn")  # not fork: the driver has threads (and a store client)
+            _reports = ctx.RawArray("q", [-1] * (2 * self.num_tasks))  # -1: nothing reported yet
+            slots = ctx.Value("i", 0)
             _pool = ProcessPoolExecutor(max_workers=self.num_tasks, mp_context=ctx, initializer=_init_worker,
-                                        initargs=(os.getpid(),))
+                                        initargs=(os.getpid(), logs.settings(), _reports, slots))
             _pool_size = self.num_tasks
+            _uncount = stop.count_in_flight(_workers_in_flight)
         return _pool
 
     @staticmethod
     def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
         try:
-            return [f.result() for f in futures]
+            return results(futures)
         except BrokenProcessPool:
             shutdown_pool()
             if stop.requested():
@@ -103,10 +122,20 @@ def max_workers() -> int:
 
 def shutdown_pool() -> None:
     """Stop the worker processes (at exit, or after one died)."""
-    global _pool, _pool_size
+    global _pool, _pool_size, _uncount
     if _pool is not None:
         _pool.shutdown(wait=False, cancel_futures=True)
         _pool, _pool_size = None, 0
+    if _uncount is not None:
+        _uncount()
+        _uncount = None
+
+
+def _workers_in_flight() -> int | None:
+    """Requests in flight in the workers (as they last reported), None when none of them runs a fetcher."""
+    reports = _reports
+    counts = [n for n in reports[1::2] if n >= 0] if reports is not None else []
+    return sum(counts) if counts else None
 
 
 atexit.register(shutdown_pool)
@@ -126,8 +155,9 @@ def _forward_stop() -> None:
 stop.on_request(_forward_stop)
 
 
-def _init_worker(driver: int) -> None:
-    """A worker dies with the command that started it (kill -9 of the command leaves nothing running)."""
+def _init_worker(driver: int, log_settings: tuple[str, Any], reports: Any, slots: Any) -> None:
+    """A worker dies with the command that started it (kill -9 of the command leaves nothing running), logs as
+    the driver does, and reports its progress into its slot of `reports`."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -137,6 +167,21 @@ def _init_worker(driver: int) -> None:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: stop.request())
+    level, log_file = log_settings
+    logs.setup(level, log_file, worker=True)
+    with slots.get_lock():
+        slot = slots.value
+        slots.value += 1
+    if slot < len(reports) // 2:
+        threading.Thread(target=_report, args=(reports, slot), name="report", daemon=True).start()
+
+
+def _report(reports: Any, slot: int) -> None:
+    """Write this worker's records done and requests in flight into its slot, a few times a second."""
+    while True:
+        n = stop.in_flight()
+        reports[2 * slot], reports[2 * slot + 1] = progress.records(), -1 if n is None else n
+        time.sleep(_REPORT_EVERY)
 
 
 def _open(job: Job, crawl_id: str | None) -> DataStore:

@@ -51,6 +51,7 @@ from nutch2.mapred.runner import (
 )
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Capability
 
 # defaults the user can override with -D spark.*=...
 SPARK_DEFAULTS = {
@@ -147,13 +148,13 @@ class SparkRunner(Runner):
 
     def check(self, job: Job, store: DataStore) -> None:
         master = spark_properties(self.conf)["spark.master"]
-        if store.name == "memory":
-            raise ConfigError("mapreduce.framework.name=spark cannot use the memory store (its rows live in one "
-                              "process); use storage.data.store.class=hbase or cassandra")
-        if store.name == "sqlite" and not is_local(master):
-            raise ConfigError(f"the sqlite store is a file on this machine: executors of spark.master={master} "
-                              "cannot reach it; use storage.data.store.class=hbase or cassandra (or a local[N] "
-                              "master)")
+        if not store.has(Capability.SHARED_PROCESSES):
+            raise ConfigError(f"mapreduce.framework.name=spark cannot use the {store.name} store (its rows live in "
+                              "one process); use storage.data.store.class=postgres, hbase or cassandra")
+        if not store.has(Capability.SHARED_MACHINES) and not is_local(master):
+            raise ConfigError(f"the {store.name} store is on this machine only: executors of spark.master={master} "
+                              "cannot reach it; use storage.data.store.class=postgres, hbase or cassandra (or a "
+                              "local[N] master)")
         store.flush()  # what the driver wrote must be visible to the executors
 
     def run(self, job: Job, store: DataStore, counters: Counters | None = None) -> Counters:

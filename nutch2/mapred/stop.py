@@ -15,7 +15,7 @@ from nutch2.errors import NutchError
 
 _requested = threading.Event()
 _hooks: list[Callable[[], None]] = []
-_in_flight: list[Callable[[], int]] = []
+_in_flight: list[Callable[[], int | None]] = []
 _lock = threading.Lock()
 
 
@@ -70,8 +70,9 @@ def on_request(hook: Callable[[], None]) -> Callable[[], None]:
     return remove
 
 
-def count_in_flight(counter: Callable[[], int]) -> Callable[[], None]:
-    """Register a count of requests in flight (a fetcher's active threads); returns its remover."""
+def count_in_flight(counter: Callable[[], int | None]) -> Callable[[], None]:
+    """Register a count of requests in flight (a fetcher's active threads; None: no fetcher runs there, e.g.
+    in the worker processes of a parse); returns its remover."""
     with _lock:
         _in_flight.append(counter)
 
@@ -84,7 +85,8 @@ def count_in_flight(counter: Callable[[], int]) -> Callable[[], None]:
 
 
 def in_flight() -> int | None:
-    """Requests in flight in this process, or None when no fetcher runs here."""
+    """Requests in flight in this process (and its worker processes), or None when no fetcher runs."""
     with _lock:
         counters = list(_in_flight)
-    return sum(c() for c in counters) if counters else None
+    counts = [n for n in (c() for c in counters) if n is not None]
+    return sum(counts) if counts else None

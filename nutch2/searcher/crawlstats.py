@@ -40,7 +40,7 @@ class CrawlView:
         """Newest batch first, each with the rows every step left with its mark and the step it reached."""
         rows = []
         for rec in self.journal:
-            if rec.state not in ORDER or rec.batch_id == "-all":
+            if rec.state not in ORDER:
                 continue
             row: dict[str, Any] = {"batchId": rec.batch_id, "generatedAt": _iso(rec.time),
                                    "rows": rec.counts.get("generated", rec.rows)}

@@ -15,7 +15,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
-from nutch2.stores import backend_name, table_name
+from nutch2.stores import Capability, store_class, table_name
 
 
 def _is_loopback(host: str) -> bool:
@@ -111,9 +111,9 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     from nutch2.index.solr import SolrClient, solr_url
     from nutch2.searcher.jobapi import JobManager
 
-    if backend_name(conf) == "memory":
-        raise ConfigError("storage.data.store.class=memory keeps a crawl inside the process that made it, so a "
-                          "server cannot read it; crawl into sqlite, hbase or cassandra")
+    if not store_class(conf).has(Capability.SHARED_PROCESSES):
+        raise ConfigError(f"storage.data.store.class={store_class(conf).name} keeps a crawl inside the process that "
+                          "made it, so a server cannot read it; crawl into sqlite, postgres, hbase or cassandra")
     table_name(conf, crawl_id)  # a bad crawl id is reported before anything starts
     creds = credentials(conf, opts)
     if not _is_loopback(opts.host) and not creds.required and not opts.insecure:

@@ -10,9 +10,8 @@ command that resumes).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack, closing
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -89,6 +88,7 @@ class Tool:
     crawl_lock: ClassVar[bool] = False  # takes the crawl's lock (rewrites the table: inject, generate, updatedb)
     batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
     plugin_points: ClassVar[tuple[str, ...]] = ()  # the extension points its jobs use, built once to check them
+    creates: ClassVar[bool] = False  # may create the crawl (its lock is taken in a store it creates)
 
     def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
         self.conf = conf
@@ -104,13 +104,12 @@ class Tool:
                 stack.enter_context(lock)
             return self.run(run)
 
-    def locks(self) -> list[AbstractContextManager[Any]]:
-        locks: list[AbstractContextManager[Any]] = []
+    def locks(self) -> Iterator[AbstractContextManager[Any]]:
+        """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""
         if self.crawl_lock:
-            locks.append(closing(_Releasing(crawl_lock(self.conf, self.crawl_id, self.name))))
+            yield crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log)
         if self.batch_lock:
-            locks.append(BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name))
-        return locks
+            yield BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log)
 
     def locked_batch(self) -> str | None:
         """The batch whose lock this tool takes (None: every batch)."""
@@ -138,16 +137,6 @@ class Tool:
         return getattr(self.args, "num_tasks", None)
 
 
-class _Releasing:
-    """A fasteners lock as something `closing` can release."""
-
-    def __init__(self, lock: Any) -> None:
-        self.lock = lock
-
-    def close(self) -> None:
-        self.lock.release()
-
-
 TOOLS: dict[str, type[Tool]] = {}
 
 
@@ -156,6 +145,3 @@ def tool(cls: type[Tool]) -> type[Tool]:
     TOOLS[cls.name] = cls
     return cls
 
-
-def stderr_line(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)

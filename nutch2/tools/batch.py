@@ -112,7 +112,8 @@ def why_nothing(c: Counters, pending: list[str]) -> str:
                        ("low_score", "score below generate.min.score")):
         if c.get(name):
             reasons.append(f"{c.get(name)} {text}")
-    return "; ".join(reasons) if reasons else "the table has no rows (inject seeds first)"
+    return "; ".join(reasons) if reasons else ("no row is due (db.fetch.interval.default; -adddays D looks ahead), "
+                                               "or the table has no rows (inject seeds first)")
 
 
 # ---------------------------------------------------------------- fetch

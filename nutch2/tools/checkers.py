@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nutch2.errors import NutchError
+from nutch2.logs import log
 from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
@@ -156,54 +157,87 @@ def _short(text: str, n: int = 300) -> str:
 @dataclass
 class UrlsArgs(ToolArgs):
     urls: list[str] | None = opt(None, "URLs to check (none: one per line from stdin)", metavar="URL")
-    scope: str = opt("-scope", "the normalizer scope", default="default", metavar="SCOPE",
-                     choices=tuple(sorted(SCOPES)))
+    stdin: bool = opt("-stdin", "read URLs from stdin, one per line (after those given as arguments)", default=False)
 
 
 def _urls(args: UrlsArgs) -> Iterator[str]:
-    if args.urls:
-        yield from args.urls
+    yield from args.urls or ()
+    if args.urls and not args.stdin:
         return
-    if sys.stdin is None or sys.stdin.isatty():
-        raise ArgError("give URLs as arguments, or one per line on stdin")
+    if sys.stdin is None or (sys.stdin.isatty() and not args.stdin):
+        raise ArgError("give URLs as arguments, or one per line on stdin (-stdin)")
     for line in sys.stdin:
         if line.strip():
             yield line.strip()
+
+
+@dataclass
+class FilterCheckArgs(UrlsArgs):
+    filterName: str | None = opt("-filterName", "check this URL filter alone, e.g. urlfilter-regex (-listFilters "
+                                 "names those in use)", metavar="NAME")
+    listFilters: bool = opt("-listFilters", "list the URL filters in use, in order, and exit", default=False)
 
 
 @tool
 class FilterChecker(Tool):
     name = "filterchecker"
     help = "show for each URL whether the URL filters keep it (+) or drop it (-), and which rule decided"
-    Args = UrlsArgs
+    Args = FilterCheckArgs
     crawl = False
     job = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.filters import URLFilters
 
+        a: FilterCheckArgs = self.args  # type: ignore[assignment]
         filters = URLFilters.from_conf(self.conf)
-        for url in _urls(self.args):  # type: ignore[arg-type]
+        if a.filterName:
+            named = filters.named(a.filterName)
+            if not named.filters:
+                raise ArgError(f"-filterName {a.filterName}: no active URL filter of that name; active: "
+                               + ", ".join(line.split(chr(9))[0] for line in filters.describe()))
+            filters = named
+        if a.listFilters:
+            for line in filters.describe():
+                run.out(line)
+            return 0
+        log(f"filterchecker: checking the combination of these URL filters: "
+            f"{', '.join(line.split(chr(9))[0] for line in filters.describe())}")
+        for url in _urls(a):
             kept, why = filters.explain(url)
             run.out(f"{'+' if kept else '-'}{url}\t{why}")
         return 0
+
+
+@dataclass
+class NormalizerCheckArgs(UrlsArgs):
+    normalizer: str | None = opt("-normalizer", "apply this URL normalizer alone, e.g. urlnormalizer-basic",
+                                 metavar="NAME")
+    scope: str = opt("-scope", "the normalizer scope", default="default", metavar="SCOPE",
+                     choices=tuple(sorted(SCOPES)))
 
 
 @tool
 class NormalizerChecker(Tool):
     name = "normalizerchecker"
     help = "show what the URL normalizers of a scope make of each URL, step by step"
-    Args = UrlsArgs
+    Args = NormalizerCheckArgs
     crawl = False
     job = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.normalizers import URLNormalizers
 
-        scope = self.args.scope  # type: ignore[attr-defined]
-        normalizers = URLNormalizers.from_conf(self.conf, scope)
-        for url in _urls(self.args):  # type: ignore[arg-type]
-            steps = normalizers.explain(url, scope)
+        a: NormalizerCheckArgs = self.args  # type: ignore[assignment]
+        normalizers = URLNormalizers.from_conf(self.conf, a.scope)
+        if a.normalizer and a.normalizer not in normalizers.names():
+            raise ArgError(f"-normalizer {a.normalizer}: no active URL normalizer of scope {a.scope} has that name; "
+                           f"active: {', '.join(normalizers.names())}")
+        names = [a.normalizer] if a.normalizer else normalizers.names()
+        log(f"normalizerchecker: checking the combination of these URL normalizers (scope {a.scope}): "
+            f"{', '.join(names)}")
+        for url in _urls(a):
+            steps = normalizers.explain(url, a.scope, only=a.normalizer)
             result = steps[-1][1] if steps else url
             run.out(f"{url}\t->\t{result if result is not None else '(rejected)'}")
             for name, value, why in steps:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, UPDATING, Journal
+from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
 from nutch2.logs import log
 from nutch2.mapred.runners import make_runner
@@ -81,7 +81,7 @@ class Crawl(Tool):
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
             job = StatsJob(self.conf, per_host=True)
-            make_runner(self.conf, a.num_tasks).run(job, store)
+            job.compute(store, make_runner(self.conf, a.num_tasks))
             record_stats(store, job.stats, per_host=True)  # the searcher's dashboard shows them
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)
@@ -136,22 +136,17 @@ class Crawl(Tool):
         with open_store(self.conf, self.crawl_id, create=False) as store:
             rec = Journal(store).batch(batch)
         state = rec.state if rec is not None else GENERATED
-
-        def before(target: str) -> bool:
-            order = (GENERATED, FETCHED, PARSED, UPDATING, UPDATED, INDEXED)
-            return state not in order or order.index(state) < order.index(target)
-
-        if before(FETCHED):
+        if not reached(state, FETCHED):
             self.step(run, Fetch, FetchArgs(batch=batch, threads=a.threads, resume=resume, num_tasks=a.num_tasks))
             state = self._state(batch)
-        if before(PARSED):
+        if not reached(state, PARSED):
             self.step(run, Parse, ParseArgs(batch=batch, resume=resume, num_tasks=a.num_tasks))
-            if self._state(batch) not in (PARSED, UPDATING, UPDATED, INDEXED):
+            if not reached(self._state(batch), PARSED):
                 raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
                                  "answer); run the same command again once it is back")
-        if before(UPDATED):
+        if not reached(state, UPDATED):
             self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
-        if self.indexing and before(INDEXED):
+        if self.indexing and not reached(state, INDEXED):
             self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, num_tasks=a.num_tasks))
 
     def _state(self, batch: str) -> str:

@@ -1,9 +1,10 @@
 """The batch life cycle: what each batch step works on, what it refuses to do, what it records in the journal.
 
-    generate -> generated -> fetch -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
+    generate -> generated -> fetch (fetching) -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
 
-A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line; `-force`
-to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
+(the states are the journal's ORDER, nutch2/crawldb/journal.py; each Step below names the state it requires and the one
+it records). A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line;
+`-force` to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
 (its pages would be fetched again before they were parsed), and updating a batch whose fetched pages were not
 parsed (Nutch 1 skips unparsed segments). A batch whose generate was interrupted is refused by every step: run
 generate again. Once a step ran to its end the journal records its state and the rows it left with its mark.
@@ -13,11 +14,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, BatchRecord, Journal
+from nutch2.crawldb.journal import (
+    FETCHED,
+    FETCHING,
+    GENERATED,
+    GENERATING,
+    INDEXED,
+    PARSED,
+    UPDATED,
+    UPDATING,
+    BatchRecord,
+    Journal,
+)
 from nutch2.errors import NutchError
 from nutch2.mapred.runner import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Query
 
 
 class Refused(NutchError):
@@ -31,19 +44,20 @@ class Step:
     job: str
     mark: Mark  # the rows it works on carry this mark (with the batch id)
     producer: str  # the step that gave them that mark
+    requires: str  # the journal state a batch reaches before this step (updatedb: with -force, any)
     records: str  # the journal state once it ran to its end
     count: str  # the figure it keeps in the journal
     count_mark: Mark | None  # rows carrying this mark are that figure (None: from the counters)
 
 
-FETCH = Step("fetch", Mark.GENERATE, "generate", FETCHED, "fetched", Mark.FETCH)
-PARSE = Step("parse", Mark.FETCH, "fetch", PARSED, "parsed", Mark.PARSE)
-UPDATE = Step("updatedb", Mark.GENERATE, "generate", UPDATED, "updated", None)
-INDEX = Step("index", Mark.UPDATEDB, "updatedb", INDEXED, "indexed", Mark.INDEX)
+FETCH = Step("fetch", Mark.GENERATE, "generate", GENERATED, FETCHED, "fetched", Mark.FETCH)
+PARSE = Step("parse", Mark.FETCH, "fetch", FETCHED, PARSED, "parsed", Mark.PARSE)
+UPDATE = Step("updatedb", Mark.GENERATE, "generate", PARSED, UPDATED, "updated", None)
+INDEX = Step("index", Mark.UPDATEDB, "updatedb", UPDATED, INDEXED, "indexed", Mark.INDEX)
 
 
 def _any(store: DataStore, mark: Mark, batch: str) -> bool:
-    return store.count(mark=(mark.value, batch)) > 0
+    return store.has_rows(Query(("status",), (mark.value, batch)))
 
 
 def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = False, force: bool = False) -> None:
@@ -55,25 +69,38 @@ def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = Fal
         if rec is not None and rec.state == GENERATING:
             raise NutchError(f"{step.job}: batch {rec.batch_id} is incomplete: its generate was interrupted; run "
                              "that generate again (it releases the partial batch first)")
-    if force or batch is None and step is not UPDATE:
+    if force:
         return
-    rec = records[0] if batch is not None else None
-    if step is FETCH and not resume and batch is not None:
-        done = rec is not None and rec.reached(FETCHED)
-        if done or _any(store, Mark.FETCH, batch):
-            what = "was fetched" if done else "was partly fetched (the fetch was interrupted)"
-            raise Refused(f"fetch: batch {batch} {what}; fetching it again now would replace pages before they "
-                          f"are parsed: finish it with `nutch2 fetch {batch} -resume`, or give -force to fetch "
-                          "every page again")
+    if step is FETCH and not resume:
+        _check_refetch(store, batch, records[0] if batch is not None else None)
     if step is UPDATE:
         for r in records:
-            if r is not None and r.state in (GENERATED, FETCHED) and _any(store, Mark.FETCH, r.batch_id):
+            if r is not None and not r.reached(PARSED) and _any(store, Mark.FETCH, r.batch_id):
                 raise Refused(_unparsed(r))
+
+
+def _check_refetch(store: DataStore, batch: str | None, rec: BatchRecord | None) -> None:
+    """Fetching again, without -resume, a batch (None: any batch) that was fetched, even in part."""
+    if batch is None:
+        started = {r.batch_id for r in Journal(store).batches() if r.state == FETCHING}
+        fetched = sorted(store.mark_values(Mark.FETCH.value) | started)
+        if fetched:
+            names = ", ".join(fetched[:3]) + (f" and {len(fetched) - 3} more" if len(fetched) > 3 else "")
+            raise Refused(f"fetch: batch {names} {'was' if len(fetched) == 1 else 'were'} fetched, at least in part; "
+                          "fetching every batch again now would replace pages before they are parsed: finish "
+                          "them with `nutch2 fetch -all -resume`, or give -force to fetch every page again")
+        return
+    done = rec is not None and rec.reached(FETCHED)
+    if done or rec is not None and rec.state == FETCHING or _any(store, Mark.FETCH, batch):
+        what = "was fetched" if done else "was partly fetched (the fetch was interrupted)"
+        raise Refused(f"fetch: batch {batch} {what}; fetching it again now would replace pages before they "
+                      f"are parsed: finish it with `nutch2 fetch {batch} -resume`, or give -force to fetch "
+                      "every page again")
 
 
 def _unparsed(rec: BatchRecord) -> str:
     b = rec.batch_id
-    if rec.state == GENERATED:
+    if not rec.reached(FETCHED):
         todo = f"finish its fetch (`nutch2 fetch {b} -resume`), then `nutch2 parse {b}`"
     else:
         todo = f"run `nutch2 parse {b}` first"
@@ -103,8 +130,7 @@ def record_empty(step: Step, store: DataStore, batch: str, counters: Counters) -
 
 def _ready_for(step: Step, rec: BatchRecord) -> bool:
     """The batch went through the step before this one and not yet through this one."""
-    before = {FETCH.job: GENERATED, PARSE.job: FETCHED, INDEX.job: UPDATED}.get(step.job)
-    return before is not None and rec.reached(before) and not rec.reached(step.records)
+    return rec.reached(step.requires) and not rec.reached(step.records)
 
 
 def pending_index(store: DataStore) -> list[str]:
@@ -114,8 +140,9 @@ def pending_index(store: DataStore) -> list[str]:
 
 def unfinished(store: DataStore) -> list[BatchRecord]:
     """Batches with a step still to run before they are updated, oldest first."""
-    return [r for r in Journal(store).batches() if r.state in (GENERATED, FETCHED, PARSED)]
+    return [r for r in Journal(store).batches() if r.reached(GENERATED) and not r.reached(UPDATING)]
 
 
-__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty", "pending_index",
+__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty",
+           "pending_index",
            "unfinished", "PARSED", "UPDATED"]

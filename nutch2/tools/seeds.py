@@ -58,6 +58,7 @@ class Inject(Tool):
     help = "inject seed URLs into the webpage table"
     Args = InjectArgs
     crawl_lock = True
+    creates = True
 
     def prepare(self) -> None:
         from nutch2.jobs.inject import seed_files
@@ -113,6 +114,7 @@ class Sitemap(Tool):
     help = "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table"
     Args = SitemapArgs
     crawl_lock = True
+    creates = True
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.sitemap import SitemapJob

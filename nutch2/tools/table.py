@@ -54,7 +54,7 @@ class Readdb(Tool):
             from nutch2.jobs.readdb import StatsJob
 
             job = StatsJob(self.conf, per_host=a.sort)
-            runner.run(job, store, run.job_counters("readdb"))
+            job.compute(store, runner, run.job_counters("readdb"))
         out = io.StringIO()
         job.report(out)
         for line in out.getvalue().splitlines():
@@ -172,6 +172,7 @@ class WarcImport(Tool):
     help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
     Args = WarcImportArgs
     crawl_lock = True
+    creates = True
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import import_id, run_import
@@ -185,7 +186,7 @@ class WarcImport(Tool):
         except OSError as e:
             raise NutchError(f"cannot read {e.filename}: {e.strerror}; check its permissions") from None
         counters = run.job_counters("warcimport")
-        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport"):
+        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport", log=log):
             run_import(self.conf, store, paths, batch, make_runner(self.conf, self.tasks()), counters)
         run.summary(counters)
         run.values["batchId"] = batch

@@ -39,6 +39,19 @@ class URLFilters:
         """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
         return self._filter(url)
 
+    def named(self, name: str) -> URLFilters:
+        """The chain with only the filter of plugin `name` (filterchecker -filterName), without the length check."""
+        return URLFilters([f for f in self.filters if getattr(f, "plugin_id", None) == name], max_length=0)
+
+    def describe(self) -> list[str]:
+        """One line per check of the chain, in order (filterchecker -listFilters): the plugin and what it reads."""
+        lines = [f"urlfilter.max.length\tURLs longer than {self.max_length} characters are dropped"] \
+            if self.max_length > 0 else []
+        for f in self.filters:
+            what = getattr(f, "describe", None)
+            lines.append(f"{getattr(f, 'plugin_id', '') or type(f).__name__}" + (f"\t{what()}" if what else ""))
+        return lines
+
     def explain(self, url: str) -> tuple[bool, str]:
         """(kept, what decided) for one URL, as filterchecker prints it: the filter that dropped it, or what each
         filter that says why kept it ("; " between them)."""

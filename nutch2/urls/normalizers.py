@@ -50,14 +50,21 @@ class URLNormalizers:
                 break
         return url
 
-    def explain(self, url: str, scope: str | None = None) -> list[tuple[str, str | None, str | None]]:
-        """Each normalizer with what it made of the URL (None: it dropped it) and what decided (its explain(), or
-        None), as normalizerchecker prints it; a further loop (urlnormalizer.loop.count) repeats the normalizers."""
+    def names(self) -> list[str]:
+        """The plugin ids of the chain, in order."""
+        return [getattr(n, "plugin_id", "") or type(n).__name__ for n in self.normalizers]
+
+    def explain(self, url: str, scope: str | None = None,
+                only: str | None = None) -> list[tuple[str, str | None, str | None]]:
+        """Each normalizer (only the plugin `only`, if given) with what it made of the URL (None: it dropped it)
+        and what decided (its explain(), or None), as normalizerchecker prints it; a further loop
+        (urlnormalizer.loop.count) repeats the normalizers."""
         scope = scope or self.scope
         steps: list[tuple[str, str | None, str | None]] = []
+        chain = [n for n in self.normalizers if only is None or getattr(n, "plugin_id", None) == only]
         for _ in range(self.loop_count):
             before = url
-            for normalizer in self.normalizers:
+            for normalizer in chain:
                 why = normalizer.explain(url, scope) if hasattr(normalizer, "explain") else None
                 normalized = normalizer.normalize(url, scope)
                 steps.append((getattr(normalizer, "plugin_id", "") or type(normalizer).__name__, normalized, why))

@@ -102,6 +102,10 @@ class RegexURLFilter(URLFilter):
         rule = self.rule_for(url)
         return url if rule is not None and rule.accept else None
 
+    def describe(self) -> str:
+        """What filterchecker -listFilters shows: the file and how many rules it has."""
+        return f"{self.source} ({len(self.rules)} rules)"
+
     def explain(self, url: str) -> str | None:
         rule = self.rule_for(url)
         if rule is None:

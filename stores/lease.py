@@ -1,0 +1,188 @@
+"""Leases kept in the store: the crawl's and each batch's, so that two commands on two machines cannot rewrite
+the same crawl or run the same batch at once (file locks only kept apart the commands of one machine).
+
+A lease is one crawl-state record, `lease/<scope>`, changed only by compare-and-set (DataStore.swap_state):
+
+    {"state": "held" | "released", "holder": id, "job": command, "host": name, "pid": n, "token": n,
+     "expires": unix seconds}
+
+- taking it: absent, released or expired records are replaced by our own with the next fencing token; a record
+  whose holder runs on this machine with a pid that is gone (kill -9) is taken over at once; a live holder's
+  record is refused with one line naming it. Taking over is said in one line naming the old holder.
+- holding it: a renewal thread pushes `expires` ahead every ttl/3; a renewal that finds the record changed
+  means another command took the lease over: the lease is lost and fence() no longer holds.
+- fencing: the journal writes its records through DataStore.put_state_fenced with the lease's Fence, so a
+  command that lost its lease cannot record a step (on stores with transactions the check and the write are
+  one transaction; on the others the lease is read just before the write).
+Expiry compares wall clocks of different machines: keep them in sync (NTP), as every lease service needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from nutch2.errors import StoreLockedError
+from nutch2.stores.base import DataStore, Fence
+
+PREFIX = "lease/"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holder_text(rec: dict) -> str:
+    return f"{rec.get('job', '?')} (pid {rec.get('pid', '?')} on {rec.get('host', '?')})"
+
+
+class StoreLease:
+    """One lease of one crawl, taken by one command (acquire), renewed in the background, released at the end."""
+
+    def __init__(self, store: DataStore, scope: str, job: str, ttl: float = 30.0,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.name = PREFIX + scope
+        self.scope = scope
+        self.job = job
+        self.ttl = max(1.0, ttl)
+        self.log = log or (lambda _msg: None)
+        self.holder = uuid.uuid4().hex[:12]
+        self.host = socket.gethostname()
+        self.token = 0
+        self.lost = False
+        self._raw: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- taking it
+    def try_acquire(self) -> dict | None:
+        """Take the lease; None when taken, else the live holder's record."""
+        for _ in range(20):  # a record that changes under us is read again
+            raw = self.store.get_state(self.name)
+            rec = _parse(raw)
+            taking_over = None
+            if rec is not None and rec.get("state") == "held":
+                if self._gone(rec):
+                    taking_over = "its process is gone"
+                elif rec.get("expires", 0) < time.time():
+                    taking_over = "its lease expired"
+                else:
+                    return rec
+            mine = self._record((rec or {}).get("token", 0) + 1)
+            if self.store.swap_state(self.name, raw, mine):
+                self._raw = mine
+                self.token = json.loads(mine)["token"]
+                if taking_over is not None and rec is not None:
+                    self.log(f"{self.job}: took over the {self.scope} lease of {holder_text(rec)}: {taking_over}")
+                self._start()
+                _push(self)
+                return None
+        raise StoreLockedError(f"{self.job}: the {self.scope} lease keeps changing under this command; try again")
+
+    def _gone(self, rec: dict) -> bool:
+        return rec.get("host") == self.host and isinstance(rec.get("pid"), int) and not _alive(rec["pid"])
+
+    def _record(self, token: int, state: str = "held") -> str:
+        return json.dumps({"state": state, "holder": self.holder, "job": self.job, "host": self.host,
+                           "pid": os.getpid(), "token": token, "expires": round(time.time() + self.ttl, 3)})
+
+    def fence(self) -> Fence:
+        return Fence(self.name, self.token)
+
+    # ---------------------------------------------------------------- holding it
+    def _start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._renew_loop, name=f"lease-{self.scope}", daemon=True)
+        self._thread.start()
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                self.renew()
+            except Exception:  # a store hiccup: the next beat tries again; expiry decides meanwhile
+                continue
+            if self.lost:
+                return
+
+    def renew(self) -> bool:
+        with self._lock:
+            if self.lost or self._raw is None:
+                return False
+            new = self._record(self.token)
+            if self.store.swap_state(self.name, self._raw, new):
+                self._raw = new
+                return True
+            self.lost = True
+            return False
+
+    def release(self) -> None:
+        _pop(self)
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        with self._lock:
+            if self._raw is not None and not self.lost:
+                try:
+                    self.store.swap_state(self.name, self._raw, self._record(self.token, "released"))
+                except Exception:  # noqa: BLE001 - the lease then expires by itself
+                    pass
+            self._raw = None
+
+
+def _parse(raw: str | None) -> dict | None:
+    if raw is None:
+        return None
+    try:
+        rec = json.loads(raw)
+        return rec if isinstance(rec, dict) else None
+    except ValueError:
+        return None
+
+
+def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:
+    """Live leases whose scope starts with prefix: (scope, record)."""
+    out = []
+    now = time.time()
+    host = socket.gethostname()
+    for name, raw in store.states().items():
+        if name.startswith(PREFIX + prefix):
+            rec = _parse(raw)
+            if rec is None or rec.get("state") != "held" or rec.get("expires", 0) < now:
+                continue
+            if rec.get("host") == host and isinstance(rec.get("pid"), int) and not _alive(rec["pid"]):
+                continue
+            out.append((name[len(PREFIX):], rec))
+    return out
+
+
+# the leases the commands of this thread hold, per table: the journal's writes carry their fences
+_active = threading.local()
+
+
+def active_fences(table: str) -> list[Fence]:
+    return [lease.fence() for lease in getattr(_active, "leases", []) if lease.store.table == table]
+
+
+def _push(lease: StoreLease) -> None:
+    if not hasattr(_active, "leases"):
+        _active.leases = []
+    _active.leases.append(lease)
+
+
+def _pop(lease: StoreLease) -> None:
+    leases = getattr(_active, "leases", [])
+    if lease in leases:
+        leases.remove(lease)

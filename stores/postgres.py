@@ -1,0 +1,354 @@
+"""PostgreSQL store (psycopg 3): the team store for crawls that outgrow one sqlite file but not a cluster. Every
+process and machine of a crawl (the processes and Spark runners, the searcher) reads and writes the same tables.
+
+Tables (in the database of `storage.postgres.url`, a libpq URL; `docker/services.sh start postgres` runs one):
+
+    "<t>"         key text COLLATE "C" PRIMARY KEY, one column per WebPage field (maps and status records JSON
+                  text, stores/codec.py; content and signatures bytea), index "<t>_due" on (fetch_time, key)
+    "<t>_marks"   (name, value, key) PRIMARY KEY: the rows carrying each mark (stores/index.py says what is indexed)
+    "<t>_state"   (name PRIMARY KEY, value): the crawl state (journal, leases)
+
+Keys use the "C" collation, so they sort as UTF-8 bytes as the store contract promises. A batch of rows, its
+marks and their removal are one transaction, so the indexes never go stale. Partitions of a query are key ranges
+cut at every n-th key of the query's own rows (stepped through an index). readdb -stats is a GROUP BY. Leases
+swap their record with a conditional UPDATE, and a fenced journal write checks the lease in its transaction.
+Text values cannot hold NUL characters (PostgreSQL's text type refuses them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nutch2.errors import ConfigError, StoreError
+from nutch2.stores.base import BufferedStore, Fence
+from nutch2.stores.codec import decode_field, encode_field
+from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
+from nutch2.webpage import FIELDS, WebPage, check_fields
+
+if TYPE_CHECKING:
+    from nutch2.config import Configuration
+
+_SQL_TYPES = {"int": "bigint", "float": "double precision", "str": "text", "bytes": "bytea"}
+
+
+class PostgresStore(BufferedStore):
+    """A WebPage table in PostgreSQL."""
+
+    name = "postgres"
+    aliases = ("org.apache.gora.sql.store.SqlStore",)  # Gora's SqlStore: a JDBC client of a SQL server
+    capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.SHARED_MACHINES, Capability.DURABLE,
+                              Capability.ORDERED_SCANS, Capability.TRANSACTIONS, Capability.AGGREGATES})
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, table: str, create: bool) -> PostgresStore:
+        return cls(table, conf.get_str("storage.postgres.url"), conf.get_int("storage.write.batch.size"))
+
+    def __init__(self, table: str, url: str, batch_size: int = 500) -> None:
+        super().__init__(table, batch_size)
+        try:
+            import psycopg
+        except ImportError:
+            raise ConfigError("the postgres store needs psycopg, which is not installed: "
+                              "pip install 'nutch2[postgres]'") from None
+        self._psycopg = psycopg
+        self.url = url
+        self.where = _redact(url)
+        self._local = threading.local()
+        self._conns: list[Any] = []
+        self._conns_lock = threading.Lock()
+        self._writer: Any = None  # used only under _flush_lock
+        self._q = f'"{table}"'
+        self._qm = f'"{table}_marks"'
+        self._qs = f'"{table}_state"'
+        self._conn()  # an unreachable server fails here, in one line
+
+    # -------------------------------------------------------------- connections
+    def _open(self) -> Any:
+        try:
+            conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except self._psycopg.Error as e:
+            raise StoreError(f"cannot reach PostgreSQL at {self.where} ({_short(e)}); check storage.postgres.url, "
+                             "or start it: docker/services.sh start postgres") from None
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _conn(self) -> Any:
+        """This thread's connection (autocommit) for reads and small writes."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._local.conn = self._open()
+        return conn
+
+    def _writer_conn(self) -> Any:
+        if self._writer is None or self._writer.closed or self._writer.broken:
+            self._writer = self._open()
+        return self._writer
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._conn().execute(sql, params)
+        except self._psycopg.Error as e:
+            raise StoreError(f"PostgreSQL at {self.where}: {_short(e)}") from None
+
+    # -------------------------------------------------------------- schema
+    def create_schema(self) -> None:
+        cols = ", ".join(f"{n} {_SQL_TYPES.get(kind, 'text')}" for n, (kind, _) in FIELDS.items())
+        self._exec(f'CREATE TABLE IF NOT EXISTS {self._q} (key text COLLATE "C" PRIMARY KEY, {cols})')
+        self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_due" ON {self._q} (fetch_time, key)')
+        self._exec(f'CREATE TABLE IF NOT EXISTS {self._qm} (name text NOT NULL, value text NOT NULL, '
+                   f'key text COLLATE "C" NOT NULL, PRIMARY KEY (name, value, key))')
+        self._exec(f'CREATE INDEX IF NOT EXISTS "{self.table}_marks_key" ON {self._qm} (key)')
+        self._exec(f"CREATE TABLE IF NOT EXISTS {self._qs} (name text PRIMARY KEY, value text NOT NULL)")
+
+    def drop_schema(self) -> None:
+        self.discard_pending()
+        for q in (self._q, self._qm, self._qs):
+            self._exec(f"DROP TABLE IF EXISTS {q}")
+
+    # -------------------------------------------------------------- reads
+    @staticmethod
+    def _page(key: str, names: tuple[str, ...], row: Sequence[Any]) -> WebPage:
+        return WebPage.from_store(key, {n: decode_field(n, v) for n, v in zip(names, row, strict=True)})
+
+    @staticmethod
+    def _cols(names: tuple[str, ...]) -> str:
+        return ", ".join(("w.key", *(f"w.{n}" for n in names)))
+
+    def get(self, key: str, fields: list[str] | tuple[str, ...] | None = None) -> WebPage | None:
+        names = check_fields(fields)
+        self.flush_key(key)
+        row = self._exec(f"SELECT {self._cols(names)} FROM {self._q} w WHERE w.key = %s", (key,)).fetchone()
+        return None if row is None else self._page(key, names, row[1:])
+
+    def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
+        names = check_fields(fields)
+        self.flush()
+        rows = self._exec(f"SELECT {self._cols(names)} FROM {self._q} w WHERE w.key = ANY(%s)", (list(keys),))
+        return {r[0]: self._page(r[0], names, r[1:]) for r in rows}
+
+    def _from(self, query: Query, partition: Partition | None) -> tuple[str, str, list[Any], str]:
+        """(FROM ..., WHERE ..., params, key column) of the query's rows in a partition."""
+        if partition is not None and not isinstance(partition, KeyRange):
+            raise ValueError(f"the postgres store reads key ranges, not {partition!r}")
+        conds: list[str] = []
+        params: list[Any] = []
+        if query.mark is not None:
+            name, value = query.mark
+            source, col = f"{self._qm} m JOIN {self._q} w ON w.key = m.key", "m.key"
+            conds.append("m.name = %s")
+            params.append(name)
+            if value is not None:
+                conds.append("m.value = %s")
+                params.append(value)
+        else:
+            source, col = f"{self._q} w", "w.key"
+            if query.due is not None:
+                far = len(query.due.ranges()) > 1
+                conds.append("(w.fetch_time <= %s OR w.fetch_time IS NULL" + (" OR w.fetch_time > %s)" if far else ")"))
+                params += [query.due.now] + ([query.due.horizon] if far else [])
+        for start, end in ((query.start, query.end), (partition.start, partition.end) if partition else (None, None)):
+            if start is not None:
+                conds.append(f"{col} >= %s")
+                params.append(start)
+            if end is not None:
+                conds.append(f"{col} < %s")
+                params.append(end)
+        return source, ("WHERE " + " AND ".join(conds)) if conds else "", params, col
+
+    def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
+        names = check_fields(query.fields)
+        self.flush()
+        source, where, params, col = self._from(query, partition)
+        order = "" if query.due is not None else f" ORDER BY {col}"
+        limit = "" if query.limit is None else f" LIMIT {int(query.limit)}"
+        sql = f"SELECT {self._cols(names)} FROM {source} {where}{order}{limit}"
+        # a private connection and a server-side cursor: rows stream while the caller writes through this store
+        conn = self._open()
+        try:
+            with conn.transaction(), conn.cursor(name="scan") as cur:
+                cur.itersize = 512
+                cur.execute(sql, params)
+                for row in cur:
+                    self.rows_read += 1
+                    yield self._page(row[0], names, row[1:])
+        except self._psycopg.Error as e:
+            raise StoreError(f"PostgreSQL at {self.where}: {_short(e)}") from None
+        finally:
+            self._close(conn)
+
+    def partitions(self, query: Query, n: int) -> list[Partition]:
+        """Key ranges cut at every n-th key of the query's rows (counted and stepped through an index)."""
+        self.flush()
+        source, where, params, col = self._from(query, None)
+        total = self._exec(f"SELECT count(*) FROM {source} {where}", params).fetchone()[0]
+        if n <= 1 or total < 2:
+            return [KeyRange()]
+        bounds: set[str] = set()
+        for i in range(n):
+            row = self._exec(f"SELECT {col} FROM {source} {where} ORDER BY {col} LIMIT 1 OFFSET %s",
+                             [*params, total * i // n]).fetchone()
+            if row:
+                bounds.add(row[0])
+        first = min(bounds)
+        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
+        return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+    def count(self, mark: MarkFilter | None = None) -> int:
+        check_mark(mark)
+        self.flush()
+        if mark is None:
+            return self._exec(f"SELECT count(*) FROM {self._q}").fetchone()[0]
+        name, value = mark
+        if value is None:
+            return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = %s", (name,)).fetchone()[0]
+        return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = %s AND value = %s",
+                          (name, value)).fetchone()[0]
+
+    def mark_values(self, name: str) -> set[str]:
+        check_mark((name, None))
+        self.flush()
+        return {r[0] for r in self._exec(f"SELECT DISTINCT value FROM {self._qm} WHERE name = %s", (name,))}
+
+    def aggregate(self, per_host: bool = False) -> Aggregate | None:
+        if per_host:  # a host is not a column: the per-host counts come from a scan
+            return None
+        self.flush()
+        agg = Aggregate()
+        for status, retries, n, total, lo, hi in self._exec(
+                f"SELECT coalesce(status, 0), coalesce(retries_since_fetch, 0), count(*), sum(coalesce(score, 0)), "
+                f"min(coalesce(score, 0)), max(coalesce(score, 0)) FROM {self._q} GROUP BY 1, 2"):
+            agg.total += n
+            agg.status[int(status)] = agg.status.get(int(status), 0) + n
+            agg.retries[int(retries)] = agg.retries.get(int(retries), 0) + n
+            agg.score_sum += float(total or 0.0)
+            agg.score_min = float(lo) if agg.score_min is None else min(agg.score_min, float(lo))
+            agg.score_max = float(hi) if agg.score_max is None else max(agg.score_max, float(hi))
+        return agg
+
+    # -------------------------------------------------------------- crawl state
+    def get_state(self, name: str) -> str | None:
+        row = self._exec(f"SELECT value FROM {self._qs} WHERE name = %s", (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def states(self) -> dict[str, str]:
+        return dict(self._exec(f"SELECT name, value FROM {self._qs}").fetchall())
+
+    def put_state(self, name: str, value: str | None) -> None:
+        self.put_state_fenced(name, value)
+
+    def put_state_fenced(self, name: str, value: str | None, fences: Sequence[Fence] = ()) -> None:
+        """Write buffered rows first; the fences are checked (their rows locked) and the state written in one
+        transaction."""
+        self.flush()
+        with self._flush_lock:
+            conn = self._writer_conn()
+            try:
+                with conn.transaction():
+                    for fence in fences:
+                        row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = %s FOR SHARE",
+                                           (fence.name,)).fetchone()
+                        if not fence.holds(row[0] if row else None):
+                            raise _Fenced(fence)
+                    if value is None:
+                        conn.execute(f"DELETE FROM {self._qs} WHERE name = %s", (name,))
+                    else:
+                        conn.execute(f"INSERT INTO {self._qs} (name, value) VALUES (%s, %s) ON CONFLICT (name) DO "
+                                     "UPDATE SET value = EXCLUDED.value", (name, value))
+            except _Fenced as e:
+                raise e.fence.lost() from None
+            except self._psycopg.Error as e:
+                raise StoreError(f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
+
+    def swap_state(self, name: str, expected: str | None, value: str) -> bool:
+        if expected is None:
+            cur = self._exec(f"INSERT INTO {self._qs} (name, value) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+                             (name, value))
+        else:
+            cur = self._exec(f"UPDATE {self._qs} SET value = %s WHERE name = %s AND value = %s",
+                             (value, name, expected))
+        return cur.rowcount == 1
+
+    # -------------------------------------------------------------- writes
+    def encode(self, page: WebPage) -> dict[str, Any]:
+        values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
+        if "markers" in values:
+            values["__markers__"] = dict(page.markers)
+        return values
+
+    def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
+        """Deletes, rows (one upsert per set of columns), then their marks, in one transaction."""
+        deletes = [k for k, v in pending.items() if v.get("__delete__")]
+        by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
+        marked = []
+        for key, values in pending.items():
+            names = tuple(n for n in values if n in FIELDS)
+            if names:
+                by_cols.setdefault(names, []).append([key, *(values[n] for n in names)])
+            if values.get("__markers__") is not None:
+                marked.append(key)
+        marks = [(n, str(v), k) for k in marked for n, v in pending[k]["__markers__"].items() if is_mark(n)]
+        conn = self._writer_conn()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                if deletes:
+                    cur.execute(f"DELETE FROM {self._qm} WHERE key = ANY(%s)", (deletes,))
+                    cur.execute(f"DELETE FROM {self._q} WHERE key = ANY(%s)", (deletes,))
+                for names, rows in by_cols.items():
+                    cols = ", ".join(("key", *names))
+                    holes = ", ".join("%s" for _ in range(len(names) + 1))
+                    update = ", ".join(f"{n} = EXCLUDED.{n}" for n in names)
+                    cur.executemany(f"INSERT INTO {self._q} ({cols}) VALUES ({holes}) ON CONFLICT (key) DO UPDATE "
+                                    f"SET {update}", rows)
+                if marked:
+                    cur.execute(f"DELETE FROM {self._qm} WHERE key = ANY(%s)", (marked,))
+                if marks:
+                    cur.executemany(f"INSERT INTO {self._qm} (name, value, key) VALUES (%s, %s, %s)", marks)
+        except self._psycopg.Error as e:
+            raise StoreError(f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            with self._conns_lock:
+                conns, self._conns = self._conns, []
+            for conn in conns:
+                conn.close()
+            self._local = threading.local()
+            self._writer = None
+
+    def _close(self, conn: Any) -> None:
+        with self._conns_lock:
+            if conn in self._conns:
+                self._conns.remove(conn)
+        conn.close()
+
+
+class _Fenced(Exception):
+    def __init__(self, fence: Fence) -> None:
+        super().__init__(fence.name)
+        self.fence = fence
+
+
+def _redact(url: str) -> str:
+    """The URL without its password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the configured URL"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _short(e: Exception) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    if "Connection refused" in text:
+        return "connection refused"
+    return text[:300]

@@ -1,0 +1,121 @@
+"""Leases in the store (stores/lease.py): the crawl's and the batches' locks, on every store: a second driver of
+the same batch is refused, a lease held by a killed process is taken over with one line naming it, an expired
+one of another machine too, and a driver that lost its lease cannot record a step (fencing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nutch2.crawldb.journal import GENERATED, Journal
+from nutch2.errors import LeaseLost, StoreLockedError
+from nutch2.stores import BatchLock, crawl_lock, open_store
+from nutch2.stores.lease import StoreLease
+from tests.conftest import SHARED_STORES, make_conf
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_second_holder_refused_then_free(store) -> None:
+    first = StoreLease(store, "batch/b1", "fetch")
+    assert first.try_acquire() is None
+    second = StoreLease(store, "batch/b1", "parse")
+    holder = second.try_acquire()
+    assert holder is not None and holder["job"] == "fetch" and holder["pid"] == os.getpid()
+    assert StoreLease(store, "batch/b2", "parse").try_acquire() is None  # another batch is free
+    first.release()
+    assert second.try_acquire() is None and second.token == first.token + 1
+    second.release()
+
+
+def test_every_batch_excludes_each_batch(tmp_path: Path, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("the memory store's rows (and leases) live in one process: each open is the same table")
+    conf = make_conf(tmp_path, backend)
+    cid = "l" + uuid.uuid4().hex[:10]
+    open_store(conf, cid).close()
+    with BatchLock(conf, cid, "b1", "fetch"):
+        with pytest.raises(StoreLockedError, match=r"of batch b1, fetch \(pid \d+ on .*\), is running"):
+            BatchLock(conf, cid, "b1", "parse")
+        with pytest.raises(StoreLockedError, match="holds its lease"):
+            BatchLock(conf, cid, None, "updatedb")
+        BatchLock(conf, cid, "b2", "parse").release()
+    with BatchLock(conf, cid, None, "updatedb"):
+        with pytest.raises(StoreLockedError, match=r"every batch \(-all\)"):
+            BatchLock(conf, cid, "b3", "index")
+    with crawl_lock(conf, cid, "generate"):
+        with pytest.raises(StoreLockedError, match="is rewriting this crawl"):
+            crawl_lock(conf, cid, "inject")
+    with open_store(conf, cid, create=False) as store:
+        store.drop_schema()
+
+
+def test_expired_lease_of_another_machine_is_taken_over(store) -> None:
+    lines: list[str] = []
+    other = {"state": "held", "holder": "x", "job": "fetch", "host": "elsewhere", "pid": 1, "token": 7,
+             "expires": time.time() + 60}
+    store.put_state("lease/batch/b1", json.dumps(other))
+    assert StoreLease(store, "batch/b1", "fetch", log=lines.append).try_acquire() == other  # alive: refused
+    store.put_state("lease/batch/b1", json.dumps({**other, "expires": time.time() - 1}))
+    lease = StoreLease(store, "batch/b1", "fetch", log=lines.append)
+    assert lease.try_acquire() is None and lease.token == 8
+    assert lines == ["fetch: took over the batch/b1 lease of fetch (pid 1 on elsewhere): its lease expired"]
+    lease.release()
+
+
+def test_a_driver_that_lost_its_lease_records_nothing(store) -> None:
+    journal = Journal(store)
+    lease = StoreLease(store, "batch/b1", "fetch", ttl=1.0)
+    assert lease.try_acquire() is None
+    journal.record("b1", GENERATED, 3)  # fenced by the lease: recorded
+    raw = store.get_state("lease/batch/b1")
+    rec = json.loads(raw)
+    # another driver takes the lease over (it saw this one expire): a new token
+    assert store.swap_state("lease/batch/b1", raw, json.dumps({**rec, "holder": "other", "token": rec["token"] + 1}))
+    with pytest.raises(LeaseLost, match="lost its lease batch/b1"):
+        journal.record("b1", GENERATED, 4)
+    assert journal.batch("b1").rows == 3
+    assert not lease.renew() and lease.lost
+    lease.release()
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from tests.conftest import make_conf
+from nutch2.stores import BatchLock
+BatchLock(make_conf(Path(sys.argv[1]), sys.argv[2]), sys.argv[3], "b1", "fetch")
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("backend", [b for b in SHARED_STORES])
+def test_lease_of_a_killed_driver_is_taken_over_at_once(tmp_path: Path, backend: str) -> None:
+    conf = make_conf(tmp_path, backend)
+    cid = "k" + uuid.uuid4().hex[:10]
+    open_store(conf, cid).close()
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path), backend, cid], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        with pytest.raises(StoreLockedError, match=f"pid {proc.pid}"):
+            BatchLock(conf, cid, "b1", "parse")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        lines: list[str] = []
+        with BatchLock(conf, cid, "b1", "parse", log=lines.append):
+            pass
+        assert len(lines) == 1 and f"fetch (pid {proc.pid} on " in lines[0] and "its process is gone" in lines[0]
+    finally:
+        proc.kill()
+        with open_store(conf, cid, create=False) as store:
+            store.drop_schema()
