@@ -141,6 +141,12 @@ class Held:
         self.leases.clear()
         self.store.close()
 
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 
 def _lease_name(scope: str) -> str:
     if scope == "crawl":
@@ -148,12 +154,6 @@ def _lease_name(scope: str) -> str:
     if scope == "batch/-all":
         return "the lease of every batch"
     return f"the lease of batch {scope.removeprefix('batch/')}"
-
-    def __enter__(self) -> Held:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 def _lease_store(conf: Configuration, crawl_id: str | None, create: bool) -> DataStore:
