@@ -53,7 +53,8 @@ def _items(job: FetcherJob, conf, crawl_id: str) -> list:
     with open_store(conf, crawl_id, create=False) as store:
         task = task_copy(job)
         ctx = task_context(task, store, 0)
-        pairs = list(map_pairs(task, (None, None), ctx))
+        (whole,) = task.inputs(store, 1)  # one map task over the batch
+        pairs = list(map_pairs(task, whole, ctx))
     return sorted(pairs, key=lambda kv: kv[0])
 
 

@@ -14,7 +14,7 @@ BACKENDS = {f"nutch2.stores.{p.stem}" for p in (REPO / "stores").glob("*.py")} -
     f"nutch2.stores.{m}" for m in ("__init__", "base", "query", "index", "lease", "codec")}
 CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2", "psycopg", "Hbase_thrift"}
 # what the store layer may use besides itself: the model and a few leaf helpers
-STORE_DEPS = {"nutch2.webpage", "nutch2.errors", "nutch2.config", "nutch2.marks", "nutch2.failpoints"}
+STORE_DEPS = {"nutch2.webpage", "nutch2.errors", "nutch2.config", "nutch2.marks", "nutch2.failpoints", "nutch2.logs"}
 
 
 def modules() -> dict[str, Path]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from nutch2.errors import NutchError
+from nutch2.errors import NutchError, UsageError
 from nutch2.logs import log
 from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
@@ -194,8 +194,9 @@ class FilterChecker(Tool):
         if a.filterName:
             named = filters.named(a.filterName)
             if not named.filters:
-                raise ArgError(f"-filterName {a.filterName}: no active URL filter of that name; active: "
-                               + ", ".join(line.split(chr(9))[0] for line in filters.describe()))
+                active = [getattr(f, "plugin_id", "") for f in filters.filters]
+                raise UsageError(f"-filterName {a.filterName!r} is not one of {', '.join(active)} (the active URL "
+                                 "filters)")
             filters = named
         if a.listFilters:
             for line in filters.describe():
@@ -231,8 +232,8 @@ class NormalizerChecker(Tool):
         a: NormalizerCheckArgs = self.args  # type: ignore[assignment]
         normalizers = URLNormalizers.from_conf(self.conf, a.scope)
         if a.normalizer and a.normalizer not in normalizers.names():
-            raise ArgError(f"-normalizer {a.normalizer}: no active URL normalizer of scope {a.scope} has that name; "
-                           f"active: {', '.join(normalizers.names())}")
+            raise UsageError(f"-normalizer {a.normalizer!r} is not one of {', '.join(normalizers.names())} (the active "
+                             f"URL normalizers of scope {a.scope})")
         names = [a.normalizer] if a.normalizer else normalizers.names()
         log(f"normalizerchecker: checking the combination of these URL normalizers (scope {a.scope}): "
             f"{', '.join(names)}")
