@@ -284,7 +284,7 @@ def _put_rows(data: Path, rows, batch_size: int = 5000) -> None:
 
 def _url_rows(port: int, n: int, hosts: int, batch: str, fetched_batch: int = 0, content: bytes = b""):
     from nutch2.status import CrawlStatus
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
     from nutch2.webpage import WebPage
 
     now = int(time.time() * 1000)
@@ -355,7 +355,7 @@ def _solr_delete_batch(batch_rows: int) -> None:
     """Remove the documents the index step added to the shared Solr core (ids = row keys of the batch)."""
     import urllib.request
 
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
 
     ids = [reverse_url(f"http://{host_addr(i % 200)}:18777/m/{i}.html") for i in range(batch_rows)]
     req = urllib.request.Request("http://127.0.0.1:8983/solr/nutch/update?commit=true",
@@ -462,7 +462,7 @@ def bench_parse(quick: bool = False, runs: int = 3, rows: int | None = None) -> 
 def _batch_rows(n: int, batch: str, content: bytes, links: int):
     """n fetched and parsed rows of one batch, each with `links` outlinks (half to other batch rows, half new)."""
     from nutch2.status import CrawlStatus
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
     from nutch2.webpage import WebPage
 
     now = int(time.time() * 1000)

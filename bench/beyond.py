@@ -20,7 +20,7 @@ TIKA_URL = "http://127.0.0.1:9998"
 def _rows(n: int, batch: str, docs: list[tuple[bytes, str, str]]):
     """n fetched rows of the batch, cycling through (content, content type, file suffix)."""
     from nutch2.status import CrawlStatus
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
     from nutch2.webpage import WebPage
 
     now = int(time.time() * 1000)

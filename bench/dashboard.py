@@ -40,10 +40,10 @@ def fill(data: Path, n: int, seed: int = 3) -> float:
     """n rows and the journal of BATCHES batches, written straight into the sqlite crawl; seconds taken."""
     sys.path.insert(0, str(REPO))
     from nutch2.config import Configuration
-    from nutch2.journal import Journal
+    from nutch2.crawldb.journal import Journal
     from nutch2.marks import Mark
     from nutch2.stores import open_store
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
     from nutch2.webpage import WebPage
 
     rng = random.Random(seed)
@@ -120,8 +120,8 @@ def readdb_seconds(data: Path) -> float:
 def forget_stats(data: Path) -> None:
     """Drop a readdb result an earlier run kept (--keep), so that the first figures are without one."""
     from nutch2.config import Configuration
+    from nutch2.crawldb.tablestats import STATE
     from nutch2.stores import open_store
-    from nutch2.tablestats import STATE
 
     with open_store(Configuration(REPO / "conf", {"storage.data.dir": str(data)}), CRAWL, create=False) as store:
         store.put_state(STATE, None)

@@ -22,8 +22,8 @@ from bench.web import Nginx, generate_web
 def main(argv: list[str] | None = None) -> int:
     import psutil
 
-    from nutch2 import runner
     from nutch2.cli import main as nutch2_main
+    from nutch2.mapred import runner
 
     ap = argparse.ArgumentParser(prog="python -m bench.jobrss", description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=50)

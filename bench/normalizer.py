@@ -30,7 +30,7 @@ def urls(n: int, seed: int = 15) -> list[str]:
 
 
 def main() -> int:
-    from nutch2 import urlnormalizer
+    from nutch2.plugins.urlnormalizer_basic import normalizer as urlnormalizer
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     data = urls(n)

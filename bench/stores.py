@@ -242,7 +242,7 @@ def _fill(conf: Configuration, cid: str, size: int, batch: int) -> None:
 
 def _fetched(conf: Configuration, cid: str, batch: str) -> None:
     """What fetch would have written for the batch: a page with links, status FETCHED, the fetch mark."""
-    from nutch2.tableutil import unreverse_url
+    from nutch2.urls.tableutil import unreverse_url
     from nutch2.webpage import ProtocolStatus
 
     with open_store(conf, cid, create=False) as store:

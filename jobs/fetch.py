@@ -1,11 +1,11 @@
 """FetcherJob: fetch one batch politely. Map: random keys (a batch's hosts spread over the reducers by a stable hash
-of their queue id); reduce: the fetch engine of nutch2/fetcher.py (a QueueFeeder thread plus fetcher threads over
+of their queue id); reduce: the fetch engine of nutch2/fetch/fetcher.py (a QueueFeeder thread plus fetcher threads over
 FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fetch state, with the FETCH mark
 (and, with fetcher.parse, the parse).
 
-Exactly once per batch: each request is claimed in the store first (nutch2/fetchclaim.py), so -resume and a
+Exactly once per batch: each request is claimed in the store first (nutch2/fetch/fetchclaim.py), so -resume and a
 retried, re-run or speculative task never request a URL twice; where the runner may run a task twice (Spark),
-one attempt at a time holds the task's hosts (nutch2/tasklease.py)."""
+one attempt at a time holds the task's hosts (nutch2/mapred/tasklease.py)."""
 
 from __future__ import annotations
 
@@ -16,21 +16,21 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from nutch2.chromium import ChromiumSettings
 from nutch2.config import Configuration
-from nutch2.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
-from nutch2.fetcher import Fetcher, FetchItem, fetcher_threads, http_settings
-from nutch2.headers import stored_headers
-from nutch2.journal import Journal
+from nutch2.crawldb.journal import Journal
+from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
+from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
+from nutch2.fetch.headers import stored_headers
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.protocols import protocol_for
+from nutch2.mapred.runner import Job, TaskContext, stable_hash
+from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
-from nutch2.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
-from nutch2.protocol import ProtocolOutput
-from nutch2.runner import Job, TaskContext, stable_hash
+from nutch2.parse.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.tasklease import TaskLease, clear_leases
-from nutch2.urls import UrlChecker, choose_repr, queue_id
+from nutch2.urls.checker import UrlChecker, choose_repr, queue_id
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
 
 FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol_status", "headers", "status",
@@ -51,10 +51,13 @@ class FetcherJob(Job):
         self.batch_id = batch_id
         self.resume = resume
         self.threads = fetcher_threads(conf, threads)
-        http_settings(conf)  # a bad value fails here, before any task starts
-        ChromiumSettings.from_conf(conf)  # protocol-chromium's settings too (a missing browser, a bad pattern)
+        protocol_for(conf).close()  # its settings are checked here, before any task starts (a bad value, a
+        # missing browser or a bad chromium.url.pattern with protocol-chromium)
         self.store_content = conf.get_bool("fetcher.store.content")
-        self.parser = PageParser(conf) if conf.get_bool("fetcher.parse") else None  # checks its settings now
+        self.inline_parse = conf.get_bool("fetcher.parse")
+        if self.inline_parse:
+            PageParser(conf).close()  # checks its settings and parse filters now; each task builds its own
+        self.parser: PageParser | None = None
         self.write_batch = max(1, conf.get_int("fetcher.write.batch.size"))
         self.partition_mode = conf.get_str("partition.url.mode")
         queue_id("http://x/", self.partition_mode)
@@ -65,13 +68,14 @@ class FetcherJob(Job):
         self.run = uuid.uuid4().hex[:12]  # this run's claims; every task and attempt of the run shares it
 
     def map_setup(self, ctx: TaskContext) -> None:
-        self.reduce_setup(ctx)
-
-    def reduce_setup(self, ctx: TaskContext) -> None:
         self._written = 0
         self._write_lock = threading.Lock()
         self._fetching: set[str] = set()  # batches this task recorded as `fetching` in the journal
         self._journal_lock = threading.Lock()
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        self.map_setup(ctx)
+        self.parser = PageParser(ctx.conf) if self.inline_parse else None  # the inline parse's, built in the task
 
     def reduce_cleanup(self, ctx: TaskContext) -> None:
         if self.parser is not None:
@@ -109,7 +113,7 @@ class FetcherJob(Job):
 
     # ---------------------------------------------------------------- reduce: feeder + fetcher threads
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
-        """A feeder and fetcher threads over this reducer's items (nutch2/fetcher.py); rows written as they come.
+        """A feeder and fetcher threads over this reducer's items (nutch2/fetch/fetcher.py); rows written as they come.
         Where the runner may run this task twice, the attempt first takes the task's lease (its hosts), and
         checks each item against the store when an earlier attempt of this run had the task."""
         lease = None

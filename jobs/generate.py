@@ -11,17 +11,17 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host, host_of
+from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
+from nutch2.crawldb.schedule import fetch_schedule
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
-from nutch2.journal import GENERATED, GENERATING, Journal
+from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters, Job, Runner, Step, TaskContext, log
-from nutch2.schedule import fetch_schedule
-from nutch2.scoring import OpicScoring
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Due, Query
-from nutch2.tableutil import unreverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.domains import domain_of_host, host_of
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 
@@ -52,7 +52,7 @@ class GeneratorJob(Job):
         self.normalize = conf.get_bool("generate.normalise") if normalize is None else normalize
         self.cur_ms = int((time.time() + add_days * 86400) * 1000)
         self.schedule = fetch_schedule(conf)
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.max_count = conf.get_int("generate.max.count")
         self.count_mode = conf.get_str("generate.count.mode").lower()
         if self.count_mode not in ("host", "domain"):
@@ -88,7 +88,7 @@ class GeneratorJob(Job):
         if page.score < self.min_score:
             ctx.incr("low_score")
             return
-        sort_value = self.scoring.sort_value(page)
+        sort_value = self.scoring.generator_sort_value(url, page, page.score)
         yield self.count_key(url), (-sort_value, url, Candidate(page.key, url, dict(page.markers)))
 
     def steps(self) -> list[Step]:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
+from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark, set_distance
-from nutch2.runner import Job, TaskContext
-from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import reverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 
 MAX_INTERVAL = 2**31 - 1  # Nutch's fetchInterval is an int of seconds
@@ -91,7 +91,7 @@ class InjectorJob(Job):
         self.overwrite = overwrite
         self.update = update
         self.checker = UrlChecker(conf, "inject")
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.chunk = max(1, conf.get_int("storage.write.batch.size"))
@@ -170,7 +170,8 @@ class InjectorJob(Job):
         if existing is not None and self.update:
             page = existing
             if score is not None:
-                self.scoring.injected(page, score)
+                page.score = score
+                self.scoring.injected_score(url, page)
             if interval is not None:
                 page.fetch_interval = interval
             if meta:
@@ -186,7 +187,8 @@ class InjectorJob(Job):
         page.status = int(CrawlStatus.INJECTED)
         page.fetch_time = int(time.time() * 1000)
         page.fetch_interval = interval if interval is not None else self.default_interval
-        self.scoring.injected(page, score if score is not None else self.default_score)
+        page.score = score if score is not None else self.default_score
+        self.scoring.injected_score(url, page)
         page.metadata.update({k: v.encode() for k, v in meta.items()})
         Mark.INJECT.put(page, "y")
         set_distance(page, 0)

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark
-from nutch2.parseutil import PARSE_FIELDS, PageParser
-from nutch2.runner import Job, TaskContext
+from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import MarkFilter
 from nutch2.webpage import WebPage
@@ -31,7 +31,10 @@ class ParserJob(Job):
         self.resume = resume
         self.force = force
         self.reparse = reparse
-        self.parser = PageParser(conf)
+        PageParser(conf).close()  # a bad setting or a parse filter that cannot start fails here, before any task
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self.parser = PageParser(ctx.conf)  # the parsers and parse filters are built in the task, not shipped
 
     def mark_filter(self) -> MarkFilter | None:
         if self.reparse:

@@ -2,7 +2,7 @@
 
 Map: the lines of -sitemapUrls (sitemap URLs, or host names whose robots.txt names the sitemaps), read on the
 driver and shipped, and with -fromRobots the host of every row → (fetch queue, source).
-Reduce step 1, per fetch queue: the sitemap fetcher (nutch2/sitemapfetcher.py: the fetch engine's politeness,
+Reduce step 1, per fetch queue: the sitemap fetcher (nutch2/sitemap/fetcher.py: the fetch engine's politeness,
 robots.txt and limits) → (row key, URL found with its lastmod, changefreq and priority).
 Reduce step 2, per row key: one read and at most one write of the row. A new row is injected: priority → score
 (Nutch's semantics, sitemap.priority.as.score), changefreq → fetch interval (within the adaptive schedule's
@@ -26,17 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetcher import fetcher_threads, http_settings
+from nutch2.fetch.fetcher import fetcher_threads
+from nutch2.fetch.protocols import protocol_for
+from nutch2.mapred.runner import Job, Step, TaskContext
 from nutch2.marks import Mark, set_distance
-from nutch2.runner import Job, Step, TaskContext
-from nutch2.scoring import OpicScoring
-from nutch2.sitemapfetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
-from nutch2.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
+from nutch2.sitemap.fetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
+from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.urls import queue_id
+from nutch2.urls.checker import queue_id
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 
 ROW_FIELDS = ("status", "markers", "metadata", "fetch_time", "fetch_interval", "modified_time", "score",
@@ -91,7 +92,7 @@ class SitemapJob(Job):
         self.sitemap_urls = sitemap_urls
         self.from_robots = from_robots
         self.threads = fetcher_threads(conf, threads)  # bad settings fail here, before any task starts
-        http_settings(conf)
+        protocol_for(conf).close()
         sitemap_conf(conf)
         if sitemap_urls is not None:
             list_files(sitemap_urls)
@@ -102,7 +103,7 @@ class SitemapJob(Job):
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.min_interval = conf.get_float("db.fetch.schedule.adaptive.min_interval")
         self.max_interval = conf.get_float("db.fetch.schedule.adaptive.max_interval")
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
 
     # ---------------------------------------------------------------- input and map
     def inputs(self, store: DataStore, n: int) -> list[Any]:
@@ -216,7 +217,8 @@ class SitemapJob(Job):
         page.fetch_interval = interval if interval is not None else self.default_interval
         if lastmod is not None:
             page.modified_time = lastmod
-        self.scoring.injected(page, self._score(priority))
+        page.score = self._score(priority)
+        self.scoring.injected_score(url, page)
         page.stm_priority = priority if priority is not None else DEFAULT_PRIORITY
         page.sitemaps = sitemaps
         Mark.INJECT.put(page, "y")

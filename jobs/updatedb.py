@@ -26,19 +26,18 @@ from typing import Any
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
-from nutch2.domains import host_of
+from nutch2.crawldb.journal import UPDATED, UPDATING, Journal, has_rows
+from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
+from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetchclaim import CLAIM
-from nutch2.journal import UPDATED, UPDATING, Journal, has_rows
+from nutch2.fetch.fetchclaim import CLAIM
+from nutch2.mapred.runner import Counters, Job, TaskContext
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark, get_distance, set_distance
-from nutch2.runner import Counters, Job, TaskContext
-from nutch2.runners import make_runner
-from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
-from nutch2.scoring import OpicScoring
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.codec import values_from_json, values_to_json
-from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ALL_FIELDS, WebPage
 
 UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))
@@ -82,7 +81,7 @@ class DbUpdaterJob(Job):
         self.batch_id = batch_id
         self.run = run
         self.schedule = fetch_schedule(conf)
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.retry_max = conf.get_int("db.fetch.retry.max")
         self.additions = conf.get_bool("db.update.additions.allowed")
         self.max_inlinks = conf.get_int("db.update.max.inlinks")
@@ -103,19 +102,19 @@ class DbUpdaterJob(Job):
             yield page.key, BatchRow(page, base)
             return
         url = unreverse_url(page.key)
-        host = host_of(url)
         targets: list[tuple[str, str, str]] = []
         for target, anchor in page.outlinks.items():
             try:
                 targets.append((reverse_url(target), target, anchor))
             except ValueError:
                 ctx.incr("bad_outlinks")
-        shares = self.scoring.distribute(page, [host_of(t) == host for _, t, _ in targets])
         dist = (get_distance(page) or 0) + 1
+        datums = [ScoreDatum(target, anchor, 0.0, dist) for _, target, anchor in targets]
+        self.scoring.distribute_score_to_outlinks(url, page, datums)
         yield page.key, BatchRow(page, base)
-        for (key, _target, anchor), cash in zip(targets, shares, strict=True):
+        for (key, _target, anchor), datum in zip(targets, datums, strict=True):
             if key != page.key:
-                yield key, LinkDatum(url, anchor, cash, dist)
+                yield key, LinkDatum(url, anchor, datum.score, dist)
 
     # ---------------------------------------------------------------- reduce
     def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
@@ -157,12 +156,13 @@ class DbUpdaterJob(Job):
         page = WebPage(key)
         page.status = int(CrawlStatus.UNFETCHED)
         self.schedule.initialize(page, int(time.time() * 1000))
-        self.scoring.initial(page)
+        self.scoring.initial_score(unreverse_url(key), page)
         ctx.incr("new_rows")
         return page
 
     def _apply_links(self, page: WebPage, links: list[LinkDatum]) -> None:
-        self.scoring.update(page, [d.cash for d in links])
+        self.scoring.update_score(unreverse_url(page.key), page,
+                                  [ScoreDatum(d.source, d.anchor, d.cash, d.dist) for d in links])
         merged = dict(page.inlinks)
         for d in links:
             merged.pop(d.source, None)

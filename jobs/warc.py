@@ -1,4 +1,4 @@
-"""WARC out and in: `nutch2 warc` (WarcExportJob) and `nutch2 warcimport` (WarcImportJob), on nutch2/warc.py.
+"""WARC out and in: `nutch2 warc` (WarcExportJob) and `nutch2 warcimport` (WarcImportJob), on nutch2/archive/warc.py.
 
 Export, map-only over the rows of a batch (its fetch mark, or after updatedb its updatedb mark) or every row:
 each fetched row with stored content becomes a request, a response and a metadata record in the task's own
@@ -26,20 +26,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from nutch2 import failpoints
-from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
-from nutch2.fetcher import user_agent
-from nutch2.headers import stored_headers
-from nutch2.journal import FETCHED, IMPORTING, Journal
-from nutch2.marks import Mark, set_distance
-from nutch2.parseutil import TRUNCATED_KEY
-from nutch2.runner import Counters, Job, Runner, TaskContext, log
-from nutch2.scoring import OpicScoring
-from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status
-from nutch2.stores.base import DataStore, MarkFilter
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.urls import UrlChecker, choose_repr, strip_credentials
-from nutch2.warc import (
+from nutch2.archive.warc import (
     IP_KEY,
     ArchivedResponse,
     WarcFileWriter,
@@ -50,6 +37,19 @@ from nutch2.warc import (
     stale_files,
     warcinfo,
 )
+from nutch2.config import Configuration
+from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
+from nutch2.crawldb.scoring import ScoringFilters
+from nutch2.errors import ConfigError, NutchError
+from nutch2.fetch.fetcher import user_agent
+from nutch2.fetch.headers import stored_headers
+from nutch2.mapred.runner import Counters, Job, Runner, TaskContext, log
+from nutch2.marks import Mark, set_distance
+from nutch2.parse.parseutil import TRUNCATED_KEY
+from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status
+from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.urls.checker import UrlChecker, choose_repr, strip_credentials
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
 
 EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
@@ -153,7 +153,7 @@ class WarcImportJob(Job):
         super().__init__(conf)
         self.batch_id = batch_id
         self.chunk: list[ArchivedResponse] = []
-        self.scoring = OpicScoring(conf)
+        self.scoring = ScoringFilters.from_conf(conf)
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.redirect_checker = UrlChecker(conf, "fetcher")
@@ -190,7 +190,8 @@ class WarcImportJob(Job):
         if old is None:
             page = WebPage(resp.key)
             page.fetch_interval = self.default_interval
-            self.scoring.injected(page, self.default_score)
+            page.score = self.default_score
+            self.scoring.injected_score(resp.url, page)
             set_distance(page, 0)
             page.prev_fetch_time = 0
         else:

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nutch2 import logs, stop
+from nutch2 import logs
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
+from nutch2.mapred import stop
 from nutch2.tools import TOOLS, Run, Tool, tools
 from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
 

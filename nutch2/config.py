@@ -161,6 +161,8 @@ class Configuration:
         self.defaults = read_toml(defaults)
         self.values: dict[str, Any] = dict(self.defaults)
         self.unknown: dict[str, Any] = {}
+        self._sources: dict[str, tuple[str, bool]] = {}  # unknown key -> (where it was set, typed)
+        self._plugins_read = False
         self.sources = [f"folder {self.conf_dir.absolute()}"]  # what was read, in order (-v shows it)
         self.sources.append(f"read {defaults.absolute()} ({len(self.defaults)} properties)")
         site = self.conf_dir / SITE_FILE
@@ -171,6 +173,9 @@ class Configuration:
             self._apply(read_site_xml(site_xml), str(site_xml))
         if overrides:
             self._apply(overrides, "-D")
+        if any(not k.startswith(PASS_THROUGH) for k in self.unknown):
+            self._read_plugin_properties()  # a property of a plugin from another package is not unknown
+        self._warn_unknown()
         for key in PATHS:  # tasks in other processes (or executors, in their own folders) see the same place
             if self.values.get(key) and not Path(str(self.values[key])).is_absolute():
                 self.values[key] = str(Path(str(self.values[key])).absolute())
@@ -190,21 +195,49 @@ class Configuration:
         for key, value in props.items():
             if key in self.defaults:
                 self.values[key] = _check_range(key, _coerce(key, value, self.defaults[key], source, typed), source)
-            else:
+            else:  # spark.* properties go to Spark as they are (the spark runner's SparkConf)
                 self.unknown[key] = value
-        # spark.* properties go to Spark as they are (the spark runner's SparkConf)
-        unknown = [k for k in props if k in self.unknown and not k.startswith(PASS_THROUGH)]
-        for key in unknown:
+                self._sources[key] = (source, typed)
+
+    def _read_plugin_properties(self) -> None:
+        """Declare the properties the active plugins declare themselves (plugins of other packages), taking the
+        values already given for them."""
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        from nutch2.plugins import plugin_properties
+
+        props = plugin_properties(self.get_str("plugin.includes").strip(), self.get_str("plugin.excludes").strip())
+        new = {k: v for k, v in props.items() if k not in self.defaults}
+        if not new:
+            return
+        self.defaults = {**self.defaults, **new}
+        for key, default in new.items():
+            self.values[key] = default
+            if key in self.unknown:
+                source, typed = self._sources.get(key, ("-D", False))
+                self.values[key] = _check_range(key, _coerce(key, self.unknown.pop(key), default, source, typed),
+                                                source)
+
+    def _warn_unknown(self) -> None:
+        for key, (source, _) in self._sources.items():
+            if key not in self.unknown or key.startswith(PASS_THROUGH):
+                continue
             if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
                 warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
                         "(conf/nutch-default.toml lists what nutch2 reads)")
             else:
-                warning(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml)")
+                warning(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml, "
+                        "or the plugin that should declare it)")
 
     def get(self, key: str) -> Any:
         try:
             return self.values[key]
         except KeyError:
+            if not self._plugins_read:  # a plugin's own property, declared by the plugin
+                self._read_plugin_properties()
+                if key in self.values:
+                    return self.values[key]
             raise KeyError(f"property {key!r} is not declared in nutch-default.toml") from None
 
     def with_prefix(self, prefix: str) -> dict[str, str]:
@@ -227,6 +260,8 @@ class Configuration:
 
     def set(self, key: str, value: Any) -> None:
         """Set a declared property (coerced to its type)."""
+        if key not in self.defaults and not self._plugins_read:
+            self._read_plugin_properties()
         if key not in self.defaults:
             raise KeyError(f"property {key!r} is not declared in nutch-default.toml")
         self.values[key] = _check_range(key, _coerce(key, value, self.defaults[key], "set"), "set")
@@ -237,6 +272,8 @@ class Configuration:
         new.defaults = self.defaults
         new.values = dict(self.values)
         new.unknown = dict(self.unknown)
+        new._sources = dict(self._sources)
+        new._plugins_read = self._plugins_read
         new.sources = list(self.sources)
         return new
 

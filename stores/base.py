@@ -141,7 +141,7 @@ class DataStore(ABC):
         return None
 
     # ---------------------------------------------------------------- crawl state
-    # A few small named values kept beside the table (the batch journal, nutch2/journal.py; leases,
+    # A few small named values kept beside the table (the batch journal, nutch2/crawldb/journal.py; leases,
     # stores/lease.py). Written at once, not buffered, so that a job can record a step as done only after the
     # rows it wrote are durable.
 

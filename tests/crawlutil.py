@@ -7,8 +7,8 @@ from pathlib import Path
 from nutch2.cli import main
 from nutch2.config import Configuration
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 
 

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.conftest import require_chromium, require_solr, require_tika
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.documents import DOCUMENT_TYPES, LINKING_KINDS

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-import nutch2.chromium
-from nutch2 import stop
+import nutch2.plugins.protocol_chromium.chromium
 from nutch2.config import Configuration
-from nutch2.fetcher import Fetcher, FetchItem
-from nutch2.protocol import ProtocolOutput
-from nutch2.runner import Counters
-from nutch2.tableutil import reverse_url
+from nutch2.fetch.fetcher import Fetcher, FetchItem
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.mapred import stop
+from nutch2.mapred.runner import Counters
+from nutch2.urls.tableutil import reverse_url
 from tests.conftest import CONF_DIR, require_chromium
 from tests.testweb import TestWeb
 from tests.testweb_beyond import BROWSER_HOSTILE, BROWSER_RESOURCES, OTHER_HOST_SCRIPTS, RESOURCE_SCRIPTS
@@ -113,13 +113,13 @@ def test_a_stop_request_ends_a_page_in_the_browser(web: TestWeb) -> None:
     web.reset_log()
     result: list[tuple[Outputs, dict[str, int]]] = []
     started = threading.Event()
-    original = nutch2.chromium._Page.render
+    original = nutch2.plugins.protocol_chromium.chromium._Page.render
 
-    def render(self: nutch2.chromium._Page) -> tuple[bytes, bool]:
+    def render(self: nutch2.plugins.protocol_chromium.chromium._Page) -> tuple[bytes, bool]:
         started.set()
         return original(self)
 
-    nutch2.chromium._Page.render = render  # type: ignore[method-assign]
+    nutch2.plugins.protocol_chromium.chromium._Page.render = render  # type: ignore[method-assign]
     runner = threading.Thread(target=lambda: result.append(run_fetch(
         [page], **{"chromium.hosts": web.hosts[web.docs_host], "chromium.page.timeout": 120})))
     try:
@@ -128,7 +128,7 @@ def test_a_stop_request_ends_a_page_in_the_browser(web: TestWeb) -> None:
         stop.request()
         runner.join()
     finally:
-        nutch2.chromium._Page.render = original  # type: ignore[method-assign]
+        nutch2.plugins.protocol_chromium.chromium._Page.render = original  # type: ignore[method-assign]
         stop.reset()
     outputs, c = result[0]
     assert page not in outputs and c.get("stopped_in_flight") == 1, c
@@ -148,8 +148,8 @@ def test_the_pool_never_runs_more_browsers_than_its_size(many_hosts: TestWeb, mo
     lock = threading.Lock()
     live, seen = [0], {"peak": 0, "started": 0}
 
-    class Counted(nutch2.chromium.Browser):
-        def __init__(self, settings: nutch2.chromium.ChromiumSettings) -> None:
+    class Counted(nutch2.plugins.protocol_chromium.chromium.Browser):
+        def __init__(self, settings: nutch2.plugins.protocol_chromium.chromium.ChromiumSettings) -> None:
             super().__init__(settings)
             self.counted = True
             with lock:
@@ -164,7 +164,7 @@ def test_the_pool_never_runs_more_browsers_than_its_size(many_hosts: TestWeb, mo
                     live[0] -= 1
             super().close()
 
-    monkeypatch.setattr(nutch2.chromium, "Browser", Counted)
+    monkeypatch.setattr(nutch2.plugins.protocol_chromium.chromium, "Browser", Counted)
     urls = [many_hosts.url(h, "/") for h in range(6)]
     outputs, c = run_fetch(urls, threads=6, **{"chromium.url.pattern": ".", "chromium.pool.size": 2,
                                                "page.load.delay": 1.0})

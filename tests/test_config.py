@@ -125,7 +125,8 @@ def test_nutch_site_xml_is_read_and_coerced(tmp_path: Path) -> None:
         "fetcher.server.delay": "1.5",
         "db.ignore.external.links": "true",
         "generate.filter": "false",
-        "plugin.includes": "protocol-http|parse-html",  # a Nutch property nutch2 does not have: ignored
+        "plugin.includes": "protocol-http|parse-html",  # Nutch's plugin selection, read as Nutch reads it
+        "indexer.skip.notmodified": "true",  # a Nutch property nutch2 does not have: ignored
         "storage.data.store.class": "org.apache.gora.memory.store.MemStore",
     }))
     conf = Configuration(d)
@@ -135,7 +136,8 @@ def test_nutch_site_xml_is_read_and_coerced(tmp_path: Path) -> None:
     assert conf.get("fetcher.server.delay") == 1.5
     assert conf.get("db.ignore.external.links") is True
     assert conf.get("generate.filter") is False
-    assert "plugin.includes" in conf.unknown
+    assert conf.get("plugin.includes") == "protocol-http|parse-html"
+    assert "indexer.skip.notmodified" in conf.unknown
     assert backend_name(conf) == "memory"
 
 

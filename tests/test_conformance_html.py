@@ -123,7 +123,7 @@ OUTLINK_DIFFERS: dict[int, tuple[list[tuple[str, str]], str]] = {
 
 
 def _parse(i: int):
-    from nutch2.parse import outlink_tags, parse_html
+    from nutch2.parse.html import outlink_tags, parse_html
 
     tags = outlink_tags(ignore_tags=(), form_action=i != FORM_ACTION_OFF)
     return parse_html(PAGES[i].encode("utf-8"), BASES[i], "text/html; charset=utf-8", max_outlinks=-1,
@@ -174,7 +174,7 @@ ROBOTS_META: list[tuple[str, str, tuple[bool, bool, bool], str]] = [
 
 @pytest.mark.parametrize(("html", "url", "flags", "base"), ROBOTS_META)
 def test_robots_meta(html: str, url: str, flags: tuple[bool, bool, bool], base: str) -> None:
-    from nutch2.parse import parse_html
+    from nutch2.parse.html import parse_html
 
     result = parse_html(html.encode("utf-8"), url, "text/html", timeout=None)
     assert (result.noindex, result.nofollow, result.nocache) == flags
@@ -183,7 +183,7 @@ def test_robots_meta(html: str, url: str, flags: tuple[bool, bool, bool], base: 
 
 def agreement() -> dict[str, tuple[int, int]]:
     """{source: (agree, total)} for tests/conformance.py: Nutch's answers, token by token."""
-    from nutch2.parse import parse_html
+    from nutch2.parse.html import parse_html
 
     def check(fn) -> bool:
         try:

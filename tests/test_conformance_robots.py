@@ -553,7 +553,7 @@ DELAY_DIFFERS: dict[str, tuple[float | None, str]] = {
 
 # ---------------------------------------------------------------- the tests
 def _rules(robots: str | bytes):
-    from nutch2.robots import RobotRules
+    from nutch2.fetch.robots import RobotRules
 
     return RobotRules.parse(robots.encode("utf-8") if isinstance(robots, str) else robots)
 

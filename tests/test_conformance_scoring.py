@@ -45,33 +45,35 @@ def _conf():
 
 def opic_rounds() -> dict[int, dict[str, float]]:
     """The test's simulation: rows in insertion order; each round sorts, distributes, then updates every row."""
-    from nutch2.scoring import OpicScoring, get_cash
+    from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
+    from nutch2.plugins.scoring_opic.opic import get_cash
     from nutch2.webpage import WebPage
 
-    scoring = OpicScoring(_conf())
+    scoring = ScoringFilters.from_conf(_conf())
     rows: dict[str, tuple[WebPage, list[float]]] = {}
     fresh: dict[str, bool] = {}
     for url in OPIC_SEEDS:
-        page = WebPage(url)
-        scoring.injected(page, 1.0)
+        page = WebPage(url, score=1.0)
+        scoring.injected_score(url, page)
         rows[url], fresh[url] = (page, []), True
     scores: dict[int, dict[str, float]] = {}
     for depth in (1, 2, 3):
         for url in list(rows):
             page, _ = rows[url]
             if fresh[url]:
-                page.score, fresh[url] = scoring.sort_value(page), False
-            outlinks = OPIC_LINKS[url]
-            shares = scoring.distribute(page, [False] * len(outlinks)) if get_cash(page) else [0.0] * len(outlinks)
-            for target, share in zip(outlinks, shares, strict=True):
-                if target in rows:
-                    rows[target][1].append(share)
+                page.score, fresh[url] = scoring.generator_sort_value(url, page, page.score), False
+            outlinks = [ScoreDatum(t) for t in OPIC_LINKS[url]]
+            if get_cash(page):
+                scoring.distribute_score_to_outlinks(url, page, outlinks)
+            for datum in outlinks:
+                if datum.url in rows:
+                    rows[datum.url][1].append(datum.score)
                 else:
-                    new = WebPage(target)
-                    scoring.initial(new)
-                    rows[target], fresh[target] = (new, [share]), True
-        for page, inlinks in rows.values():
-            scoring.update(page, inlinks)
+                    new = WebPage(datum.url)
+                    scoring.initial_score(datum.url, new)
+                    rows[datum.url], fresh[datum.url] = (new, [datum.score]), True
+        for url, (page, inlinks) in rows.items():
+            scoring.update_score(url, page, [ScoreDatum("", score=x) for x in inlinks])
             inlinks.clear()
         scores[depth] = {url: page.score for url, (page, _) in rows.items()}
     return scores
@@ -79,7 +81,7 @@ def opic_rounds() -> dict[int, dict[str, float]]:
 
 def adaptive_intervals() -> tuple[list[int], list[int]]:
     """(nutch2's intervals, the test's expected ones) for UNKNOWN, MODIFIED, NOTMODIFIED from 100 s."""
-    from nutch2.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, AdaptiveFetchSchedule
+    from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, AdaptiveFetchSchedule
     from nutch2.webpage import WebPage
 
     conf = _conf()
@@ -99,14 +101,14 @@ def adaptive_intervals() -> tuple[list[int], list[int]]:
 
 @pytest.mark.parametrize(("url", "key"), REVERSE)
 def test_reverse_url(url: str, key: str) -> None:
-    from nutch2.tableutil import reverse_url
+    from nutch2.urls.tableutil import reverse_url
 
     assert reverse_url(url) == key
 
 
 @pytest.mark.parametrize(("key", "url"), UNREVERSE)
 def test_unreverse_url(key: str, url: str) -> None:
-    from nutch2.tableutil import unreverse_url
+    from nutch2.urls.tableutil import unreverse_url
 
     assert unreverse_url(key) == url
 
@@ -125,7 +127,7 @@ def test_adaptive_schedule() -> None:
 
 def agreement() -> dict[str, tuple[int, int]]:
     """{source: (agree, total)} for tests/conformance.py."""
-    from nutch2.tableutil import reverse_url, unreverse_url
+    from nutch2.urls.tableutil import reverse_url, unreverse_url
 
     table = sum(reverse_url(u) == k for u, k in REVERSE) + sum(unreverse_url(k) == u for k, u in UNREVERSE)
     scores = opic_rounds()

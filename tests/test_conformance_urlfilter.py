@@ -23,7 +23,7 @@ def vectors(name: str) -> list[tuple[str, bool]]:
 
 
 def _filter(name: str):
-    from nutch2.urlfilter import RegexURLFilter
+    from nutch2.plugins.urlfilter_regex.filter import RegexURLFilter
 
     return RegexURLFilter.from_file(SAMPLES / f"{name}.rules")
 

@@ -140,7 +140,7 @@ BASIC_INVALID = ["https://example%2Xcom/", "https://abc%FEdef.org/"]
 
 
 def _normalize(url: str) -> str | None:
-    from nutch2.urlnormalizer import normalize
+    from nutch2.plugins.urlnormalizer_basic.normalizer import normalize
 
     return normalize(url)
 
@@ -210,28 +210,28 @@ TOP_LEVEL_DOMAIN: list[tuple[str, str | None]] = [
 
 
 def _ascii(host: str) -> str:
-    from nutch2.urlnormalizer import host_to_ascii
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii
 
     return (host_to_ascii(host) or host) if host else host
 
 
 @pytest.mark.parametrize(("host", "nutch"), DOMAIN_NAME)
 def test_get_domain_name(host: str, nutch: str) -> None:
-    from nutch2.domains import domain_of_host
+    from nutch2.urls.domains import domain_of_host
 
     assert domain_of_host(_ascii(host)) == _ascii(nutch)
 
 
 @pytest.mark.parametrize(("host", "nutch"), DOMAIN_SUFFIX)
 def test_get_domain_suffix(host: str, nutch: str | None) -> None:
-    from nutch2.domains import domain_suffix_of_host
+    from nutch2.urls.domains import domain_suffix_of_host
 
     assert domain_suffix_of_host(_ascii(host)) == nutch
 
 
 @pytest.mark.parametrize(("host", "nutch"), TOP_LEVEL_DOMAIN)
 def test_get_top_level_domain(host: str, nutch: str | None) -> None:
-    from nutch2.domains import top_level_domain_of_host
+    from nutch2.urls.domains import top_level_domain_of_host
 
     assert top_level_domain_of_host(_ascii(host)) == nutch
 
@@ -257,7 +257,7 @@ CHOOSE_REPR: list[tuple[str, str, bool, str]] = [
 
 @pytest.mark.parametrize(("src", "dst", "temp", "nutch"), CHOOSE_REPR)
 def test_choose_repr(src: str, dst: str, temp: bool, nutch: str) -> None:
-    from nutch2.urls import choose_repr
+    from nutch2.urls.checker import choose_repr
 
     assert choose_repr(src, dst, temp) == nutch
 
@@ -286,7 +286,7 @@ RESOLVE_DIFFERS: dict[str, tuple[str | None, str]] = {
 
 @pytest.mark.parametrize(("base", "rel", "nutch"), RESOLVE)
 def test_resolve_url(base: str, rel: str, nutch: str) -> None:
-    from nutch2.parse import resolve_link
+    from nutch2.parse.html import resolve_link
 
     expected = RESOLVE_DIFFERS[rel][0] if rel in RESOLVE_DIFFERS and base.endswith("?q") else nutch
     assert resolve_link(base, rel) == expected
@@ -339,7 +339,7 @@ IDNA2008_INVALID: list[tuple[str, bool]] = [
 
 @pytest.mark.parametrize(("unicode", "ascii"), IDNA2008 + TO_ASCII_ONLY)
 def test_to_ascii(unicode: str, ascii: str) -> None:
-    from nutch2.urlnormalizer import host_to_ascii
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii
 
     expected = IDNA2008_DIFFERS[unicode][0] if unicode in IDNA2008_DIFFERS else ascii
     assert host_to_ascii(unicode) == expected
@@ -347,7 +347,7 @@ def test_to_ascii(unicode: str, ascii: str) -> None:
 
 @pytest.mark.parametrize(("unicode", "ascii"), IDNA2008 + [(u, a) for a, u in TO_UNICODE_ONLY])
 def test_to_unicode(unicode: str, ascii: str) -> None:
-    from nutch2.urlnormalizer import host_to_unicode
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_unicode
 
     expected = ascii if unicode in IDNA2008_DIFFERS else unicode  # undecodable: left as it is
     assert host_to_unicode(ascii) == expected
@@ -355,7 +355,7 @@ def test_to_unicode(unicode: str, ascii: str) -> None:
 
 @pytest.mark.parametrize(("host", "to_ascii"), IDNA2008_INVALID)
 def test_idna2008_invalid(host: str, to_ascii: bool) -> None:
-    from nutch2.urlnormalizer import host_to_ascii, idna_to_unicode
+    from nutch2.plugins.urlnormalizer_basic.normalizer import host_to_ascii, idna_to_unicode
 
     if to_ascii:
         assert host_to_ascii(host) is None
@@ -380,10 +380,10 @@ def _agrees(check) -> bool:
 
 def agreement() -> dict[str, tuple[int, int]]:
     """How many vectors give exactly the source's answer, per source: {source: (agree, total)}."""
-    import nutch2.domains as domains
-    import nutch2.parse as parse
-    import nutch2.urlnormalizer as un
-    import nutch2.urls as urls
+    import nutch2.parse.html as parse
+    import nutch2.plugins.urlnormalizer_basic.normalizer as un
+    import nutch2.urls.checker as urls
+    import nutch2.urls.domains as domains
 
     basic = [_agrees(lambda u=u, n=n: un.normalize(u) == n) for u, n in BASIC]
     basic += [_agrees(lambda u=u: un.normalize(u) is None) for u in BASIC_INVALID]

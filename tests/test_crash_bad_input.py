@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.journal import Journal
+from nutch2.crawldb.journal import Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.fetchclaim import LOST_REASON
-from nutch2.journal import GENERATING, UPDATING, Journal
+from nutch2.crawldb.journal import GENERATING, UPDATING, Journal
+from nutch2.fetch.fetchclaim import LOST_REASON
 from nutch2.marks import Mark
-from nutch2.scoring import set_cash
+from nutch2.plugins.scoring_opic.opic import set_cash
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import DURABLE_STORES, JOB_BACKENDS
 from tests.crawlutil import conf_for, defines
@@ -232,7 +232,7 @@ def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str)
             assert "interrupted" in rerun.stderr, point
             rows = table(conf, crawl_id)
             # a kill in a fetch loses the answers of the requests in flight: the rerun records those URLs as
-            # requests that got no answer (nutch2/fetchclaim.py) instead of requesting them twice, so the rows are
+            # requests that got no answer (nutch2/fetch/fetchclaim.py) instead of requesting them twice, so the rows are
             # those of an uninterrupted crawl in which these requests got no answer
             lost = sorted(unreverse_url(k) for k, p in rows.items() if p.protocol_status.args == [LOST_REASON])
             reference, names = expected, ref_names

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from nutch2.journal import FETCHED, IMPORTING, Journal
+from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
 from tests.conftest import STORE_BACKENDS

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.conftest import JOB_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, passes_filters, rows, seed_file
 from tests.testweb import TestWeb

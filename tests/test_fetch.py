@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from nutch2 import runner
 from nutch2.config import Configuration
-from nutch2.fetcher import FetchItem, FetchItemQueues
+from nutch2.fetch.fetcher import FetchItem, FetchItemQueues
+from nutch2.mapred import runner
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ProtocolStatusCode
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR
 from tests.crawlutil import cli, conf_for, defines, row, rows
@@ -447,7 +447,7 @@ def test_queues_abort_releases_waiters() -> None:
 
 def test_fetch_keeps_row_metadata_and_clears_stale_truncation(web: TestWeb, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from nutch2.parseutil import TRUNCATED_KEY
+    from nutch2.parse.parseutil import TRUNCATED_KEY
     from nutch2.stores import open_store
 
     c = Crawl(tmp_path, capsys, "md", **{"http.content.limit": 100})

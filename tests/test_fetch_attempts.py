@@ -1,7 +1,7 @@
 """Fetch tasks run twice, as Spark may run them (a retry, a stage re-run, a speculative copy), without Spark: the
 fetch job's map and reduce task bodies driven by hand on a sqlite crawl of the test web, with attempt ids set as
 the spark runner sets them. Each URL is requested once, no host sees two requests closer than its delay, and
-nothing is lost (nutch2/fetchclaim.py, nutch2/tasklease.py)."""
+nothing is lost (nutch2/fetch/fetchclaim.py, nutch2/mapred/tasklease.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from nutch2.jobs.fetch import FetcherJob
+from nutch2.mapred.runner import Counters, map_pairs, reduce_pairs, task_context, task_copy
+from nutch2.mapred.tasklease import TaskLease, TaskLeaseLost, lease_prefix
 from nutch2.marks import Mark
-from nutch2.runner import Counters, map_pairs, reduce_pairs, task_context, task_copy
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import unreverse_url
-from nutch2.tasklease import TaskLease, TaskLeaseLost, lease_prefix
+from nutch2.urls.tableutil import unreverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
 

@@ -9,7 +9,7 @@ import pytest
 
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor, ProtocolStatusCode
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
 

@@ -1,7 +1,7 @@
 """Resume: kill -9 a fetch of >= 500 URLs midway, then `fetch <batch> -resume` finishes it without losing a URL
 and without requesting any URL twice: a URL claimed by the killed run but not written (its request was in flight,
 or its outcome not yet flushed: at most two per fetcher thread) is recorded as a failed fetch (RETRY, "fetch result
-lost"), not requested again (nutch2/fetchclaim.py)."""
+lost"), not requested again (nutch2/fetch/fetchclaim.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.fetchclaim import CLAIM, LOST_REASON
+from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import unreverse_url
+from nutch2.urls.tableutil import unreverse_url
 from tests.conftest import JOB_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb

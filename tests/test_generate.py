@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from nutch2.jobs.generate import GeneratorJob
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.runners import make_runner
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli, defines

@@ -16,7 +16,7 @@ import pytest
 
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor, ProtocolStatusCode
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.crawlutil import conf_for, defines, rows
 from tests.hostile_server import Exchange, HostileServer, gzip_bomb, head, refused_url

@@ -11,13 +11,13 @@ import pytest
 
 from nutch2.errors import NutchError
 from nutch2.jobs.inject import InjectorJob, parse_seed
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark, get_distance
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
-from nutch2.scoring import get_cash
+from nutch2.plugins.scoring_opic.opic import get_cash
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import JOB_BACKENDS, make_conf
 

@@ -1,6 +1,7 @@
 """The layers of DESIGN.md, checked on the imports of every module: cli and the searcher -> tools -> jobs -> core
 and stores; stores -> the model only; no job imports another job; no core module imports a tool, a job or the
-CLI; nothing imports the CLI; no backend client outside its store module."""
+CLI; nothing imports the CLI; no backend client outside its store module; plugins use the core only (no job,
+tool, store or other plugin), and nothing but the plugin system itself reaches a plugin (through entry points)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,19 @@ def imports(path: Path, name: str) -> set[str]:
     return out
 
 
+FRAMEWORK = {"nutch2.plugins", "nutch2.plugins.points"}
+
+
+def plugin_of(name: str) -> str | None:
+    """The plugin package a module belongs to (nutch2.plugins.<plugin>), None for the rest."""
+    parts = name.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 3 and parts[:2] == ["nutch2", "plugins"] and name not in FRAMEWORK \
+        else None
+
+
 def layer(name: str) -> str:
+    if plugin_of(name):
+        return "plugin"
     if name in CLI or name == "nutch2.__main__":
         return "cli"
     if name.startswith("nutch2.searcher"):
@@ -82,6 +95,11 @@ def violations() -> list[str]:
                 why = "uses a store backend's client outside its store module"
             elif me == "stores" and layer(dep) != "stores" and dep not in STORE_DEPS and dep in mods:
                 why = "the store layer imports above the model"
+            if why is None and plugin_of(dep) and plugin_of(dep) != plugin_of(name):
+                why = ("reaches into a plugin (plugins are found through entry points: nutch2.plugins.Plugins)"
+                       if me != "plugin" else "a plugin imports another plugin (share code through the core)")
+            if why is None and me == "plugin" and layer(dep) in ("jobs", "tools", "app", "stores", "cli"):
+                why = "a plugin imports above the core (jobs, tools, stores, the searcher or the CLI)"
             if why:
                 bad.append(f"{name} -> {dep}: {why}")
     return bad
@@ -99,3 +117,5 @@ def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     assert {"nutch2.jobs.parse", "happybase", "nutch2.cli"} <= imports(path, "nutch2.fake")
     assert layer("nutch2.tools.batch") == "tools" and layer("nutch2.searcher.app") == "app"
     assert layer("nutch2.fake") == "core" and layer("nutch2.jobs.parse") == "jobs"
+    assert layer("nutch2.plugins.parse_tika.tika") == "plugin" and layer("nutch2.plugins.points") == "core"
+    assert plugin_of("nutch2.plugins.parse_tika.tika") == "nutch2.plugins.parse_tika"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from nutch2.crawldb.journal import GENERATED, Journal
 from nutch2.errors import LeaseLost, StoreLockedError
-from nutch2.journal import GENERATED, Journal
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.lease import StoreLease
 from tests.conftest import SHARED_STORES, make_conf

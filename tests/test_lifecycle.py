@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.journal import FETCHING, GENERATING, INDEXED, UPDATING, Journal
+from nutch2.crawldb.journal import FETCHING, GENERATING, INDEXED, UPDATING, Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store

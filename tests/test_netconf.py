@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from nutch2.errors import ConfigError
-from nutch2.fetcher import http_settings
-from nutch2.netconf import Challenge, find_credentials, parse_challenges, proxy_settings, read_auth_file, redact
+from nutch2.plugins.protocol_http.netconf import (
+    Challenge,
+    find_credentials,
+    parse_challenges,
+    proxy_settings,
+    read_auth_file,
+    redact,
+)
+from nutch2.plugins.protocol_http.plugin import http_settings
 from tests.conftest import make_conf
 
 

@@ -17,19 +17,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.config import Configuration
-from nutch2.domains import domain_of_host, host_of
-from nutch2.jobs.index import IndexingJob
+from nutch2.fetch.robots import RobotRules, robot_agents
+from nutch2.index.filters import IndexingFilters
 from nutch2.jobs.parse import ParserJob
+from nutch2.mapred.runner import LocalRunner
 from nutch2.marks import Mark
-from nutch2.parse import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
-from nutch2.parseutil import META_PREFIX
-from nutch2.robots import RobotRules, robot_agents
-from nutch2.runner import LocalRunner
+from nutch2.parse.html import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
+from nutch2.parse.parseutil import META_PREFIX
+from nutch2.plugins.urlnormalizer_basic.normalizer import normalize
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
-from nutch2.urlnormalizer import normalize
-from nutch2.urls import choose_repr, load_filters, queue_id
+from nutch2.urls.checker import choose_repr, queue_id
+from nutch2.urls.domains import domain_of_host, host_of
+from nutch2.urls.filters import URLFilters
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR, make_conf
 from tests.crawlutil import cli, conf_for, defines, row
@@ -76,7 +77,7 @@ def test_host_specific_filter_blocks_load_from_the_configuration(tmp_path: Path)
     (conf_dir / "regex-urlfilter.txt").write_text(
         "# NUTCH-1838\n> www.example.org\n-/private/\n<\n> example.net\n-\\.pdf$\n<\n+.\n", encoding="utf-8")
     conf = Configuration(conf_dir, {"urlfilter.regex.file": str(conf_dir / "regex-urlfilter.txt")})
-    filters = load_filters(conf)
+    filters = URLFilters.from_conf(conf)
     assert filters.filter("http://www.example.org/private/x") is None
     assert filters.filter("http://other.example.org/private/x") == "http://other.example.org/private/x"
     assert filters.filter("http://docs.example.net/a.pdf") is None  # the block names the domain
@@ -141,7 +142,7 @@ def test_outlinks_from_link_and_get_forms_not_post_forms() -> None:
 
 
 def test_ignore_tags_and_form_action_are_configurable() -> None:
-    from nutch2.parse import outlink_tags
+    from nutch2.parse.html import outlink_tags
 
     body = '<form action="/search"></form><img src="/logo.png" alt="Logo"><a href="/a">A</a>'
     result = _parse(body, outlink_tags=outlink_tags(ignore_tags=["a"], form_action=False))
@@ -204,7 +205,7 @@ def test_parse_and_index_keep_meta_tags_cache_policy_and_repr_url(store_env) -> 
     page = store.get(key)
     assert page.metadata[META_PREFIX + "description"] == b"About us"
     assert caching_forbidden(page.metadata) == "content" == page.metadata[CACHING_FORBIDDEN_KEY].decode()
-    doc = IndexingJob(conf, "B", _Solr()).document(page)
+    doc = IndexingFilters.from_conf(conf).document(page, None)
     assert doc["url"] == "http://site.test/" and doc["id"] == f"webpage!{key}" and doc["crawlId"] == "webpage"
     assert doc["meta_description"] == ["About us"] and doc["meta_keywords"] == ["a, b"]
     assert doc["cache"] == "content"

@@ -1,4 +1,4 @@
-"""Tests for nutch2.parse."""
+"""Tests for nutch2.parse.html."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nutch2 import parse as parse_mod
-from nutch2.parse import ParseResult, detect_encoding, parse_content, parse_html, resolve_charset
+from nutch2.parse import html as parse_mod
+from nutch2.parse.html import ParseResult, detect_encoding, parse_content, parse_html, resolve_charset
 from nutch2.status import ParseMajor, ParseMinor
 
 URL = "http://example.com/dir/page.html"

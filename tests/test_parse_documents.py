@@ -16,14 +16,13 @@ import requests
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.parse import DEFAULT_OUTLINK_TAGS
-from nutch2.parsers import ParserFactory, ParseSettings, mime_type
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.parse.parsers import ParserFactory, mime_type
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR, make_conf, require_tika
 from tests.documents import DOCUMENT_TYPES, LINKING_KINDS, DocSpec, docx_zip_bomb, make, pdf_bomb, pdf_endless_pages
@@ -34,7 +33,7 @@ SPEC = DocSpec("Quarterly report", "Ada Lovelace", "quixdocumentzor", "http://12
 
 def factory(**props: object) -> ParserFactory:
     conf = Configuration(CONF_DIR, {k: str(v) for k, v in props.items()})
-    return ParserFactory(conf, ParseSettings.from_conf(conf, DEFAULT_OUTLINK_TAGS))
+    return ParserFactory(conf)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +141,7 @@ def test_parse_plugin_mapping(tmp_path: Path) -> None:
         '<parse-plugins><mimeType name="application/vnd.oasis.*"><plugin id="parse-tika"/></mimeType>'
         '<mimeType name="text/html"><plugin id="parse-html"/></mimeType></parse-plugins>')
     conf = Configuration(tmp_path, {"tika.server.url": "http://127.0.0.1:1"})
-    f = ParserFactory(conf, ParseSettings.from_conf(conf, DEFAULT_OUTLINK_TAGS))
+    f = ParserFactory(conf)
     assert [p.plugin_id for p in f.parsers_for("application/vnd.oasis.opendocument.text")] == ["parse-tika"]
     assert f.parsers_for("application/pdf") == []
     with pytest.raises(ConfigError, match="parse-word"):
@@ -333,7 +332,7 @@ def test_a_closed_connection_without_health_is_an_outage() -> None:
 def test_a_parser_killing_document_does_not_hold_its_batch(tmp_path: Path) -> None:
     """Through the CLI: the killing document is a FAILED parse (counted), the others are parsed, nothing is left for
     a rerun, so updatedb (and crawl) go on with the batch without -force."""
-    from nutch2.journal import FETCHED, Journal
+    from nutch2.crawldb.journal import FETCHED, Journal
     from tests.crawlutil import defines
     from tests.test_crash_safety import nutch2
 
@@ -415,7 +414,7 @@ def test_tika_down_mid_parse_leaves_rows_parseable(tika: str, tmp_path: Path) ->
 def test_a_batch_tika_could_not_finish_is_not_updated_until_its_parse_is_done(tika: str, tmp_path: Path) -> None:
     """Through the CLI: pages left for later by a Tika outage keep the batch short of "parsed", so updatedb (and
     crawl) refuse it until `parse -resume` has parsed them; nothing is updated without its text and links."""
-    from nutch2.journal import FETCHED, Journal
+    from nutch2.crawldb.journal import FETCHED, Journal
     from tests.crawlutil import defines
     from tests.test_crash_safety import nutch2
 

@@ -10,15 +10,15 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
+from nutch2.mapred.runner import Counters, TaskContext
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
-from nutch2.runner import Counters, TaskContext
-from nutch2.runners import make_runner
-from nutch2.scoring import get_cash, set_cash
-from nutch2.signature import md5_signature, text_profile_signature
+from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
+from nutch2.parse.signature import md5_signature, text_profile_signature
+from nutch2.plugins.scoring_opic.opic import get_cash, set_cash
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli, defines

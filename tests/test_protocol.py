@@ -1,4 +1,4 @@
-"""Tests for nutch2.protocol against a real HTTP server on 127.0.0.1."""
+"""Tests for protocol-http (nutch2/plugins/protocol_http) against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from nutch2.protocol import HttpProtocol, HttpSettings, ProtocolConfigError
+from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings, ProtocolConfigError
 from nutch2.status import ProtocolStatusCode as P
 
 ETAG = '"v1"'

@@ -1,7 +1,8 @@
-"""Tests for nutch2.robots against real HTTP servers on 127.0.0.1 (one server per robots variant)."""
+"""Tests for nutch2.fetch.robots against real HTTP servers on 127.0.0.1 (one server per robots variant)."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -10,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from nutch2.protocol import HttpProtocol, HttpSettings
-from nutch2.robots import RobotRules, RobotsCache, robot_agent_name, robot_agents
+from nutch2.fetch.robots import ROBOTS_MAX_BYTES, RobotRules, RobotsCache, robot_agent_name, robot_agents
+from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
 
 AGENT = "MyBot"
 ROBOTS = b"""User-agent: *
@@ -96,8 +97,9 @@ def settings(timeout_ms: int = 2000) -> HttpSettings:
 
 
 def cache(timeout_ms: int = 2000) -> RobotsCache:
-    """A cache creating its own protocols."""
-    return RobotsCache(None, AGENT, settings(timeout_ms))
+    """A cache whose robots.txt sessions are protocol-http's, as the fetch engine's are."""
+    robots_settings = dataclasses.replace(settings(timeout_ms), redirect_max=0, content_limit=ROBOTS_MAX_BYTES)
+    return RobotsCache(lambda: HttpProtocol(robots_settings), AGENT)
 
 
 def robots_only(status: int, body: bytes = b"", **headers: str) -> dict[str, Route]:
@@ -243,7 +245,7 @@ def test_uses_protocol_factory(serve: Callable[[dict[str, Route]], QuietServer])
         made.append(HttpProtocol(settings()))
         return made[-1]
 
-    robots = RobotsCache(factory, AGENT, settings())
+    robots = RobotsCache(factory, AGENT)
     assert robots.rules_for(url).state == "parsed"
     assert len(made) == 1
 

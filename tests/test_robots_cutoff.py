@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nutch2.protocol import ProtocolOutput
-from nutch2.robots import ALLOW_ALL, DEFER, PARSED, UNREACHABLE, complete_groups, rules_from_output
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.robots import ALLOW_ALL, DEFER, PARSED, UNREACHABLE, complete_groups, rules_from_output
 from nutch2.status import ProtocolStatusCode
 
 AGENT = "MyBot"

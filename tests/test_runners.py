@@ -18,7 +18,7 @@ import pytest
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.crawlutil import conf_for, defines
 from tests.test_crash_safety import same_rows, table
@@ -40,7 +40,7 @@ def counters(stderr: str) -> list[tuple[str, str]]:
 
 
 def _names(conf, crawl_id: str) -> dict[str, str]:
-    from nutch2.journal import Journal
+    from nutch2.crawldb.journal import Journal
 
     with open_store(conf, crawl_id, create=False) as store:
         return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nutch2.errors import ConfigError
-from nutch2.schedule import (
+from nutch2.crawldb.schedule import (
     STATUS_MODIFIED,
     STATUS_NOTMODIFIED,
     STATUS_UNKNOWN,
@@ -13,6 +12,7 @@ from nutch2.schedule import (
     FetchSchedule,
     fetch_schedule,
 )
+from nutch2.errors import ConfigError
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.headers import header_block_problem, stored_headers
-from nutch2.jobs.index import site_values
+from nutch2.fetch.headers import header_block_problem, stored_headers
 from nutch2.marks import Mark
+from nutch2.plugins.index_basic.filter import site_values
 from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
 from nutch2.searcher.app import _paging
 from nutch2.searcher.auth import Credentials, add_user, check_password, hash_password, read_users
@@ -246,10 +246,10 @@ class _NoRowReads(MemoryStore):
 
 
 def test_the_dashboard_reads_no_row_the_journal_and_the_last_readdb_do(tmp_path: Path) -> None:
+    from nutch2.crawldb.journal import Journal
+    from nutch2.crawldb.tablestats import record_stats
     from nutch2.jobs.readdb import StatsJob
-    from nutch2.journal import Journal
-    from nutch2.runner import LocalRunner
-    from nutch2.tablestats import record_stats
+    from nutch2.mapred.runner import LocalRunner
 
     conf = make_conf(tmp_path, "memory")
     store = open_store(conf, "stats")

@@ -18,7 +18,7 @@ import requests
 from nutch2.config import Configuration
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.proxy import Proxy
 from tests.searchapp import SOLR, SearchServer, chrome, require_solr, wipe_solr

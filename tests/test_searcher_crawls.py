@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import requests
 
+from nutch2.index.solr import document_id
 from nutch2.jobs.index import indexable
-from nutch2.solr import document_id
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.searchapp import SOLR, SearchServer, require_solr
 from tests.testweb import TestWeb

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import requests
 
-from nutch2.solr import SolrClient
-from nutch2.tableutil import reverse_url
+from nutch2.index.solr import SolrClient
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.searchapp import SOLR, SearchServer, require_solr
 

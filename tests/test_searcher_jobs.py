@@ -13,7 +13,7 @@ import requests
 
 from nutch2.marks import Mark
 from nutch2.stores import crawl_lock
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import conf_for, defines, passes_filters, rows, seed_file
 from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import TestWeb

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from nutch2.errors import ConfigError, NutchError
-from nutch2.runner import Job, LocalRunner, TaskContext
-from nutch2.runners import make_runner
-from nutch2.shuffle import MapOutput, SpillDir, merge
+from nutch2.mapred.runner import Job, LocalRunner, TaskContext
+from nutch2.mapred.runners import make_runner
+from nutch2.mapred.shuffle import MapOutput, SpillDir, merge
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf

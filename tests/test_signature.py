@@ -1,4 +1,4 @@
-"""Tests for nutch2.signature."""
+"""Tests for nutch2.parse.signature."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nutch2.signature import md5_signature, text_profile, text_profile_signature
+from nutch2.parse.signature import md5_signature, text_profile, text_profile_signature
 
 ARTICLE = (
     "The quick brown fox jumps over the lazy dog. The fox was quick and the dog was lazy. "

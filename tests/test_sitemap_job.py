@@ -10,9 +10,9 @@ import pytest
 
 from nutch2.jobs.sitemap import LASTMOD_KEY
 from nutch2.marks import Mark
-from nutch2.sitemaps import CHANGEFREQ_SECONDS
+from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS
 from nutch2.status import CrawlStatus
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.testweb import HOSTILE_SITEMAPS, TestWeb
 

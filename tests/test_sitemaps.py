@@ -1,4 +1,5 @@
-"""Sitemap parsing (nutch2/sitemaps.py): every format the protocol allows, its values, and hostile input bounded."""
+"""Sitemap parsing (nutch2/sitemap/sitemaps.py): every format the protocol allows, its values, and hostile input
+bounded."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import zlib
 
 import pytest
 
-from nutch2.sitemaps import SitemapParser, SitemapUrl, SubSitemap, base_of, parse_date, speaks_for
+from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, base_of, parse_date, speaks_for
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 URL = "http://example.com/catalog/sitemap.xml"

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.fetchclaim import LOST_REASON
+from nutch2.fetch.fetchclaim import LOST_REASON
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import unreverse_url
+from nutch2.urls.tableutil import unreverse_url
 from tests.conftest import SERVICE_STORES, SHARED_STORES
 from tests.crawlutil import cli, conf_for, defines
 from tests.test_crash_safety import same_rows, table
@@ -108,7 +108,7 @@ def test_spark_gives_the_rows_and_counters_of_the_local_runner(web: TestWeb, tmp
 
 
 def _names(conf, crawl_id: str) -> dict[str, str]:
-    from nutch2.journal import Journal
+    from nutch2.crawldb.journal import Journal
 
     with open_store(conf, crawl_id, create=False) as store:
         return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.fetchclaim import LOST_REASON
+from nutch2.fetch.fetchclaim import LOST_REASON
 from nutch2.marks import Mark
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url, unreverse_url
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import STORE_BACKENDS
 from tests.crawlutil import conf_for, defines, seed_file
@@ -347,7 +347,7 @@ def test_a_signal_stops_crawl_and_the_same_command_finishes_it_exactly(tmp_path:
 
 
 def _round_names(conf, crawl_id: str) -> dict[str, str]:
-    from nutch2.journal import Journal
+    from nutch2.crawldb.journal import Journal
 
     with open_store(conf, crawl_id, create=False) as store:
         return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

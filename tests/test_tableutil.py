@@ -1,4 +1,4 @@
-"""Tests for nutch2.tableutil: Nutch 2's reversed-URL row keys."""
+"""Tests for nutch2.urls.tableutil: Nutch 2's reversed-URL row keys."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nutch2.tableutil import (
+from nutch2.urls.tableutil import (
     get_reversed_host,
     host_of_key,
     reverse_host,

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from nutch2.parse import MAX_ATTRIBUTES, parse_html
-from nutch2.tagscan import cap_attributes
+from nutch2.parse.html import MAX_ATTRIBUTES, parse_html
+from nutch2.parse.tagscan import cap_attributes
 
 
 def _elements(markup: str) -> list[tuple[str, dict[str, str]]]:

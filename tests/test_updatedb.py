@@ -11,12 +11,12 @@ import pytest
 
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.jobs.updatedb import update
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark, get_distance
-from nutch2.runners import make_runner
-from nutch2.scoring import get_cash, set_cash
+from nutch2.plugins.scoring_opic.opic import get_cash, set_cash
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli, defines

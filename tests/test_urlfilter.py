@@ -1,4 +1,4 @@
-"""Tests for nutch2.urlfilter: the regex URL filter and the filter chain."""
+"""Tests for urlfilter-regex (nutch2/plugins/urlfilter_regex) and the URL filter chain."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.urlfilter import RegexURLFilter, URLFilters, parse_rule
+from nutch2.plugins.urlfilter_regex.filter import RegexURLFilter, parse_rule
+from nutch2.urls.filters import URLFilters
 
 SHIPPED = Path(__file__).parent.parent / "conf" / "regex-urlfilter.txt"
 
@@ -154,6 +155,6 @@ def test_url_filters_no_length_limit() -> None:
 
 
 def test_url_filters_from_shipped_file() -> None:
-    chain = URLFilters.from_file(SHIPPED)
+    chain = URLFilters([RegexURLFilter.from_file(SHIPPED)])
     assert chain.filter("http://foo.com/") == "http://foo.com/"
     assert chain.filter("http://foo.com/a.png") is None

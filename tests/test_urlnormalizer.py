@@ -1,4 +1,4 @@
-"""Tests for nutch2.urlnormalizer: the basic URL normalizer."""
+"""Tests for urlnormalizer-basic (nutch2/plugins/urlnormalizer_basic) and the normalizer chain of a scope."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nutch2.urlnormalizer import (
-    SCOPES,
-    URLNormalizers,
+from nutch2.plugins.urlnormalizer_basic.normalizer import (
+    BasicURLNormalizer,
     normalize,
     normalize_percent_encoding,
     remove_dot_segments,
 )
+from nutch2.urls.normalizers import SCOPES, URLNormalizers
 
 
 @pytest.mark.parametrize(
@@ -96,14 +96,16 @@ def test_unnormalizable_urls_give_none(url: str) -> None:
 
 @pytest.mark.parametrize("scope", sorted(SCOPES))
 def test_all_scopes_apply_the_basic_rules(scope: str) -> None:
-    normalizers = URLNormalizers(scope)
+    normalizers = URLNormalizers([BasicURLNormalizer(None)], scope)  # type: ignore[arg-type]
     assert normalizers.scope == scope
     assert normalizers.normalize("HTTP://Foo.com:80/a/../b#x") == "http://foo.com/b"
-    assert URLNormalizers().normalize("HTTP://Foo.com", scope=scope) == "http://foo.com/"
+    assert URLNormalizers([BasicURLNormalizer(None)]).normalize(  # type: ignore[arg-type]
+        "HTTP://Foo.com", scope=scope) == "http://foo.com/"
 
 
 def test_unknown_scope_uses_default_rules() -> None:
-    assert URLNormalizers("no-such-scope").normalize("http://FOO.com") == "http://foo.com/"
+    chain = URLNormalizers([BasicURLNormalizer(None)], "no-such-scope")  # type: ignore[arg-type]
+    assert chain.normalize("http://FOO.com") == "http://foo.com/"
 
 
 def test_scopes_are_nutchs() -> None:
@@ -171,7 +173,7 @@ _segment = st.text(alphabet="abcXYZ019._~!$&'()*+,;=:@-", max_size=8)
     query=st.one_of(st.none(), st.text(alphabet="abc019=&/?:@-._~", max_size=12)),
 )
 def test_fast_path_matches_full_rules(scheme, labels, port, segments, query) -> None:
-    from nutch2.urlnormalizer import _already_normal, _full_normalize
+    from nutch2.plugins.urlnormalizer_basic.normalizer import _already_normal, _full_normalize
 
     url = f"{scheme}://{'.'.join(labels)}" + (f":{port}" if port else "") + "/" + "/".join(segments)
     if query is not None:

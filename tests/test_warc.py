@@ -18,13 +18,13 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from nutch2.journal import FETCHED, UPDATED, Journal
+from nutch2.archive.warc import IP_KEY, fetched_at, restore_headers, warc_date
+from nutch2.crawldb.journal import FETCHED, UPDATED, Journal
 from nutch2.marks import Mark
-from nutch2.parseutil import TRUNCATED_KEY
+from nutch2.parse.parseutil import TRUNCATED_KEY
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.tableutil import reverse_url, unreverse_url
-from nutch2.warc import IP_KEY, fetched_at, restore_headers, warc_date
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
@@ -258,7 +258,7 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
 
 
 def test_headers_round_trip() -> None:
-    from nutch2.warc import _response_headers
+    from nutch2.archive.warc import _response_headers
 
     stored = {"Content-Type": "text/html", "Content-Encoding": "gzip", "Content-Length": "120",
               "Transfer-Encoding": "chunked", "Set-Cookie": "a=1"}
@@ -310,7 +310,7 @@ def test_crawl_finishes_an_imported_batch(web: TestWeb, tmp_path: Path) -> None:
 def test_records_of_a_cut_page_and_an_updated_row() -> None:
     from warcio.recordbuilder import RecordBuilder
 
-    from nutch2.warc import page_records
+    from nutch2.archive.warc import page_records
 
     page = WebPage("com.example:http/a", status=int(CrawlStatus.FETCHED), content=b"<p>cut", fetch_time=5_000_000,
                    fetch_interval=1000, headers={"Content-Type": "text/html"}, outlinks={"http://example.com/b": ""},

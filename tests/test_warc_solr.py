@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from nutch2.index.solr import document_id
 from nutch2.jobs.index import indexable
-from nutch2.solr import document_id
 from tests.conftest import SOLR_URL as SOLR
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb

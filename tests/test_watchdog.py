@@ -1,12 +1,12 @@
-"""The total deadline of one request (nutch2.watchdog via HttpProtocol) against a server that trickles."""
+"""The total deadline of one request (nutch2.fetch.watchdog via HttpProtocol) against a server that trickles."""
 
 from __future__ import annotations
 
 import pytest
 
-from nutch2.protocol import HttpProtocol, HttpSettings
+from nutch2.fetch.watchdog import Watchdog
+from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
 from nutch2.status import ProtocolStatusCode
-from nutch2.watchdog import Watchdog
 from tests.hostile_server import Exchange, HostileServer, head
 
 

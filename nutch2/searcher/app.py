@@ -35,7 +35,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
-from nutch2.parse import caching_forbidden, decode_content, detect_encoding
+from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
+from nutch2.parse.html import caching_forbidden, decode_content, detect_encoding
 from nutch2.searcher.access import AccessGuard, AccessPolicy
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
@@ -59,9 +60,8 @@ from nutch2.searcher.search import (
     search,
 )
 from nutch2.searcher.snapshot import LOOKUP_FIELDS, RESOURCE_TYPES, Lookup, rewrite_css, snapshot_html
-from nutch2.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
-from nutch2.tableutil import reverse_url
-from nutch2.urls import UrlChecker
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.tableutil import reverse_url
 
 log = logging.getLogger("nutch2.searcher")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from nutch2.journal import COUNTS, ORDER, BatchRecord, Journal
+from nutch2.crawldb.journal import COUNTS, ORDER, BatchRecord, Journal
+from nutch2.crawldb.tablestats import last_stats
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
-from nutch2.tablestats import last_stats
 
 # the marks a row carries through a batch's steps (the page info view shows them)
 STEPS: tuple[tuple[str, Mark], ...] = (

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nutch2 import stop
 from nutch2.config import Configuration
 from nutch2.errors import NutchError, StoreLockedError
 from nutch2.logs import LOGGER, clear_progress, last_progress
+from nutch2.mapred import stop
 from nutch2.searcher.params import ParamError
 from nutch2.stores import crawl_lock
 from nutch2.tools import TOOLS, job_types

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nutch2.config import Configuration
+from nutch2.crawldb.rowjson import iso_time, row_to_json
 from nutch2.errors import StoreError
 from nutch2.marks import Mark
-from nutch2.parse import caching_forbidden, decode_content
-from nutch2.rowjson import iso_time, row_to_json
+from nutch2.parse.html import caching_forbidden, decode_content
 from nutch2.status import CrawlStatus
 from nutch2.stores import DataStore, open_store
 from nutch2.webpage import WebPage
@@ -56,8 +56,8 @@ class StoreAccess:
 
 
 def page_json(url: str, page: WebPage) -> dict[str, Any]:
-    """readdb's row (nutch2/rowjson.py) for the API: plus the status code, the real fetch time and sizes; metadata
-    keys only; links as lists of {url, anchor}."""
+    """readdb's row (nutch2/crawldb/rowjson.py) for the API: plus the status code, the real fetch time and sizes;
+    metadata keys only; links as lists of {url, anchor}."""
     doc = row_to_json(page)
     doc.update({
         "url": url,

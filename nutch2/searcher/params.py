@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nutch2.errors import NutchError
-from nutch2.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url
 
 MAX_URL = 4096
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from nutch2.index.solr import SolrClient, crawl_filter, row_key_of
 from nutch2.searcher.params import ParamError, int_param
-from nutch2.solr import SolrClient, crawl_filter, row_key_of
-from nutch2.tableutil import unreverse_url
+from nutch2.urls.tableutil import unreverse_url
 
 DEFAULT_ROWS = 10
 MAX_ROWS = 100  # rows per page; more is clamped

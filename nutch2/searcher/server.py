@@ -108,8 +108,8 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     except ImportError as e:
         raise ConfigError(f"the server needs starlette, jinja2 and uvicorn ({e.name} is missing): "
                           "pip install 'nutch2[server]'") from None
+    from nutch2.index.solr import SolrClient, solr_url
     from nutch2.searcher.jobapi import JobManager
-    from nutch2.solr import SolrClient, solr_url
 
     if not store_class(conf).has(Capability.SHARED_PROCESSES):
         raise ConfigError(f"storage.data.store.class={store_class(conf).name} keeps a crawl inside the process that "

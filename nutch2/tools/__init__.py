@@ -3,7 +3,7 @@
     batch.py     generate, fetch, parse, updatedb      solr.py      index, clean, dedup, search
     seeds.py     inject, sitemap                       table.py     readdb, warc, warcimport
     crawl.py     crawl (a sequence of the above)       checkers.py  parsechecker, indexchecker, filterchecker,
-    server.py    server (the Searcher)                              normalizerchecker
+    server.py    server (the Searcher)                              normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
     lifecycle.py what each batch step requires, refuses and records
 """
@@ -15,7 +15,7 @@ from nutch2.tools.base import TOOLS, Run, Tool
 
 ORDER = ("inject", "sitemap", "generate", "fetch", "parse", "updatedb", "index", "clean", "dedup", "crawl",
          "readdb", "warc", "warcimport", "search", "server", "parsechecker", "indexchecker", "filterchecker",
-         "normalizerchecker")
+         "normalizerchecker", "plugins")
 
 
 def tools() -> list[type[Tool]]:

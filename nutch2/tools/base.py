@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.logs import log
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
+from nutch2.plugins import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import ToolArgs
@@ -86,6 +87,7 @@ class Tool:
     job: ClassVar[bool] = True  # offered by the job API (server, search and the checkers are not)
     crawl_lock: ClassVar[bool] = False  # takes the crawl's lock (rewrites the table: inject, generate, updatedb)
     batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
+    plugin_points: ClassVar[tuple[str, ...]] = ()  # the extension points its jobs use, built once to check them
     creates: ClassVar[bool] = False  # may create the crawl (its lock is taken in a store it creates)
 
     def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
@@ -118,6 +120,7 @@ class Tool:
         default, that the runner can run this many tasks."""
         if self.job:
             make_runner(self.conf, self.tasks())
+            Plugins(self.conf).check(self.plugin_points)  # a plugin that cannot load or start stops it here
 
     def run(self, run: Run) -> int:
         raise NotImplementedError

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nutch2.config import Configuration
-from nutch2.journal import FETCHED, PARSED, has_rows
+from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
 from nutch2.logs import log
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
@@ -61,6 +61,7 @@ class GenerateArgs(ToolArgs):
 @tool
 class Generate(Tool):
     name = "generate"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "select due URLs into a new batch and print its id"
     Args = GenerateArgs
     crawl_lock = True
@@ -128,6 +129,7 @@ class FetchArgs(BatchArgs):
 @tool
 class Fetch(BatchTool):
     name = "fetch"
+    plugin_points = ("protocol", "url-filter", "url-normalizer", "parser", "parse-filter")
     help = "fetch the URLs of a batch"
     Args = FetchArgs
     step = lifecycle.FETCH
@@ -166,6 +168,7 @@ class ParseArgs(BatchArgs):
 @tool
 class Parse(BatchTool):
     name = "parse"
+    plugin_points = ("parser", "parse-filter", "url-filter", "url-normalizer")
     help = "parse the fetched pages of a batch"
     Args = ParseArgs
     step = lifecycle.PARSE
@@ -204,6 +207,7 @@ class UpdateArgs(BatchArgs):
 @tool
 class UpdateDb(BatchTool):
     name = "updatedb"
+    plugin_points = ("scoring-filter", "fetch-schedule")
     help = "update the table with a batch's fetch and parse results"
     Args = UpdateArgs
     step = lifecycle.UPDATE

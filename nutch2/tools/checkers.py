@@ -11,14 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from nutch2.errors import NutchError
+from nutch2.errors import NutchError, UsageError
 from nutch2.logs import log
-from nutch2.runner import Counters, TaskContext
+from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.urlfilter import FILTER_NAMES
-from nutch2.urlnormalizer import NORMALIZER_NAMES, RULE_NAMES, SCOPES
+from nutch2.urls.normalizers import SCOPES
 
 
 @dataclass
@@ -37,15 +37,15 @@ class _Checker(Tool):
 
     def fetch_and_parse(self, run: Run):
         """(url, protocol output, the parsed page) of the checked URL."""
-        from nutch2.fetcher import http_settings, user_agent
+        from nutch2.fetch.fetcher import user_agent
+        from nutch2.fetch.protocols import protocol_for
+        from nutch2.fetch.robots import RobotsCache, robot_agents
         from nutch2.marks import Mark
-        from nutch2.parseutil import PageParser
-        from nutch2.protocol import HttpProtocol
-        from nutch2.robots import RobotsCache, robot_agents
+        from nutch2.parse.parseutil import PageParser
         from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
         from nutch2.stores import open_store
-        from nutch2.tableutil import reverse_url
-        from nutch2.urls import UrlChecker
+        from nutch2.urls.checker import UrlChecker
+        from nutch2.urls.tableutil import reverse_url
         from nutch2.webpage import WebPage
 
         a: CheckArgs = self.args  # type: ignore[assignment]
@@ -56,20 +56,27 @@ class _Checker(Tool):
             key = reverse_url(url)
         except ValueError:
             raise NutchError(f"{a.url!r} is not a URL nutch2 can fetch; give one like https://example.com/") from None
-        settings = http_settings(self.conf)
-        if a.checkRobotsTxt:
-            agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
-            robots = RobotsCache(None, agents, settings)
-            try:
-                if not robots.rules_for(url).allowed(url, agents):
-                    raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
-            finally:
-                robots.close()
-        run.out(f"fetching: {url}")
-        protocol = HttpProtocol(settings)
+        protocol = protocol_for(self.conf)
+        protocol.open(None, Counters(self.name))
+        agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
+        robots = RobotsCache(protocol.robots_session, agents)
+        session = protocol.session()
         try:
-            out = protocol.fetch(url)
+            if a.checkRobotsTxt and not robots.rules_for(url).allowed(url, agents):
+                raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
+            run.out(f"fetching: {url}")
+            out = session.fetch(url)
+            if protocol.renders(url, out):  # protocol-chromium: the page's resources where robots.txt allows them
+
+                def resource(u: str, until: float) -> tuple[Any, str]:
+                    if not robots.rules_for(u).allowed(u, agents):
+                        return None, "robots_denied"
+                    return session.fetch(u, deadline=until), ""
+
+                out = protocol.render(url, out, resource)
         finally:
+            session.close()
+            robots.close()
             protocol.close()
         status = protocol_to_crawl_status(out.code)
         if out.code != ProtocolStatusCode.SUCCESS:
@@ -122,13 +129,18 @@ class IndexChecker(_Checker):
     help = "fetch and parse one URL and show the document index would send, field by field (writes nothing)"
 
     def run(self, run: Run) -> int:
-        from nutch2.jobs.index import IndexingJob, indexable
+        from nutch2.index.filters import IndexingFilters
+        from nutch2.jobs.index import indexable
 
         url, _, page, parsed, fetched = self.fetch_and_parse(run)
         if not parsed or not indexable(page):
             raise NutchError(f"{url} would not be indexed: parse {page.parse_status.name}"
                              + (", noindex" if parsed else ""))
-        doc = IndexingJob(self.conf, None, "").document(page)
+        filters = IndexingFilters.from_conf(self.conf)
+        doc = filters.document(page, self.crawl_id)
+        filters.close()
+        if doc is None:
+            raise NutchError(f"{url} would not be indexed: an indexing filter keeps it out")
         if not self.args.dumpText:  # type: ignore[attr-defined]
             doc["content"] = _short(doc.get("content", ""))
         for name in sorted(doc):
@@ -162,7 +174,7 @@ def _urls(args: UrlsArgs) -> Iterator[str]:
 @dataclass
 class FilterCheckArgs(UrlsArgs):
     filterName: str | None = opt("-filterName", "check this URL filter alone, e.g. urlfilter-regex (-listFilters "
-                                 "names those in use)", metavar="NAME", choices=FILTER_NAMES)
+                                 "names those in use)", metavar="NAME")
     listFilters: bool = opt("-listFilters", "list the URL filters in use, in order, and exit", default=False)
 
 
@@ -175,12 +187,17 @@ class FilterChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urls import load_filters
+        from nutch2.urls.filters import URLFilters
 
         a: FilterCheckArgs = self.args  # type: ignore[assignment]
-        filters = load_filters(self.conf)
+        filters = URLFilters.from_conf(self.conf)
         if a.filterName:
-            filters = filters.named(a.filterName)
+            named = filters.named(a.filterName)
+            if not named.filters:
+                active = [getattr(f, "plugin_id", "") for f in filters.filters]
+                raise UsageError(f"-filterName {a.filterName!r} is not one of {', '.join(active)} (the active URL "
+                                 "filters)")
+            filters = named
         if a.listFilters:
             for line in filters.describe():
                 run.out(line)
@@ -196,7 +213,7 @@ class FilterChecker(Tool):
 @dataclass
 class NormalizerCheckArgs(UrlsArgs):
     normalizer: str | None = opt("-normalizer", "apply this URL normalizer alone, e.g. urlnormalizer-basic",
-                                 metavar="NAME", choices=NORMALIZER_NAMES)
+                                 metavar="NAME")
     scope: str = opt("-scope", "the normalizer scope", default="default", metavar="SCOPE",
                      choices=tuple(sorted(SCOPES)))
 
@@ -210,17 +227,53 @@ class NormalizerChecker(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.urlnormalizer import URLNormalizers
+        from nutch2.urls.normalizers import URLNormalizers
 
         a: NormalizerCheckArgs = self.args  # type: ignore[assignment]
-        normalizers = URLNormalizers(a.scope)
-        names = [a.normalizer] if a.normalizer else [n for r in normalizers.rules() if (n := RULE_NAMES.get(r))]
+        normalizers = URLNormalizers.from_conf(self.conf, a.scope)
+        if a.normalizer and a.normalizer not in normalizers.names():
+            raise UsageError(f"-normalizer {a.normalizer!r} is not one of {', '.join(normalizers.names())} (the active "
+                             f"URL normalizers of scope {a.scope})")
+        names = [a.normalizer] if a.normalizer else normalizers.names()
         log(f"normalizerchecker: checking the combination of these URL normalizers (scope {a.scope}): "
             f"{', '.join(names)}")
         for url in _urls(a):
             steps = normalizers.explain(url, a.scope, only=a.normalizer)
             result = steps[-1][1] if steps else url
             run.out(f"{url}\t->\t{result if result is not None else '(rejected)'}")
-            for name, value in steps:
-                run.out(f"\t{name}: {value if value is not None else 'rejected'}")
+            for name, value, why in steps:
+                run.out(f"\t{name}: {value if value is not None else 'rejected'}" + (f"\t({why})" if why else ""))
+        return 0
+
+
+@dataclass
+class PluginArgs(ToolArgs):
+    point: str | None = opt("-point", "only the plugins of this extension point", metavar="POINT",
+                            choices=("protocol", "parser", "parse-filter", "url-filter", "url-normalizer",
+                                     "scoring-filter", "indexing-filter", "index-writer", "fetch-schedule"))
+
+
+@tool
+class PluginLister(Tool):
+    name = "plugins"
+    help = "list the installed plugins: active or not (plugin.includes/plugin.excludes), their extension points"
+    Args = PluginArgs
+    crawl = False
+    job = False
+
+    def run(self, run: Run) -> int:
+        from nutch2.plugins import Plugins, descriptor, installed
+
+        active = set(Plugins(self.conf).ids)
+        point = self.args.point  # type: ignore[attr-defined]
+        for pid, ep in sorted(installed().items()):
+            try:
+                plugin = descriptor(pid)
+            except NutchError as e:
+                run.out(f"!  {pid}\t(cannot load: {e})")
+                continue
+            if point and point not in plugin.extensions:
+                continue
+            mark = "+" if pid in active else "-"
+            run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}\t({ep.value})")
         return 0

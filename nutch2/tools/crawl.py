@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
-from nutch2.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.logs import log
+from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.runners import make_runner
+from nutch2.plugins import POINTS
 from nutch2.stores import open_store
 from nutch2.tools import lifecycle
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
@@ -39,15 +40,17 @@ class CrawlArgs(SeedsArgs):
 @tool
 class Crawl(Tool):
     name = "crawl"
+    plugin_points = POINTS
     help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
     Args = CrawlArgs
 
     def run(self, run: Run) -> int:
-        from nutch2.fetcher import fetcher_threads, http_settings
+        from nutch2.fetch.fetcher import fetcher_threads
+        from nutch2.fetch.protocols import protocol_for
 
         a: CrawlArgs = self.args  # type: ignore[assignment]
         fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
-        http_settings(self.conf)
+        protocol_for(self.conf).close()
         self.indexing = bool(a.solr or a.index)
         if self.indexing:
             self.solr_url = solr_client(self.conf, a.solr).url  # Solr must answer before round 1
@@ -73,8 +76,8 @@ class Crawl(Tool):
             self.step(run, Clean, SolrArgs(solr=self.solr_url))
             self.step(run, Dedup, SolrArgs(solr=self.solr_url))
         self.record_crawl(None)
+        from nutch2.crawldb.tablestats import record_stats
         from nutch2.jobs.readdb import StatsJob
-        from nutch2.tablestats import record_stats
 
         with open_store(self.conf, self.crawl_id, create=False) as store:
             job = StatsJob(self.conf, per_host=True)

@@ -2,7 +2,7 @@
 
     generate -> generated -> fetch (fetching) -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
 
-(the states are the journal's ORDER, nutch2/journal.py; each Step below names the state it requires and the one
+(the states are the journal's ORDER, nutch2/crawldb/journal.py; each Step below names the state it requires and the one
 it records). A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line;
 `-force` to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
 (its pages would be fetched again before they were parsed), and updating a batch whose fetched pages were not
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nutch2.errors import NutchError
-from nutch2.journal import (
+from nutch2.crawldb.journal import (
     FETCHED,
     FETCHING,
     GENERATED,
@@ -27,8 +26,9 @@ from nutch2.journal import (
     BatchRecord,
     Journal,
 )
+from nutch2.errors import NutchError
+from nutch2.mapred.runner import Counters
 from nutch2.marks import Mark
-from nutch2.runner import Counters
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Query
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.errors import NutchError
-from nutch2.runners import make_runner
+from nutch2.mapred.runners import make_runner
 from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 
@@ -54,6 +54,7 @@ class InjectArgs(SeedsArgs):
 @tool
 class Inject(Tool):
     name = "inject"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter")
     help = "inject seed URLs into the webpage table"
     Args = InjectArgs
     crawl_lock = True
@@ -109,6 +110,7 @@ class SitemapArgs(ToolArgs):
 @tool
 class Sitemap(Tool):
     name = "sitemap"
+    plugin_points = ("protocol", "url-filter", "url-normalizer", "scoring-filter")
     help = "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table"
     Args = SitemapArgs
     crawl_lock = True

@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass
 
 from nutch2.config import Configuration
-from nutch2.journal import has_rows
-from nutch2.runner import Counters
-from nutch2.runners import make_runner
+from nutch2.crawldb.journal import has_rows
+from nutch2.mapred.runner import Counters
+from nutch2.mapred.runners import make_runner
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
@@ -22,9 +22,23 @@ def solr_opt() -> object:
     return opt("-solr", "Solr core URL (solr.server.url)", metavar="URL", api="no")
 
 
+def index_writers(conf: Configuration, solr: str | None):
+    """The active index writers (index-writers.xml), -solr setting indexer-solr's url; each is opened and checked
+    once here (a dead Solr fails here, before any work)."""
+    from nutch2.index.writers import IndexWriters
+
+    writers = IndexWriters.from_conf(conf, {"indexer-solr": {"url": solr}} if solr else None)
+    out = writers.open(conf, None, "check")
+    try:
+        out.check()
+    finally:
+        out.close()
+    return writers
+
+
 def solr_client(conf: Configuration, url: str | None):
     """A client of the configured core that answered a ping (a dead Solr fails here, before any work)."""
-    from nutch2.solr import SolrClient, solr_url
+    from nutch2.index.solr import SolrClient, solr_url
 
     client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"))
     client.ping()
@@ -49,12 +63,13 @@ class IndexArgs(BatchArgs):
 @tool
 class Index(BatchTool):
     name = "index"
-    help = "send parsed, updated pages of a batch to Solr"
+    plugin_points = ("indexing-filter", "index-writer", "scoring-filter")
+    help = "send parsed, updated pages of a batch to the index (Solr; index-writers.xml)"
     Args = IndexArgs
     step = lifecycle.INDEX
 
     def run(self, run: Run) -> int:
-        self.solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        self.writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
         return super().run(run)
 
     def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
@@ -64,7 +79,7 @@ class Index(BatchTool):
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.index import run_index
 
-        run_index(self.conf, store, batch, self.solr.url, self.args.reindex,  # type: ignore[attr-defined]
+        run_index(self.conf, store, batch, self.writers, self.args.reindex,  # type: ignore[attr-defined]
                   make_runner(self.conf, self.tasks()), counters, self.crawl_id)
 
 
@@ -77,17 +92,18 @@ class SolrArgs(ToolArgs):
 @tool
 class Clean(Tool):
     name = "clean"
-    help = "delete GONE pages, redirects and noindex pages from Solr"
+    plugin_points = ("index-writer",)
+    help = "delete GONE pages, redirects and noindex pages from the index"
     Args = SolrArgs
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.index import CleaningJob
 
-        solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
         counters = run.job_counters("clean")
         counters.incr("deleted", 0)
         with self.store() as store:
-            make_runner(self.conf).run(CleaningJob(self.conf, solr.url, self.crawl_id), store, counters)
+            make_runner(self.conf).run(CleaningJob(self.conf, writers, self.crawl_id), store, counters)
         run.summary(counters)
         return 0
 
@@ -124,7 +140,7 @@ class Search(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.solr import crawl_filter
+        from nutch2.index.solr import crawl_filter
 
         a: SearchArgs = self.args  # type: ignore[assignment]
         solr = solr_client(self.conf, a.solr)

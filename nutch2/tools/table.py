@@ -6,14 +6,14 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from nutch2.errors import NutchError
+from nutch2.crawldb.tablestats import TableStats, record_stats
+from nutch2.errors import NutchError, StoreError
 from nutch2.logs import log
-from nutch2.runners import make_runner
-from nutch2.stores import BatchLock
-from nutch2.tablestats import record_stats
-from nutch2.tableutil import reverse_url
+from nutch2.mapred.runners import make_runner
+from nutch2.stores import BatchLock, open_store
 from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
+from nutch2.urls.tableutil import reverse_url
 
 
 # ---------------------------------------------------------------- readdb
@@ -55,18 +55,29 @@ class Readdb(Tool):
 
             job = StatsJob(self.conf, per_host=a.sort)
             job.compute(store, runner, run.job_counters("readdb"))
-            record_stats(store, job.stats, a.sort)  # the searcher's dashboard shows the last result
-            out = io.StringIO()
-            job.report(out)
-            for line in out.getvalue().splitlines():
-                run.out(line)
-            run.values["total"] = job.total
-            run.values["status"] = dict(job.status)
+        out = io.StringIO()
+        job.report(out)
+        for line in out.getvalue().splitlines():
+            run.out(line)
+        run.values["total"] = job.total
+        run.values["status"] = dict(job.status)
+        self._keep(job.stats, a.sort)
         return 0
 
+    def _keep(self, stats: TableStats, per_host: bool) -> None:
+        """Keep the counts for the searcher's dashboard, without waiting for a job that is writing the table: a
+        reader never blocks behind a writer (the counts were shown; the dashboard keeps the earlier ones)."""
+        quick = self.conf.copy()
+        quick.set("storage.sqlite.busy.timeout", 1.0)
+        try:
+            with open_store(quick, self.crawl_id, create=False) as store:
+                record_stats(store, stats, per_host)
+        except StoreError as e:
+            log(f"readdb: the counts are not kept for the dashboard this time (the table is being written: {e})")
+
     def _row(self, run: Run, store, raw: str) -> int:
-        from nutch2.rowjson import row_to_json
-        from nutch2.urls import UrlChecker
+        from nutch2.crawldb.rowjson import row_to_json
+        from nutch2.urls.checker import UrlChecker
 
         url = UrlChecker(self.conf, "inject", filter=False).normalize(raw)  # the form inject stored it in
         try:
@@ -157,6 +168,7 @@ class WarcImportArgs(ToolArgs):
 @tool
 class WarcImport(Tool):
     name = "warcimport"
+    plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
     Args = WarcImportArgs
     crawl_lock = True

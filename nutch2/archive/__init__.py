@@ -1,0 +1,1 @@
+"""Archive formats: WARC files written and read."""

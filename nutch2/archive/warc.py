@@ -1,0 +1,391 @@
+"""WARC/1.1 (ISO 28500) with warcio: rows written as request, response and metadata records, and the response records
+of any WARC read back as fetched pages. No record is written or parsed by hand.
+
+Writing (`WarcFileWriter`): gzipped files, one gzip member per record, a warcinfo record first; each file is written
+as `<name>.open` and renamed to `<name>` once it is complete and synced, so a file with a final name is always
+whole; a new file is started once one holds the size limit. A response record carries the stored body (the body
+as the protocol decoded it) with the stored headers; since the payload is no longer gzip- or chunk-encoded,
+`Content-Encoding` and `Transfer-Encoding` become `X-Crawler-Content-Encoding` / `X-Crawler-Transfer-Encoding` and
+a `Content-Length` that no longer fits becomes `X-Crawler-Content-Length` beside the true one, as Common Crawl does.
+Reading (`WarcReader`) turns these back.
+
+Reading: response records with an http(s) target and an HTTP status line; the payload is decoded (chunked
+transfer coding, gzip/deflate/br content coding) by warcio and kept up to http.content.limit, as a fetch would.
+Other records, records marked WARC-Truncated and records the file ends inside are counted and skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import ipaddress
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from nutch2 import __version__
+from nutch2.errors import ConfigError, NutchError
+from nutch2.fetch.headers import header_block_problem
+from nutch2.marks import Mark
+from nutch2.parse.parseutil import TRUNCATED_KEY
+from nutch2.status import CrawlStatus
+from nutch2.webpage import WebPage
+
+__all__ = ["IP_KEY", "ArchivedResponse", "WarcFileWriter", "WarcReader", "fetched_at", "inputs_digest",
+           "page_records", "require_warcio", "restore_headers", "stale_files", "warcinfo"]
+
+IP_KEY = "_ip_"  # metadata: the server's IP address (Nutch's content metadata key), from WARC-IP-Address
+OPEN_SUFFIX = ".open"
+_RENAMED = ("content-encoding", "transfer-encoding")
+_CRAWLER = "X-Crawler-"
+_CHUNK = 1 << 16
+
+
+def require_warcio() -> None:
+    """warcio is an extra: a clear line when it is missing."""
+    try:
+        import warcio  # noqa: F401
+    except ImportError:
+        raise ConfigError("WARC support needs warcio: pip install 'nutch2[warc]'") from None
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+def fetched_at(page: WebPage) -> int:
+    """When the row's content was fetched (ms): its fetch time while it carries the fetch mark; after updatedb,
+    whose schedule moved the fetch time one interval ahead, that time minus the interval (exact for the default
+    schedule; the adaptive one may also have shifted it)."""
+    if Mark.FETCH.check(page) is not None:
+        return page.fetch_time
+    return page.fetch_time - page.fetch_interval * 1000
+
+
+def warcinfo(crawl_id: str, agent: str, description: str) -> dict[str, str]:
+    """The fields of a file's warcinfo record."""
+    return {
+        "software": f"nutch2/{__version__} (warcio)",
+        "format": "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        "isPartOf": crawl_id,
+        "description": description,
+        "http-header-user-agent": agent,
+        "robots": "classic",
+    }
+
+
+def warc_date(ms: int) -> str:
+    """WARC/1.1 date with microseconds (ms precision here)."""
+    dt = datetime.fromtimestamp(ms / 1000, UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}Z"
+
+
+def _ip(page: WebPage, url: str) -> str | None:
+    """The server's address when known: kept from an imported record, or the host itself when it is an IP."""
+    raw = page.metadata.get(IP_KEY)
+    if raw:
+        return raw.decode("ascii", "replace")
+    host = urlsplit(url).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return host
+
+
+def _response_headers(headers: dict[str, str], length: int) -> list[tuple[str, str]]:
+    """The stored headers for a decoded body of `length` bytes (see the module docstring)."""
+    out: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        low = name.lower()
+        if low in _RENAMED or (low == "content-length" and value.strip() != str(length)):
+            out.append((_CRAWLER + name, value))
+        elif low != "content-length":
+            out.append((name, value))
+    out.append(("Content-Length", str(length)))
+    return out
+
+
+def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tuple[str, str]]) -> list[Any]:
+    """The request, response and metadata records of a fetched row (`builder`: a warcio RecordBuilder). A body the
+    fetch cut at http.content.limit is marked WARC-Truncated: length."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    date = warc_date(fetched_at(page))
+    common = {"WARC-Date": date}
+    ip = _ip(page, url)
+    if ip:
+        common["WARC-IP-Address"] = ip
+    content = page.content or b""
+    http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
+    warc_headers = dict(common)
+    if page.metadata.get(TRUNCATED_KEY):
+        warc_headers["WARC-Truncated"] = "length"
+    response = builder.create_warc_record(url, "response", payload=io.BytesIO(content), length=len(content),
+                                          http_headers=http, warc_headers_dict=warc_headers)
+    response_id = response.rec_headers.get_header("WARC-Record-ID")
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    req_http = StatusAndHeaders(f"GET {target} HTTP/1.1", [("Host", parts.netloc), *request_headers],
+                                is_http_request=True)
+    request = builder.create_warc_record(url, "request", http_headers=req_http,
+                                         warc_headers_dict={**common, "WARC-Concurrent-To": response_id})
+    fields = _metadata_fields(page).encode("utf-8")
+    metadata = builder.create_warc_record(url, "metadata", payload=io.BytesIO(fields), length=len(fields),
+                                          warc_content_type="application/warc-fields",
+                                          warc_headers_dict={"WARC-Date": date, "WARC-Refers-To": response_id})
+    return [request, response, metadata]
+
+
+def _metadata_fields(page: WebPage) -> str:
+    """The row's crawl state as warc-fields: status, protocol status, fetch time, signature, score, outlinks."""
+    ps = page.protocol_status
+    try:
+        status = CrawlStatus(page.status).name
+    except ValueError:
+        status = str(page.status)
+    lines = [f"nutch-status: {status}", f"protocol-status: {ps.name}",
+             f"fetch-time-ms: {fetched_at(page)}", f"fetch-interval: {page.fetch_interval}", f"score: {page.score!r}"]
+    if page.signature:
+        lines.append(f"signature: {page.signature.hex()}")
+    if page.modified_time:
+        lines.append(f"modified-time-ms: {page.modified_time}")
+    lines += [f"outlink: {_one_line(link)}" for link in page.outlinks]
+    return "".join(line + "\r\n" for line in lines)
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+class WarcFileWriter:
+    """Rotated gzipped WARC/1.1 files `<prefix>-<task>-<n>.warc.gz` in a folder (see the module docstring)."""
+
+    def __init__(self, folder: Path, prefix: str, task: int, max_bytes: int, info: dict[str, str]) -> None:
+        self.folder = folder
+        self.prefix = prefix
+        self.task = task
+        self.max_bytes = max(1, max_bytes)
+        self.info = info
+        self.files: list[str] = []
+        self._seq = 0
+        self._file: io.BufferedWriter | None = None
+        self._writer: Any = None
+        self._path: Path | None = None
+        from warcio.recordbuilder import RecordBuilder
+
+        self.builder = RecordBuilder(warc_version="1.1")  # builds the records; _writer writes them
+
+    def write(self, records: list[Any]) -> None:
+        """Write one row's records; close the file once it holds max_bytes."""
+        if self._file is None:
+            self._open()
+        assert self._file is not None
+        for record in records:
+            self._writer.write_record(record)
+        if self._file.tell() >= self.max_bytes:
+            self.close()
+
+    def _open(self) -> None:
+        from warcio.warcwriter import WARCWriter
+
+        name = f"{self.prefix}-{self.task:05d}-{self._seq:05d}.warc.gz"
+        self._seq += 1
+        self._path = self.folder / (name + OPEN_SUFFIX)
+        self._file = open(self._path, "wb")  # noqa: SIM115 - closed by close() or abort()
+        self._writer = WARCWriter(self._file, gzip=True, warc_version="1.1")
+        self._writer.write_record(self.builder.create_warcinfo_record(name, self.info))
+
+    def close(self) -> None:
+        """Finish the open file: flush, sync, and give it its final name."""
+        if self._file is None or self._path is None:
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        final = self._path.with_name(self._path.name.removesuffix(OPEN_SUFFIX))
+        os.replace(self._path, final)
+        self.files.append(final.name)
+        self._file = self._path = None
+
+    def abort(self) -> None:
+        """Drop the open file (the task failed): no half file is left under either name."""
+        if self._file is not None and self._path is not None:
+            self._file.close()
+            self._path.unlink(missing_ok=True)
+        self._file = self._path = None
+
+
+def stale_files(folder: Path, prefix: str) -> list[Path]:
+    """The files an earlier run of the same export left in `folder` (complete or not)."""
+    if not folder.is_dir():
+        return []
+    ours = re.compile(re.escape(prefix) + r"-\d{5}-\d{5}\.warc\.gz(" + re.escape(OPEN_SUFFIX) + ")?")
+    return sorted(p for p in folder.iterdir() if ours.fullmatch(p.name))
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+@dataclass(slots=True)
+class ArchivedResponse:
+    """One HTTP response read from a WARC file, as a fetch would have given it."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    content: bytes
+    date_ms: int
+    truncated: bool = False  # cut at http.content.limit
+    ip: str | None = None
+    key: str = ""  # the row key, set by the importer once the URL is normalized
+
+
+class WarcReader:
+    """Reads the HTTP responses of WARC files; `skipped` counts the records passed over, by reason."""
+
+    def __init__(self, content_limit: int) -> None:
+        self.content_limit = content_limit
+        self.skipped: Counter[str] = Counter()
+        self.errors: list[str] = []  # files that broke off where warcio could not read on
+
+    @staticmethod
+    def check(path: Path) -> None:
+        """Fail with one line unless `path` is a readable WARC (or ARC) file: its first record is read."""
+        from warcio.archiveiterator import ArchiveIterator
+        from warcio.exceptions import ArchiveLoadFailed
+
+        if not path.is_file():
+            raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
+        try:
+            with open(path, "rb") as f:
+                next(iter(ArchiveIterator(f)), None)
+        except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
+            raise NutchError(f"{path} is not a readable WARC file ({_short(e)})") from None
+
+    def responses(self, path: Path) -> Iterator[ArchivedResponse]:
+        """The HTTP responses of one file, in order; a file damaged past repair ends there (counted, said in
+        `errors`)."""
+        from warcio.archiveiterator import ArchiveIterator
+        from warcio.exceptions import ArchiveLoadFailed
+
+        with open(path, "rb") as f:
+            iterator = ArchiveIterator(f, arc2warc=True)
+            records = iter(iterator)
+            while True:
+                try:
+                    record = next(records, None)
+                    if record is None:
+                        self._check_end(path, iterator.offset, os.fstat(f.fileno()).st_size)
+                        return
+                    response = self._response(record)
+                except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
+                    self.skipped["unreadable"] += 1
+                    self.errors.append(f"{path}: damaged after its last readable record ({_short(e)}); the rest "
+                                       "of the file is skipped")
+                    return
+                if response is not None:
+                    yield response
+
+    def _check_end(self, path: Path, offset: int, size: int) -> None:
+        """Bytes after the last whole record: the file ends inside a record (a cut download or copy)."""
+        if offset < size:
+            self.skipped["truncated"] += 1
+            self.errors.append(f"{path}: the file ends inside a record (the {size - offset} bytes after offset "
+                               f"{offset} are not a whole record); it is skipped")
+
+    def _response(self, record: Any) -> ArchivedResponse | None:
+        from warcio.timeutils import iso_date_to_datetime
+
+        if record.rec_type != "response":
+            self.skipped["not_response"] += 1
+            return None
+        url = (record.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
+        http = record.http_headers
+        if not url.lower().startswith(("http://", "https://")) or http is None \
+                or not (http.protocol or "").upper().startswith("HTTP/"):
+            self.skipped["not_http"] += 1
+            return None
+        try:
+            status = int(http.get_statuscode())
+            date_ms = int(iso_date_to_datetime(record.rec_headers.get_header("WARC-Date"), tz_aware=True)
+                          .timestamp() * 1000)
+        except (TypeError, ValueError, AttributeError):
+            self.skipped["not_http"] += 1
+            return None
+        if record.rec_headers.get_header("WARC-Truncated"):
+            self.skipped["truncated"] += 1
+            return None
+        if header_block_problem(http.headers) is not None:  # what the fetcher would have refused
+            self.skipped["headers_too_large"] += 1
+            _drain(record.raw_stream)
+            return None
+        try:
+            content, cut = self._payload(record)
+        except Exception:  # noqa: BLE001 - a payload whose coding is broken: skip the record, not the file
+            self.skipped["bad_payload"] += 1
+            _drain(record.raw_stream)
+            return None
+        if getattr(record.raw_stream, "limit", 0):  # the file ends inside this record
+            self.skipped["truncated"] += 1
+            return None
+        return ArchivedResponse(url, status, restore_headers(http.headers), content, date_ms, cut,
+                                record.rec_headers.get_header("WARC-IP-Address"))
+
+    def _payload(self, record: Any) -> tuple[bytes, bool]:
+        """The decoded body, up to http.content.limit (-1: all); the rest of the record is read and dropped."""
+        stream = record.content_stream()
+        limit = self.content_limit
+        buf = bytearray()
+        while limit < 0 or len(buf) <= limit:
+            chunk = stream.read(_CHUNK)
+            if not chunk:
+                break
+            buf += chunk
+        cut = 0 <= limit < len(buf)
+        if cut:
+            del buf[limit:]
+        _drain(record.raw_stream)
+        return bytes(buf), cut
+
+
+def _drain(stream: Any) -> None:
+    while stream.read(_CHUNK):
+        pass
+
+
+def restore_headers(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """HTTP headers as a fetch stores them: repeated names joined with ", " (as requests does) and the
+    X-Crawler-* names of an export (ours, Common Crawl's) back to what the server sent."""
+    merged: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for name, value in pairs:
+        low = name.lower()
+        if low in names:
+            merged[names[low]] += ", " + value
+        else:
+            names[low] = name
+            merged[name] = value
+    crawler = {n: v for n, v in merged.items() if n.lower().startswith(_CRAWLER.lower())}
+    if crawler:
+        if "x-crawler-content-length" in names and "content-length" in names:
+            del merged[names["content-length"]]
+        for name, value in crawler.items():
+            del merged[name]
+            merged[name[len(_CRAWLER):]] = value
+    return merged
+
+
+def inputs_digest(paths: list[Path]) -> str:
+    """SHA-256 of the files' contents, in order: the identity of an import (its batch id)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()
+
+
+def _short(e: BaseException) -> str:
+    return " ".join(str(e).split())[:160] or type(e).__name__

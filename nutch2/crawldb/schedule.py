@@ -1,0 +1,113 @@
+"""Fetch schedules (Nutch's DefaultFetchSchedule and AdaptiveFetchSchedule, the core's implementations of the
+FetchSchedule extension point; db.fetch.schedule.class names one of them or a fetch-schedule plugin). Times in ms,
+intervals in s."""
+
+from __future__ import annotations
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.plugins.points import FetchSchedule as FetchSchedulePoint
+from nutch2.webpage import WebPage
+
+SECONDS_PER_DAY = 86400
+STATUS_UNKNOWN, STATUS_MODIFIED, STATUS_NOTMODIFIED = 0, 1, 2
+
+
+class FetchSchedule(FetchSchedulePoint):
+    """The default schedule: the next fetch is one interval after this one."""
+
+    nutch_class = "org.apache.nutch.crawl.DefaultFetchSchedule"
+
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
+        self.default_interval = conf.get_int("db.fetch.interval.default")
+        self.max_interval = conf.get_int("db.fetch.interval.max")
+
+    def initialize(self, page: WebPage, now_ms: int) -> None:
+        """A new row: due now, default interval, no retries."""
+        page.fetch_time = now_ms
+        page.fetch_interval = self.default_interval
+        page.retries_since_fetch = 0
+
+    def should_fetch(self, page: WebPage, cur_ms: int) -> bool:
+        """Due when fetch_time <= cur_ms; a fetch time absurdly far ahead (beyond max interval) is due too."""
+        if page.fetch_time - cur_ms > self.max_interval * 1000:
+            return True
+        return page.fetch_time <= cur_ms
+
+    def set_fetch_schedule(self, page: WebPage, prev_fetch_ms: int, prev_modified_ms: int, fetch_ms: int,
+                           modified_ms: int, state: int) -> None:
+        """After a successful fetch: next fetch one interval from this one."""
+        interval = page.fetch_interval or self.default_interval
+        page.fetch_interval = interval
+        page.fetch_time = fetch_ms + interval * 1000
+        page.modified_time = modified_ms
+        page.prev_modified_time = prev_modified_ms
+        page.retries_since_fetch = 0
+
+    def set_page_gone_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        """A GONE page: back off (interval ×1.5, capped at 0.9 × max)."""
+        interval = max(page.fetch_interval, 1)
+        page.fetch_interval = int(min(interval * 1.5, self.max_interval * 0.9))
+        page.fetch_time = fetch_ms + page.fetch_interval * 1000
+
+    def set_page_retry_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        """A failed fetch to retry: one day later, one more retry counted."""
+        page.fetch_time = fetch_ms + SECONDS_PER_DAY * 1000
+        page.retries_since_fetch = page.retries_since_fetch + 1
+
+
+class AdaptiveFetchSchedule(FetchSchedule):
+    """Shrinks the interval of pages that change and grows it for pages that do not."""
+
+    nutch_class = "org.apache.nutch.crawl.AdaptiveFetchSchedule"
+
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
+        self.inc_rate = conf.get_float("db.fetch.schedule.adaptive.inc_rate")
+        self.dec_rate = conf.get_float("db.fetch.schedule.adaptive.dec_rate")
+        self.min_interval = conf.get_float("db.fetch.schedule.adaptive.min_interval")
+        self.max_adaptive = conf.get_float("db.fetch.schedule.adaptive.max_interval")
+        self.sync_delta = conf.get_bool("db.fetch.schedule.adaptive.sync_delta")
+        self.sync_delta_rate = conf.get_float("db.fetch.schedule.adaptive.sync_delta_rate")
+
+    def set_fetch_schedule(self, page: WebPage, prev_fetch_ms: int, prev_modified_ms: int, fetch_ms: int,
+                           modified_ms: int, state: int) -> None:
+        super().set_fetch_schedule(page, prev_fetch_ms, prev_modified_ms, fetch_ms, modified_ms, state)
+        interval = float(page.fetch_interval)
+        if modified_ms <= 0:
+            modified_ms = fetch_ms
+        if state == STATUS_MODIFIED:
+            interval *= 1.0 - self.dec_rate
+        elif state == STATUS_NOTMODIFIED:
+            interval *= 1.0 + self.inc_rate
+        if self.sync_delta:
+            delta = (fetch_ms - modified_ms) / 1000.0
+            if delta > interval:
+                interval = delta
+            refetch_ms = fetch_ms - int(delta * self.sync_delta_rate * 1000)
+        else:
+            refetch_ms = fetch_ms
+        interval = min(max(interval, self.min_interval), self.max_adaptive)
+        page.fetch_interval = int(interval)
+        page.fetch_time = refetch_ms + int(interval * 1000)
+
+
+def fetch_schedule(conf: Configuration) -> FetchSchedulePoint:
+    """The schedule db.fetch.schedule.class names: default, adaptive (Nutch's class names too), or the plugin id or
+    class name of an active fetch-schedule plugin."""
+    from nutch2.plugins import Plugins, extension_class
+
+    name = conf.get_str("db.fetch.schedule.class").strip()
+    short = name.rsplit(".", 1)[-1].lower()
+    if short in ("default", "defaultfetchschedule"):
+        return FetchSchedule(conf)
+    if short in ("adaptive", "adaptivefetchschedule"):
+        return AdaptiveFetchSchedule(conf)
+    plugins = Plugins(conf)
+    for pid in plugins.providing("fetch-schedule"):
+        cls = extension_class(pid, "fetch-schedule")
+        if name in (pid, cls.__name__, f"{cls.__module__}.{cls.__name__}", getattr(cls, "nutch_class", "")):
+            return plugins.build_one("fetch-schedule", pid)
+    raise ConfigError(f"db.fetch.schedule.class={name!r} is not known; use default, adaptive or an active "
+                      "fetch-schedule plugin")

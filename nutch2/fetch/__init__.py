@@ -1,0 +1,1 @@
+"""The fetch engine: queues, feeder and fetcher threads, HTTP, robots.txt, the request watchdog."""

@@ -1,0 +1,689 @@
+"""The fetch engine of one fetch task, as Nutch 2's FetcherReducer: a QueueFeeder thread fills FetchItemQueues
+(one queue per host, domain or IP) from the task's items while fetcher threads take ready items, check
+robots.txt and fetch them politely; a watcher shows progress and applies the time limit and the throughput
+threshold. What a fetch gives is handed to the caller's output function (the fetch job turns it into a row).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, StoreError
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.protocols import protocol_for
+from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
+from nutch2.fetch.watchdog import WATCHDOG
+from nutch2.logs import Progress, Window
+from nutch2.mapred import stop
+from nutch2.mapred.runner import release_memory
+from nutch2.plugins.points import ProtocolSession
+from nutch2.status import ProtocolStatusCode
+from nutch2.urls.checker import UrlChecker, queue_id
+
+_TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
+MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
+
+
+class Counting(Protocol):
+    def incr(self, name: str, n: int = 1) -> None: ...
+
+
+# output(item, protocol status code, args, what the server sent or None): record one URL's outcome
+Output = Callable[["FetchItem", int, list[str], "ProtocolOutput | None"], None]
+# claim(item): make durable that the item's request is about to be sent (raises StoreError to stop the task)
+Claim = Callable[["FetchItem"], None]
+
+
+@dataclass(slots=True)
+class FetchItem:
+    """One URL to fetch, with what the fetcher needs from its row."""
+
+    key: str
+    url: str
+    markers: dict[str, str]
+    fetch_time: int
+    modified_since: int | None
+    etag: str | None
+    queue: str = ""
+    done: bool = False  # its queue slot was released
+    metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
+    signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
+    repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
+    parsed: bool = False  # the row's last parse succeeded (a 304 keeps it with fetcher.parse)
+    # only the host's robots.txt is wanted (sitemap discovery): once its rules are known the output gets
+    # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
+    robots_only: bool = False
+
+
+@dataclass
+class FetchItemQueue:
+    """URLs of one host (or domain/IP) with its politeness state."""
+
+    qid: str
+    crawl_delay: float
+    min_delay: float
+    max_threads: int
+    items: deque[FetchItem] = field(default_factory=deque)
+    in_progress: int = 0
+    next_fetch: float = 0.0  # monotonic time before which no request may start
+
+    def ready(self, now: float) -> bool:
+        return bool(self.items) and self.in_progress < self.max_threads and now >= self.next_fetch
+
+    def delay(self) -> float:
+        return self.min_delay if self.max_threads > 1 else self.crawl_delay
+
+
+class FetchItemQueues:
+    """All queues of one reducer. Fetcher threads block in get() until a queue is ready (no fixed sleeps).
+
+    One waiting thread at a time is the timer: it sleeps until the earliest queue's next fetch time and is
+    woken when that time changes. The others sleep until there is work, so a ready queue wakes one thread,
+    not all of them (no thundering herd: the politeness-bound rate stays close to hosts / delay).
+    """
+
+    def __init__(self, conf: Configuration) -> None:
+        self.crawl_delay = conf.get_float("fetcher.server.delay")
+        self.min_delay = conf.get_float("fetcher.server.min.delay")
+        self.max_threads = max(1, conf.get_int("fetcher.threads.per.queue"))
+        self.mode = conf.get_str("fetcher.queue.mode")
+        queue_id("http://x/", self.mode)  # validate the mode up front
+        self.queues: dict[str, FetchItemQueue] = {}
+        self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
+        self.lock = threading.Lock()
+        self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
+        self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
+        self.room_cond = threading.Condition(self.lock)  # the feeder waiting for room
+        self.slot_cond = threading.Condition(self.lock)  # resource requests waiting for a queue's politeness
+        self.timer = False
+        self.total = 0
+        self.feeding = True
+        self.aborted = False
+
+    def _changed(self) -> None:
+        """A queue got items or a new next-fetch time: the timer recomputes, or an idle thread looks."""
+        self.timer_cond.notify()
+        if not self.timer:
+            self.idle_cond.notify()
+
+    def _wake_all(self) -> None:
+        self.timer_cond.notify_all()
+        self.idle_cond.notify_all()
+        self.room_cond.notify_all()
+        self.slot_cond.notify_all()
+
+    def add(self, item: FetchItem) -> None:
+        item.queue = queue_id(item.url, self.mode)
+        with self.lock:
+            q = self._queue(item.queue)
+            q.items.append(item)
+            self.total += 1
+            self._changed()
+
+    def _queue(self, qid: str) -> FetchItemQueue:
+        """The queue `qid`, made when missing (lock held)."""
+        q = self.queues.get(qid)
+        if q is None:
+            q = self.queues[qid] = FetchItemQueue(qid, self.crawl_delay, self.min_delay, self.max_threads)
+            if qid in self.retired:  # the host was emptied earlier: keep its politeness state
+                q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(qid)
+        return q
+
+    def _settle(self, q: FetchItemQueue) -> None:
+        """Retire a queue with nothing waiting or in flight, keeping its politeness state (lock held)."""
+        if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
+            del self.queues[q.qid]
+            self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
+
+    def set_crawl_delay(self, q: FetchItemQueue, delay: float) -> None:
+        """The host's robots.txt asked for `delay` seconds between requests: one request at a time, delay apart."""
+        with self.lock:
+            q.crawl_delay = delay
+            q.max_threads = 1
+
+    def requested(self, q: FetchItemQueue) -> None:
+        """A request was made through the slot the caller holds in `q`: the queue's next request waits its delay
+        (a rendered page's own resources wait after the page)."""
+        with self.lock:
+            q.next_fetch = time.monotonic() + q.delay()
+
+    def acquire(self, url: str, until: float, held: FetchItemQueue | None = None) -> FetchItemQueue | None:
+        """A slot in the queue of `url` for a request that is none of the queues' items (a resource of a rendered
+        page), once the queue's politeness allows it, as for its items; `held` is the queue whose slot the caller
+        holds already (its page's), used as it is. None when the request could not start before `until` (the
+        queue's next request is later, or its slots stay busy) or the fetch was aborted. Give it back with
+        release()."""
+        qid = queue_id(url, self.mode)
+        with self.lock:
+            while not self.aborted:
+                q = self._queue(qid)
+                own = held is q
+                now = time.monotonic()
+                free = own or q.in_progress < q.max_threads
+                if free and now >= q.next_fetch:
+                    if not own:
+                        q.in_progress += 1
+                    return q
+                start = q.next_fetch if free else now
+                if start >= until or now >= until:  # cannot be spaced within the time it has
+                    self._settle(q)
+                    return None
+                self.slot_cond.wait((start if free else until) - now)
+            return None
+
+    def release(self, q: FetchItemQueue, held: bool) -> None:
+        """The request of an acquire() is done (`held`: made in the caller's own slot): the queue's next request
+        waits its delay."""
+        with self.lock:
+            if not held:
+                q.in_progress -= 1
+            q.next_fetch = time.monotonic() + q.delay()
+            self._settle(q)
+            self.slot_cond.notify_all()
+            if self.total == 0 and not self.feeding and not self._busy():
+                self._wake_all()
+            else:
+                self._changed()
+
+    def size(self) -> int:
+        with self.lock:
+            return self.total
+
+    def wait_below(self, capacity: int) -> None:
+        """The feeder blocks here while the queues hold `capacity` items."""
+        with self.lock:
+            while self.total >= capacity and not self.aborted:
+                self.room_cond.wait(0.5)
+
+    def done_feeding(self) -> None:
+        with self.lock:
+            self.feeding = False
+            self._wake_all()
+
+    def _take(self, now: float) -> tuple[tuple[FetchItem, FetchItemQueue] | None, float | None]:
+        """A ready item, else the earliest time a queue with items will be ready (None: none waits)."""
+        wake: float | None = None
+        for q in self.queues.values():
+            if q.ready(now):
+                item = q.items.popleft()
+                q.in_progress += 1
+                self.total -= 1
+                return (item, q), None
+            if q.items and q.in_progress < q.max_threads:
+                wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
+        return None, wake
+
+    def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
+        """Next item whose queue allows a request now; None when everything is done."""
+        with self.lock:
+            while True:
+                if self.aborted:
+                    return None
+                now = time.monotonic()
+                got, wake = self._take(now)
+                if got is not None:
+                    self.room_cond.notify()
+                    self.idle_cond.notify()  # more may be ready, or someone must become the timer
+                    return got
+                if self.total == 0 and not self.feeding and not self._busy():
+                    self._wake_all()
+                    return None
+                if wake is not None and not self.timer:
+                    self.timer = True
+                    try:
+                        self.timer_cond.wait(max(0.0, wake - now) + 0.0005)
+                    finally:
+                        self.timer = False
+                else:
+                    self.idle_cond.wait(1.0)  # the timeout only guards against a lost wake-up
+
+    def _busy(self) -> bool:
+        return any(q.in_progress for q in self.queues.values())
+
+    def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
+        """Release the item's slot; the queue's next request waits its delay when a request was made."""
+        with self.lock:
+            if item.done:
+                return
+            q.in_progress -= 1
+            if requested:
+                q.next_fetch = time.monotonic() + q.delay()
+            if requeue:
+                q.items.appendleft(item)
+                self.total += 1
+            else:
+                item.done = True
+            self._settle(q)
+            self.slot_cond.notify_all()
+            if self.total == 0 and not self.feeding and not self._busy():
+                self._wake_all()  # the last item: every waiting thread can end
+            else:
+                self._changed()
+
+    def drop_queue(self, q: FetchItemQueue, match: Callable[[FetchItem], bool]) -> list[FetchItem]:
+        """Remove the waiting items of a queue that ``match`` (those of a deferred or unreachable host: a queue
+        may hold several ports of one host); returns them."""
+        with self.lock:
+            dropped = [item for item in q.items if match(item)]
+            if dropped:
+                q.items = deque(item for item in q.items if not match(item))
+                self.total -= len(dropped)
+                self._wake_all()
+            return dropped
+
+    def abort(self) -> int:
+        """Empty every queue (time limit or throughput abort); returns the items dropped."""
+        with self.lock:
+            n = self.total
+            for q in self.queues.values():
+                q.items.clear()
+            self.total = 0
+            self.aborted = True
+            self._wake_all()
+            return n
+
+
+def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
+    """Fetcher threads per task: ``-threads`` if given, else fetcher.threads.fetch; 1..MAX_FETCHER_THREADS."""
+    n = conf.get_int("fetcher.threads.fetch") if threads is None else threads
+    if not 1 <= n <= MAX_FETCHER_THREADS:
+        source = f"-threads {n}" if threads is not None else f"fetcher.threads.fetch={n}"
+        raise ConfigError(f"{source}: fetcher threads must be between 1 and {MAX_FETCHER_THREADS} per task; "
+                          "for more parallelism run more fetch tasks (-numTasks)")
+    return n
+
+
+def user_agent(conf: Configuration) -> str:
+    """Nutch's agent string: name/version (description; url; email)."""
+    name = conf.get_str("http.agent.name").strip()
+    if not name:
+        raise ConfigError("http.agent.name is empty: name your crawler in conf/nutch-site.toml "
+                          "or with -D http.agent.name=MyBot")
+    version = conf.get_str("http.agent.version").strip()
+    extra = "; ".join(x for x in (conf.get_str("http.agent.description"), conf.get_str("http.agent.url"),
+                                  conf.get_str("http.agent.email")) if x.strip())
+    return f"{name}/{version}" + (f" ({extra})" if extra else "") if version else name
+
+
+class Fetcher:
+    """Fetches one task's items politely; not reusable (one run)."""
+
+    def __init__(self, conf: Configuration, threads: int, output: Output, counters: Counting,
+                 progress: bool | None = None, claim: Claim | None = None) -> None:
+        self.conf = conf
+        self.threads = threads
+        self.output = output
+        self.claim = claim  # called right before each page request (robots.txt requests are not claimed)
+        self.counters = counters
+        # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
+        self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
+        timelimit = conf.get_float("fetcher.timelimit.mins")
+        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
+        self.protocol = protocol_for(conf)  # the protocol plugin of http(s): protocol-http, protocol-chromium
+        self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
+        self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent)
+        self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
+        self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
+        self.queue_mode = conf.get_str("fetcher.queue.mode")
+        self.redirect_checker = UrlChecker(conf, "fetcher")
+        self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
+        self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
+        self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
+        self.progress_interval = conf.get_float("fetcher.progress.interval")
+        self.log_interval = conf.get_float("log.progress.interval")
+        self.progress = progress  # None: a live line on a terminal, a log line every log.progress.interval
+        self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
+        self.stats = _Stats()
+        self._queues: FetchItemQueues | None = None
+
+    def close(self) -> None:
+        self.robots.close()
+        self.protocol.close()
+
+    def run(self, items: Iterator[FetchItem]) -> None:
+        """Fetch every item; raises the first store or feeder failure after the threads have ended."""
+        queues = self._queues = FetchItemQueues(self.conf)
+        feeder = threading.Thread(target=self._feed, args=(items, queues), name="QueueFeeder", daemon=True)
+        feeder.start()
+        workers = [threading.Thread(target=self._fetch_loop, args=(queues,), name=f"FetcherThread-{i}",
+                                    daemon=True) for i in range(self.threads)]
+        for w in workers:
+            w.start()
+        uncount = stop.count_in_flight(lambda: self.stats.active)
+        try:
+            self._watch(queues, workers)
+        finally:
+            uncount()
+        if queues.feeding:  # every fetcher thread died (should not happen): let the feeder drain, not hang
+            self.counters.incr("dropped_no_fetcher_threads", queues.abort())
+        feeder.join()
+        for w in workers:
+            w.join()
+        if self.fatal is not None:
+            raise self.fatal
+
+    def idle(self) -> bool:
+        """No item waits in a queue or is being fetched and no output is running, or the fetch was aborted.
+
+        For a feed that grows from the outputs (sitemaps found in sitemaps): the items iterator, asked for more
+        by the feeder, may end once this holds and the outputs gave it nothing new. The order of the reads makes
+        it safe: a thread holds its queue slot (busy) from get() until its request is done, and counts as active
+        from just after get() until its output has returned, so an item in hand is always seen by one of them.
+        """
+        queues = self._queues
+        if queues is None:
+            return False
+        if queues.aborted:
+            return True
+        with queues.lock:
+            waiting = queues.total > 0 or queues._busy()
+        return not waiting and self.stats.active == 0
+
+    def max_delay(self) -> float:
+        """The largest delay between two requests to one queue this run keeps (fetcher.server.delay, or a
+        robots.txt Crawl-delay it learnt), for whoever fetches these hosts next."""
+        queues = self._queues
+        if queues is None:
+            return 0.0
+        with queues.lock:
+            delays = [q.delay() for q in queues.queues.values()] + [d for _, d, _ in queues.retired.values()]
+        return max([queues.crawl_delay, *delays])
+
+    def stop(self) -> None:
+        """Drop every queued item and let the threads end (the caller gave up on the run); requests in flight
+        end within http.timeout."""
+        if self._queues is not None:
+            self.counters.incr("dropped_by_stop", self._queues.abort())
+            WATCHDOG.shorten(time.monotonic() + self.conf.get_int("http.timeout") / 1000.0)
+
+    def _feed(self, items: Iterator[FetchItem], queues: FetchItemQueues) -> None:
+        try:
+            for item in items:
+                queues.wait_below(self.capacity)
+                if queues.aborted:
+                    if stop.requested():  # the rest stays in the batch for -resume: no need to read it
+                        break
+                    self.counters.incr("dropped_after_abort")
+                    continue
+                queues.add(item)
+        except Exception as e:  # the map output could not be read: stop, and fail the job after the join
+            self.fatal = self.fatal or e
+            queues.abort()
+        finally:
+            queues.done_feeding()
+
+    def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread]) -> None:
+        """Progress, a stop request, the time limit and the throughput threshold."""
+        low = 0
+        last_check = last_trim = time.monotonic()
+        last_pages = 0
+        progress = None if self.progress is False else Progress(
+            "fetch", self.log_interval, tty=None if self.progress is None else True)
+        while any(w.is_alive() for w in workers):
+            time.sleep(min(0.2, self.progress_interval))
+            now = time.monotonic()
+            if now - last_trim >= _TRIM_EVERY:  # a long fetch keeps its RSS at its working set
+                release_memory()
+                last_trim = now
+            if stop.requested() and not queues.aborted:
+                self.stop()
+            if self.deadline is not None and now >= self.deadline and not queues.aborted:
+                self.counters.incr("hit_by_timelimit", queues.abort())
+            if now - last_check >= self.progress_interval:
+                pages = self.stats.pages
+                rate = (pages - last_pages) / (now - last_check)
+                if progress is not None:
+                    progress.update(self.stats.line(self.threads, queues.size(), len(queues.queues)))
+                if (self.throughput_min > 0 and now - self.stats.started > self.throughput_after
+                        and not queues.aborted):
+                    low = low + 1 if rate < self.throughput_min else 0
+                    if low > self.throughput_retries:
+                        self.counters.incr("hit_by_throughput_threshold", queues.abort())
+                last_check, last_pages = now, pages
+        if progress is not None:
+            progress.done()
+
+    def _fetch_loop(self, queues: FetchItemQueues) -> None:
+        protocol = self.protocol.session()
+        try:
+            while True:
+                got = queues.get()
+                if got is None:
+                    return
+                item, q = got
+                self.stats.begin()
+                try:
+                    self._process(item, q, queues, protocol)
+                except StoreError as e:  # the store is gone: stop this reducer, report after the join
+                    queues.finish(item, q)
+                    self.fatal = self.fatal or e
+                    queues.abort()
+                except Exception as e:  # noqa: BLE001 - one bad page must not kill the thread
+                    queues.finish(item, q)
+                    self.counters.incr("errors")
+                    self.stats.error()
+                    self._record_error(item, e, queues)
+                finally:
+                    self.stats.end()
+        finally:
+            protocol.close()
+
+    def _record_error(self, item: FetchItem, error: Exception, queues: FetchItemQueues) -> None:
+        """Write the failed item as EXCEPTION (RETRY); when even that fails the row is left for -resume."""
+        try:
+            self.output(item, ProtocolStatusCode.EXCEPTION, [f"fetcher error: {error}"], None)
+        except StoreError as e:
+            self.fatal = self.fatal or e
+            queues.abort()
+        except Exception:  # noqa: BLE001 - the thread must survive to drain its queues
+            self.counters.incr("errors_not_recorded")
+
+    def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: ProtocolSession) -> None:
+        if stop.requested():  # taken just before the stop: left in the batch for -resume
+            queues.finish(item, q, requested=False)
+            return
+        rules = self.robots.cached(item.url)
+        if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
+            rules = self.robots.rules_for(item.url)
+            if stop.requested():  # robots.txt cut by the stop says nothing about the host
+                queues.finish(item, q)
+                return
+            delay = self._learn_crawl_delay(q, rules, queues)
+
+            def same_robots(other: FetchItem) -> bool:
+                return self.robots.cached(other.url) is rules
+
+            if rules.state == DEFER:
+                self.counters.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
+                queues.finish(item, q)
+                return
+            if rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
+                dropped = queues.drop_queue(q, same_robots)
+                queues.finish(item, q)
+                for other in (item, *dropped):
+                    self._unreachable(other, rules)
+                return
+            if item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
+                queues.finish(item, q)
+                self.output(item, ProtocolStatusCode.SUCCESS, [], None)
+                return
+            if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
+                queues.finish(item, q, requeue=True)
+                return
+        if rules.state == DEFER:
+            self.counters.incr("deferred")
+            queues.finish(item, q, requested=False)
+            return
+        if rules.state == UNREACHABLE:
+            queues.finish(item, q, requested=False)
+            self._unreachable(item, rules)
+            return
+        if item.robots_only:
+            queues.finish(item, q, requested=False)
+            self.output(item, ProtocolStatusCode.SUCCESS, [], None)
+            return
+        if not rules.allowed(item.url, self.robots_agent):
+            queues.finish(item, q, requested=False)
+            self.counters.incr("robots_denied")
+            self.output(item, ProtocolStatusCode.ROBOTS_DENIED, ["disallowed by robots.txt"], None)
+            return
+        delay = rules.crawl_delay(self.robots_agent)
+        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
+            queues.finish(item, q, requested=False)
+            self.counters.incr("robots_denied_crawl_delay")
+            self.output(item, ProtocolStatusCode.ROBOTS_DENIED,
+                         [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
+            return
+        try:
+            if self.claim is not None:
+                self.claim(item)
+            out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
+                                 may_follow=lambda target: self._may_follow(target, q))
+            if self.protocol.renders(item.url, out):
+                # the queue slot is held while the page renders; its resources take their turn in their hosts'
+                # queues (this one's after the page's own request)
+                queues.requested(q)
+                out = self.protocol.render(item.url, out,
+                                           lambda url, until: self._resource(url, until, q, queues, protocol))
+        finally:
+            queues.finish(item, q)
+        if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
+            self.counters.incr("stopped_in_flight" if stop.requested() else "hit_by_timelimit")
+            return
+        self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
+        self.counters.incr("bytes", len(out.content))
+        self.output(item, out.code, out.args, out)
+
+    def _learn_crawl_delay(self, q: FetchItemQueue, rules: RobotRules, queues: FetchItemQueues) -> float | None:
+        """The host's Crawl-delay from its robots.txt rules, applied to its queue (one request at a time)."""
+        delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
+        if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
+            queues.set_crawl_delay(q, delay)
+        return delay
+
+    def _resource(self, url: str, until: float, page_q: FetchItemQueue, queues: FetchItemQueues,
+                  protocol: ProtocolSession) -> tuple[ProtocolOutput | None, str]:
+        """A resource a rendered page asks for (protocol-chromium), requested as a page is: where robots.txt allows
+        it, in turn in its host's queue (fetcher.server.delay or the host's Crawl-delay after the host's last
+        request, the page's own included), ended by `until` (the page's time); ``(None, reason)`` when refused.
+        The URL filters are for the URLs a crawl visits; a page's scripts are not among them."""
+        try:
+            queue_id(url, self.queue_mode)
+        except ValueError:  # a URL the browser sent that names no host we could queue
+            return None, "invalid_url"
+        rules = self._resource_robots(url, until, page_q, queues)
+        if rules is None:
+            return None, "stopped" if queues.aborted else "over_time"
+        if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
+            return None, "robots_denied"
+        delay = rules.crawl_delay(self.robots_agent)
+        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
+            return None, "robots_denied_crawl_delay"
+        q = queues.acquire(url, until, page_q)
+        if q is None:
+            return None, "stopped" if queues.aborted else "over_time"
+        try:
+            out = protocol.fetch(url, deadline=until)
+        finally:
+            queues.release(q, held=q is page_q)
+        self.counters.incr("bytes", len(out.content))
+        return out, ""
+
+    def _resource_robots(self, url: str, until: float, page_q: FetchItemQueue,
+                         queues: FetchItemQueues) -> RobotRules | None:
+        """robots.txt rules for a resource's host; a host new to the task has its robots.txt fetched in turn in its
+        queue, by a thread of its own (the rules are the task's, not the page's: a page out of time stops waiting
+        for them, the fetch goes on). None when they are not known before `until`."""
+        rules = self.robots.cached(url)
+        if rules is not None:
+            return rules
+        q = queues.acquire(url, until, page_q)
+        if q is None:
+            return None
+        loaded = threading.Event()
+
+        def load() -> None:
+            try:
+                self._learn_crawl_delay(q, self.robots.rules_for(url), queues)
+            finally:
+                queues.release(q, held=q is page_q)
+                loaded.set()
+
+        threading.Thread(target=load, name="RobotsForResource", daemon=True).start()
+        loaded.wait(max(0.0, until - time.monotonic()))
+        return self.robots.cached(url)
+
+    def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
+        """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
+        self.counters.incr("host_unreachable")
+        self.stats.error()
+        self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} (robots.txt)"], None)
+
+    def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
+        """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness
+        state) and where robots.txt allows it, as Nutch 1 does; otherwise it is recorded as a redirect."""
+        if stop.requested():
+            return False
+        try:
+            if queue_id(target, self.queue_mode) != q.qid:
+                return False
+        except ValueError:
+            return False
+        if self.redirect_checker.check(target) is None:
+            return False
+        rules = self.robots.rules_for(target)
+        if not rules.allowed(target, self.robots_agent):
+            return False
+        delay = rules.crawl_delay(self.robots_agent)
+        return not (delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay)
+
+
+class _Stats:
+    """Pages, errors, bytes and active threads for the progress line: rates over the last 30 s and since the
+    start (logs.Window)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pages = 0
+        self.errors = 0
+        self.bytes = 0
+        self.active = 0
+        self.started = time.monotonic()
+        self._window = Window()
+
+    def begin(self) -> None:
+        with self.lock:
+            self.active += 1
+
+    def end(self) -> None:
+        with self.lock:
+            self.active -= 1
+
+    def add(self, nbytes: int, failed: bool = False) -> None:
+        with self.lock:
+            self.pages += 1
+            self.bytes += nbytes
+            if failed:
+                self.errors += 1
+
+    def error(self) -> None:
+        with self.lock:
+            self.errors += 1
+
+    def rate_bytes(self) -> float:
+        return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)
+
+    def line(self, threads: int, queued: int, queues: int) -> str:
+        """One progress line: counts, then pages/s and kB/s over the window and since the start."""
+        with self.lock:
+            pages, nbytes, errors, active = self.pages, self.bytes, self.errors, self.active
+        window, since_start = self._window.rates(pages, nbytes / 1024)
+        (rate, kbs), (avg, kb_avg) = window, since_start
+        return (f"fetch: {pages} pages, {errors} errors, {rate:.1f} pages/s ({avg:.1f} avg), {kbs:.0f} kB/s "
+                f"({kb_avg:.0f} avg), {active}/{threads} threads active, {queued} queued in {queues} queues")

@@ -1,0 +1,360 @@
+"""robots.txt rules (RFC 9309, Google's parser) and a per-job, thread-safe robots cache.
+
+Outcome of fetching ``/robots.txt`` (modelled on Google's documented behaviour,
+which is what site owners expect today):
+
+* 2xx with content -> ``parsed`` (at most 500 KB are read);
+* 2xx cut off (by the 500 KB limit, the total fetch time, or a connection closed
+  early) -> only the complete groups of the part read (those before the last
+  ``User-agent`` group), when one of them applies to us; else ``defer``. A cut-off
+  file is not a complete answer: its last group may be missing its Disallow lines;
+* 2xx empty, 3xx beyond 5 hops or without a target, and every 4xx **including
+  401/403** -> ``allow_all``. Nutch 1/2 treated 401/403 as "disallow all"; Google
+  treats them like 404 (robots.txt is not access control), and so do we;
+* 429, 5xx -> ``defer``: the host is not crawled this round (nothing is allowed)
+  and its URLs are left as they are, for a later job;
+* no response at all (connection refused, DNS, connect or header timeout, reset)
+  -> ``unreachable``: the host is down; its URLs are recorded as failed fetches
+  (EXCEPTION with the reason, RETRY) so that updatedb counts the retries;
+* a fetch cut by the job's own time limit -> ``defer``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from protego import Protego
+from robotstxt import RobotsMatcher
+
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.status import ProtocolStatusCode
+
+__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",
+           "robot_agent_name", "robot_agents", "rules_from_output"]
+
+LOG = logging.getLogger(__name__)
+
+ROBOTS_MAX_BYTES = 500 * 1024
+ROBOTS_MAX_REDIRECTS = 5
+PARSED, ALLOW_ALL, DEFER, UNREACHABLE = "parsed", "allow_all", "defer", "unreachable"
+_REDIRECTS = (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass
+class RobotRules:
+    """Rules for one (scheme, host, port); ``state`` is "parsed", "allow_all", "defer" or "unreachable" (``reason``
+    then says why, e.g. "connection refused").
+
+    Matching is Google's robots.txt parser (the reference implementation of RFC 9309, through fast-robotstxt):
+    groups as the RFC defines them (consecutive user-agent lines form one group even with other records such as
+    Crawl-delay or Sitemap between them; groups for the same agent are merged), agents matched by product token,
+    case-insensitive and whole (``User-agent: foo/1.2`` applies to ``foo``, ``User-agent: bot`` not to ``MyBot``),
+    longest match wins, ``*`` and ``$`` patterns. Several agents (http.robots.agents) are tried in order: the
+    first that has a group of its own decides, else the ``*`` group applies.
+    """
+
+    state: str
+    sitemaps: list[str] = field(default_factory=list)
+    text: str = field(default="", repr=False, compare=False)
+    _delays: dict[tuple[str, ...], float | None] = field(default_factory=dict, repr=False, compare=False)
+    _deciders: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False, compare=False)
+    reason: str = ""
+
+    @classmethod
+    def parse(cls, content: bytes) -> RobotRules:
+        """Parse robots.txt bytes (UTF-8, UTF-16 with a BOM; bad bytes replaced); empty -> allow_all."""
+        text = decode_robots(content)
+        if not text.strip():
+            return cls(ALLOW_ALL)
+        return cls(PARSED, _sitemaps(text), text)
+
+    def allowed(self, url: str, agents: str | Sequence[str]) -> bool:
+        """May a crawler with these product tokens (in order of precedence) fetch ``url``? False when deferred or
+        unreachable."""
+        if self.state in (DEFER, UNREACHABLE):
+            return False
+        if not self.text or _is_robots_txt(url):
+            return True
+        key = _agent_tuple(agents)
+        decider = self._deciders.get(key)
+        if decider is None:
+            decider = self._deciders[key] = self._decider(key)
+        return bool(_matcher().is_allowed(self.text, decider, url))
+
+    def crawl_delay(self, agents: str | Sequence[str]) -> float | None:
+        """Crawl-delay in seconds of the group that applies to these agents (None when not set)."""
+        if not self.text:
+            return None
+        key = _agent_tuple(agents)
+        if key not in self._delays:
+            self._delays[key] = self._match("http://robots.invalid/", key)[1]
+        return self._delays[key]
+
+    def _decider(self, agents: tuple[str, ...]) -> str:
+        """The agent whose group decides: the first with a group of its own, else the first (the ``*`` group
+        then applies). Which groups exist does not depend on the URL, so this is found once per rules."""
+        for agent in agents:
+            matcher = _matcher()
+            matcher.is_allowed(self.text, agent, "http://robots.invalid/")
+            if matcher.ever_seen_specific_agent:
+                return agent
+        return agents[0] if agents else "*"
+
+    def _match(self, url: str, agents: tuple[str, ...]) -> tuple[bool, float | None]:
+        """(allowed, crawl delay) for the first agent with a group of its own, else for the ``*`` group."""
+        fallback: tuple[bool, float | None] | None = None
+        for agent in agents or ("*",):
+            matcher = RobotsMatcher()
+            allowed = bool(matcher.is_allowed(self.text, agent, url))
+            result = (allowed, matcher.crawl_delay)
+            if matcher.ever_seen_specific_agent:
+                return result
+            fallback = fallback or result
+        assert fallback is not None
+        return fallback
+
+
+_MATCHERS = threading.local()
+
+
+def _matcher() -> RobotsMatcher:
+    """This thread's matcher: one foreign call per check instead of five (each call lets go of the GIL, which a
+    fetcher thread then waits to take back while the others run)."""
+    matcher = getattr(_MATCHERS, "matcher", None)
+    if matcher is None:
+        matcher = _MATCHERS.matcher = RobotsMatcher()
+    return matcher
+
+
+def decode_robots(content: bytes) -> str:
+    """robots.txt bytes as text: a UTF-16 BOM decodes UTF-16, anything else UTF-8 (a full or partial UTF-8 BOM is
+    skipped as Google does; undecodable bytes become U+FFFD and spoil only their own line)."""
+    if content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return content.decode("utf-16", errors="replace")
+    for bom in (codecs.BOM_UTF8, codecs.BOM_UTF8[:2], codecs.BOM_UTF8[:1]):
+        if content.startswith(bom):
+            content = content[len(bom):]
+            break
+    return content.decode("utf-8", errors="replace")
+
+
+def _sitemaps(text: str) -> list[str]:
+    """Sitemap URLs of a robots.txt (protego reads them), in order, without duplicates."""
+    return list(dict.fromkeys(Protego.parse(text).sitemaps))
+
+
+def _is_robots_txt(url: str) -> bool:
+    """robots.txt itself is always allowed (as crawler-commons and Nutch do)."""
+    try:
+        return urlsplit(url).path == "/robots.txt"
+    except ValueError:
+        return False
+
+
+def _agent_tuple(agents: str | Sequence[str]) -> tuple[str, ...]:
+    return (agents,) if isinstance(agents, str) else tuple(agents)
+
+
+_PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]+")
+
+
+def robot_agents(agent_name: str, robots_agents: str = "") -> tuple[str, ...]:
+    """The product tokens matched in robots.txt, in order of precedence: ``http.agent.name`` first, then the names
+    of ``http.robots.agents`` (comma-separated; ``*`` and repeats skipped), each cut to its product token
+    ("MyBot/1.0 (+http://x)" -> "MyBot"), as Nutch's RobotRulesParser builds its agent list."""
+    names: list[str] = []
+    for raw in [agent_name, *robots_agents.split(",")]:
+        match = _PRODUCT_TOKEN.match(raw.strip())
+        if match and match.group().lower() not in (n.lower() for n in names):
+            names.append(match.group())
+    return tuple(names)
+
+
+def robot_agent_name(agents: str) -> str:
+    """First product token of a comma-separated agent list (e.g. "MyBot/1.0 (...)" -> "MyBot")."""
+    names = robot_agents("", agents)
+    return names[0] if names else ""
+
+
+def _host_key(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) for a URL, or None when it has no usable host."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").lower()
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return None
+    if not host or port is None:
+        return None
+    return scheme, host, port
+
+
+def _robots_url(key: tuple[str, str, int]) -> str:
+    """The /robots.txt URL for a host key (default port omitted, IPv6 bracketed)."""
+    scheme, host, port = key
+    netloc = f"[{host}]" if ":" in host else host
+    if port != _DEFAULT_PORTS.get(scheme):
+        netloc = f"{netloc}:{port}"
+    return f"{scheme}://{netloc}/robots.txt"
+
+
+_FIELD = re.compile(rb"^[ \t]*([A-Za-z][A-Za-z_ -]*?)[ \t]*:[ \t]*([^#\r\n]*)")
+_USER_AGENT_FIELDS = frozenset({b"user-agent", b"useragent", b"user agent"})
+_RULE_FIELDS = frozenset({b"allow", b"disallow"})
+
+
+def _applies(value: bytes, agents: tuple[str, ...]) -> bool:
+    """Does a ``User-agent`` value name one of ``agents`` (or everyone)? Google's rule: ``*``, or the value's product
+    token equal to an agent's, ignoring case."""
+    value = value.strip()
+    if value[:1] == b"*" and (len(value) == 1 or value[1:2].isspace()):
+        return True
+    token = _PRODUCT_TOKEN.match(value.decode("ascii", errors="replace"))
+    return token is not None and token.group().lower() in {agent.lower() for agent in agents}
+
+
+def complete_groups(content: bytes, agents: str | Sequence[str]) -> bytes | None:
+    """The groups of a cut-off robots.txt that are known to be whole, or None when none of them applies to us.
+
+    A group ends where a ``User-agent`` line follows an Allow or Disallow line (RFC 9309: other records between
+    user-agent lines do not end it); the group the cut fell in, and the line it fell in, are dropped. If no whole
+    group names one of ``agents`` or ``*``, the rules meant for us may be in the part never read: nothing is known.
+    """
+    lines = content.splitlines(keepends=True)
+    if lines and not lines[-1].endswith((b"\n", b"\r")):
+        lines.pop()
+    starts: list[int] = []
+    agent_lines: list[tuple[int, bytes]] = []
+    after_rule = True
+    for i, line in enumerate(lines):
+        m = _FIELD.match(line)
+        if m is None:
+            continue
+        name = m.group(1).lower()
+        if name in _USER_AGENT_FIELDS:
+            if after_rule:
+                starts.append(i)
+            after_rule = False
+            agent_lines.append((i, m.group(2)))
+        elif name in _RULE_FIELDS:
+            after_rule = True
+    if len(starts) < 2:
+        return None
+    end = starts[-1]
+    wanted = _agent_tuple(agents)
+    if not any(i < end and _applies(value, wanted) for i, value in agent_lines):
+        return None
+    return b"".join(lines[:end])
+
+
+def rules_from_output(out: ProtocolOutput, agents: str | Sequence[str] = ()) -> RobotRules:
+    """Turn the (final, non-redirect) fetch of a robots.txt into rules for ``agents``."""
+    if out.stopped:
+        return RobotRules(DEFER)  # the job's time limit cut it: nothing is known about the host
+    http_code = out.http_code
+    if http_code is None:
+        if out.code == ProtocolStatusCode.PROTO_NOT_FOUND:
+            return RobotRules(ALLOW_ALL)
+        return RobotRules(UNREACHABLE, reason=out.args[0] if out.args else "no response")  # refused, DNS, timeout
+    if 200 <= http_code < 300:
+        if out.truncated:
+            whole = complete_groups(out.content[:ROBOTS_MAX_BYTES], agents)
+            return RobotRules(DEFER) if whole is None else RobotRules.parse(whole)
+        return RobotRules.parse(out.content[:ROBOTS_MAX_BYTES])
+    if http_code == 429 or http_code >= 500:
+        return RobotRules(DEFER)
+    return RobotRules(ALLOW_ALL)  # 3xx without usable target, 4xx incl. 401/403 (Google's rule)
+
+
+class RobotsCache:
+    """Fetches robots.txt once per (scheme, host, port) per job and caches it; thread-safe;
+    concurrent callers for the same host wait for the single fetch."""
+
+    def __init__(self, session_factory: Callable[[], Any], agent: str | Sequence[str]) -> None:
+        """``session_factory``: a new protocol session for robots.txt requests (a Protocol's robots_session)."""
+        self.agent = agent
+        self._factory = session_factory
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._rules: dict[tuple[str, str, int], RobotRules] = {}
+        self._pending: dict[tuple[str, str, int], Future[RobotRules]] = {}
+        self._protocols: list[Any] = []
+
+    def rules_for(self, url: str) -> RobotRules:
+        """Rules for the host of ``url`` (fetched on first use; never raises)."""
+        key = _host_key(url)
+        if key is None:
+            return RobotRules(ALLOW_ALL)
+        with self._lock:
+            cached = self._rules.get(key)
+            if cached is not None:
+                return cached
+            future = self._pending.get(key)
+            owner = future is None
+            if future is None:
+                future = self._pending[key] = Future()
+        if not owner:
+            return future.result()
+        rules = RobotRules(DEFER)
+        try:
+            rules = self._load(key)
+        finally:  # waiters must never hang, even on KeyboardInterrupt
+            with self._lock:
+                self._rules[key] = rules
+                del self._pending[key]
+            future.set_result(rules)
+        return rules
+
+    def cached(self, url: str) -> RobotRules | None:
+        """Rules already loaded for the host of ``url``, or None when robots.txt was not fetched yet."""
+        key = _host_key(url)
+        if key is None:
+            return RobotRules(ALLOW_ALL)
+        with self._lock:
+            return self._rules.get(key)
+
+    def close(self) -> None:
+        """Close the protocol sessions this cache created."""
+        with self._lock:
+            protocols, self._protocols = self._protocols, []
+        for protocol in protocols:
+            protocol.close()
+
+    def _load(self, key: tuple[str, str, int]) -> RobotRules:
+        """Fetch and interpret robots.txt for a host; any failure defers the host."""
+        try:
+            rules = rules_from_output(self._fetch(_robots_url(key)), self.agent)
+        except Exception:  # noqa: BLE001 - a robots problem must not kill a fetcher thread
+            LOG.exception("robots.txt for %s failed", key)
+            rules = RobotRules(DEFER)
+        LOG.debug("robots.txt %s -> %s", key, rules.state)
+        return rules
+
+    def _fetch(self, url: str) -> ProtocolOutput:
+        """Fetch ``url`` following up to ROBOTS_MAX_REDIRECTS redirects."""
+        protocol = self._protocol()
+        out = protocol.fetch(url)
+        for _ in range(ROBOTS_MAX_REDIRECTS):
+            if out.code not in _REDIRECTS or not out.args:
+                return out
+            out = protocol.fetch(out.args[0])
+        return out
+
+    def _protocol(self) -> Any:
+        """This thread's protocol session (created on first use)."""
+        protocol = getattr(self._local, "protocol", None)
+        if protocol is None:
+            protocol = self._local.protocol = self._factory()
+            with self._lock:
+                self._protocols.append(protocol)
+        return protocol

@@ -1,0 +1,1 @@
+"""Indexing back ends: the Solr client."""

@@ -1,0 +1,129 @@
+"""Solr access for the index, clean, dedup and search commands: a thin layer over pysolr with clear errors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, NutchError
+
+DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
+
+
+def solr_date(ms: int) -> str | None:
+    """A time in ms in Solr's date format (None for 0: no such time)."""
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def solr_crawl_id(crawl_id: str | None) -> str:
+    """The crawl's value of the crawlId field (and of its document ids)."""
+    return crawl_id or DEFAULT_CRAWL
+
+
+def document_id(crawl_id: str | None, key: str) -> str:
+    """`<crawlId>!<row key>`: one document per crawl and URL. The `!` is SolrCloud's compositeId separator, so a
+    collection routed by compositeId keeps each crawl's documents together; crawl ids cannot contain it."""
+    return f"{solr_crawl_id(crawl_id)}!{key}"
+
+
+def row_key_of(doc_id: str) -> str:
+    """The row key inside a document id (a document indexed before crawl ids, whose id is the key, as it is)."""
+    head, sep, key = doc_id.partition("!")
+    return key if sep and ":" not in head else doc_id
+
+
+def crawl_filter(crawl_id: str | None) -> str:
+    """A filter query for one crawl's documents (the term parser takes the value verbatim)."""
+    return "{!term f=crawlId}" + solr_crawl_id(crawl_id)
+
+
+class SolrUnavailable(NutchError):
+    """Solr is down, unreachable, or rejected a request."""
+
+
+class SolrQueryError(SolrUnavailable):
+    """Solr is up but rejected the request as malformed (HTTP 400), e.g. a query it cannot parse."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # Solr's own words, e.g. "Cannot parse 'title:(': ..."
+
+
+def solr_url(conf: Configuration, cli_url: str | None) -> str:
+    url = (cli_url or conf.get_str("solr.server.url")).strip().rstrip("/")
+    if not url:
+        raise ConfigError("no Solr URL: pass -solr http://host:8983/solr/<core> or set solr.server.url")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"Solr URL {url!r} must start with http:// or https:// (e.g. http://127.0.0.1:8983/solr/nutch)")
+    return url
+
+
+class SolrClient:
+    """One Solr core. Every failure becomes SolrUnavailable naming the URL, the cause and what to do."""
+
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        try:
+            import pysolr
+        except ImportError:
+            raise ConfigError("pysolr is not installed: pip install 'nutch2[solr]'") from None
+        self.url = url
+        self._pysolr = pysolr
+        self._solr = pysolr.Solr(url, always_commit=False, timeout=timeout)
+
+    def _fail(self, action: str, e: Exception) -> SolrUnavailable:
+        raw = " ".join(str(e).split())
+        low = raw.lower()
+        if "refused" in low or "errno 111" in low or "failed to establish" in low:
+            cause = "connection refused"
+            hint = "start it (docker/services.sh start solr) or fix -solr / solr.server.url"
+        elif any(w in low for w in ("failed to connect", "connection aborted", "remote end closed",
+                                    "connection reset")):
+            cause = "the connection failed"
+            hint = "check that Solr is up (docker/services.sh start solr) and -solr / solr.server.url"
+        elif "timed out" in low or "timeout" in low:
+            cause, hint = "timed out", "check that Solr is up and not overloaded (solr.timeout)"
+        elif "http 404" in low:
+            cause, hint = "HTTP 404, no such core", "check the core name in -solr / solr.server.url"
+        elif "http 400" in low:
+            reason = re.sub(r"^.*?\[Reason:\s*", "", raw).rstrip("]")
+            reason = re.sub(r"^(?:org\.apache\.solr\.[\w.]+|[\w.]+Exception):\s*", "", reason)
+            reason = reason.split(" Was expecting")[0]
+            reason = reason[:300]
+            return SolrQueryError(f"Solr at {self.url} rejected the request to {action}: {reason}", reason)
+        else:
+            cause = re.sub(r"<[^>]+>", " ", raw)
+            cause = " ".join(cause.split())[:240]
+            hint = "check the Solr log and the configset in conf/solr"
+        return SolrUnavailable(f"Solr at {self.url} failed to {action}: {cause}; {hint}")
+
+    def _call(self, action: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(*args, **kw)
+        except (self._pysolr.SolrError, OSError, ValueError) as e:
+            raise self._fail(action, e) from None
+        except Exception as e:  # requests' errors and others from the HTTP layer
+            if type(e).__module__.startswith(("requests", "urllib3")):
+                raise self._fail(action, e) from None
+            raise
+
+    def ping(self) -> None:
+        self._call("answer a ping", self._solr.ping)
+
+    def add(self, docs: list[dict[str, Any]]) -> None:
+        self._call(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
+
+    def delete_ids(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            self._call(f"delete {len(ids)} documents", self._solr.delete, id=ids, commit=False)
+
+    def commit(self) -> None:
+        self._call("commit", self._solr.commit)
+
+    def search(self, q: str, **params: Any) -> Any:
+        return self._call("search", self._solr.search, q, **params)

@@ -1,0 +1,190 @@
+"""Index writers (Nutch's IndexWriters): where the index job's documents go, from index-writers.xml.
+
+    <writers>
+      <writer id="indexer_solr_1" class="org.apache.nutch.indexwriter.solr.SolrIndexWriter">
+        <parameters><param name="url" value="http://127.0.0.1:8983/solr/nutch"/></parameters>
+        <mapping>
+          <copy><field source="title" dest="title_txt"/></copy>
+          <rename><field source="meta_description" dest="description"/></rename>
+          <remove><field source="batchId"/></remove>
+        </mapping>
+      </writer>
+    </writers>
+
+A writer is used when its plugin (named by ``class``: Nutch's Java class or the plugin id) is active
+(plugin.includes); several writers at once get every document, each through its own mapping, and every delete.
+A copy's dest may list several fields ("title,search"); Nutch's parse-metatags field names metatag.<name> are read
+as nutch2's meta_<name>. Without an index-writers file, every active index-writer plugin is one writer with its
+default parameters.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.plugins import Plugins, descriptor, extension_class
+from nutch2.plugins.points import WriterSpec
+
+
+def read_index_writers(path: str) -> list[tuple[str, WriterSpec]]:
+    """(writer class, spec) of each <writer> of an index-writers.xml file."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        raise ConfigError(f"{path}: cannot read it as Nutch's index-writers.xml ({e}); fix it or set "
+                          "indexer.indexwriters.file") from None
+    for el in root.iter():  # Nutch's file has xmlns="http://lucene.apache.org/nutch"
+        if isinstance(el.tag, str):
+            el.tag = el.tag.rpartition("}")[2]
+    out: list[tuple[str, WriterSpec]] = []
+    for w in root.iter("writer"):
+        wid, cls = (w.get("id") or "").strip(), (w.get("class") or "").strip()
+        if not wid or not cls:
+            raise ConfigError(f"{path}: every <writer> needs an id and a class (e.g. id=\"indexer_solr_1\" "
+                              "class=\"org.apache.nutch.indexwriter.solr.SolrIndexWriter\")")
+        if any(spec.id == wid for _, spec in out):
+            raise ConfigError(f"{path}: two <writer>s have the id {wid!r}; give each its own id")
+        spec = WriterSpec(wid, {(p.get("name") or ""): (p.get("value") or "") for p in w.iter("param")})
+        for f in w.findall("mapping/copy/field"):
+            dests = [field_name(d) for d in (f.get("dest") or "").split(",") if d.strip()]
+            spec.copy.setdefault(_source(path, wid, f, dests), []).extend(dests)
+        for f in w.findall("mapping/rename/field"):
+            dest = field_name(f.get("dest") or "")
+            spec.rename[_source(path, wid, f, [dest] if dest else [])] = dest
+        spec.remove += [_source(path, wid, f, None) for f in w.findall("mapping/remove/field")]
+        out.append((cls, spec))
+    return out
+
+
+def _source(path: str, wid: str, f: ET.Element, dests: list[str] | None) -> str:
+    """The source of a mapping <field>, which must name one (and a dest, for copy and rename)."""
+    source = field_name(f.get("source") or "")
+    if not source or dests == []:
+        raise ConfigError(f"{path}: writer {wid}: a mapping <field> needs a source (and copy and rename a dest), "
+                          "e.g. <field source=\"title\" dest=\"title_txt\"/>")
+    return source
+
+
+def field_name(name: str) -> str:
+    """A field named in a mapping: Nutch's parse-metatags fields metatag.<name> are nutch2's meta_<name>."""
+    name = name.strip()
+    return "meta_" + name[len("metatag."):] if name.startswith("metatag.") and len(name) > 8 else name
+
+
+@dataclass
+class IndexWriters:
+    """The writers a job uses: (plugin id, spec) pairs, resolved on the driver; a task opens its own instances."""
+
+    writers: list[tuple[str, WriterSpec]]
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, overrides: dict[str, dict[str, str]] | None = None) -> IndexWriters:
+        """The active writers; ``overrides`` sets parameters per plugin id (e.g. -solr sets indexer-solr's url)."""
+        plugins = Plugins(conf)
+        active = plugins.providing("index-writer")
+        name = conf.get_str("indexer.indexwriters.file").strip()
+        path = conf.resource(name) if name else None
+        if path is not None and path.is_file():
+            by_class = {}
+            for pid in active:
+                c = extension_class(pid, "index-writer")
+                by_class.update({pid: pid, getattr(c, "nutch_class", "") or pid: pid, c.__name__: pid})
+            writers = [(by_class[c], spec) for c, spec in read_index_writers(str(path)) if c in by_class]
+        else:
+            writers = [(pid, WriterSpec(pid)) for pid in active]
+        for pid, spec in writers:
+            spec.params.update((overrides or {}).get(pid, {}))
+            if spec.params.get("outpath"):  # a folder of the driver's: tasks elsewhere (Spark) write the same one
+                spec.params["outpath"] = str(Path(spec.params["outpath"]).expanduser().absolute())
+        if not writers:
+            raise ConfigError("no index writer is active: add one to plugin.includes (e.g. indexer-solr) and, with "
+                              f"an index-writers file ({name}), a <writer> of its class")
+        return cls(writers)
+
+    def open(self, conf: Configuration, task: int | None, run: str) -> OpenWriters:
+        plugins = Plugins(conf)
+        opened = []
+        for pid, spec in self.writers:
+            writer = plugins.build_one("index-writer", pid)
+            writer.open(spec, task, run)
+            opened.append((writer, spec))
+        return OpenWriters(opened)
+
+    def begin(self, conf: Configuration, run: str) -> None:
+        """Before a run's tasks: each writer forgets what an interrupted attempt of the run left uncommitted."""
+        out = self.open(conf, None, run)
+        try:
+            out.begin()
+        finally:
+            out.close()
+
+    def describe(self) -> str:
+        return ", ".join(f"{spec.id} ({descriptor(pid).id})" for pid, spec in self.writers)
+
+
+class OpenWriters:
+    """A task's (or the driver's) open writers: each document goes to every writer through its mapping."""
+
+    def __init__(self, writers: list[tuple[Any, WriterSpec]]) -> None:
+        self.writers = writers
+
+    def write(self, doc: dict[str, Any]) -> None:
+        for writer, spec in self.writers:
+            writer.write(mapped(doc, spec))
+
+    def delete(self, doc_id: str) -> None:
+        for writer, _ in self.writers:
+            writer.delete(doc_id)
+
+    def check(self) -> None:
+        for writer, _ in self.writers:
+            writer.check()
+
+    def begin(self) -> None:
+        for writer, _ in self.writers:
+            writer.begin()
+
+    def flush(self) -> None:
+        for writer, _ in self.writers:
+            writer.flush()
+
+    def commit(self) -> None:
+        for writer, _ in self.writers:
+            writer.commit()
+
+    def close(self) -> None:
+        for writer, _ in self.writers:
+            writer.close()
+
+    def describe(self) -> str:
+        return ", ".join(w.describe() for w, _ in self.writers)
+
+
+def mapped(doc: dict[str, Any], spec: WriterSpec) -> dict[str, Any]:
+    """The document as one writer gets it: fields copied, renamed, then removed (Nutch's mapping order). A copy or
+    a rename into a field the document has adds its values after that field's (Nutch's NutchDocument.add)."""
+    if not (spec.copy or spec.rename or spec.remove):
+        return doc
+    out = dict(doc)
+    for source, dests in spec.copy.items():
+        if source in out:
+            for dest in dests:
+                if dest != source:
+                    out[dest] = _added(out.get(dest), out[source])
+    for source, dest in spec.rename.items():
+        if source in out and dest != source:
+            out[dest] = _added(out.get(dest), out.pop(source))
+    for source in spec.remove:
+        out.pop(source, None)
+    return out
+
+
+def _added(have: Any, value: Any) -> Any:
+    if have is None:
+        return list(value) if isinstance(value, list) else value
+    return (have if isinstance(have, list) else [have]) + (value if isinstance(value, list) else [value])

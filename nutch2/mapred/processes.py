@@ -1,0 +1,216 @@
+"""The `processes` runner: map and reduce tasks in worker processes on this machine (`mapreduce.job.tasks` of
+them), so that parsing — in the parse job and in fetch's inline parse — uses every core.
+
+Each task gets the pickled job, opens its own store from the job's configuration and the crawl id, and writes
+its map output as spill files into the job's spill folder; the driver hands each reducer the files of its
+partition. Workers are started (spawned) once per command and kept for the jobs that follow (they keep nothing
+between tasks); they die with the command. A worker that dies (kill -9, out of memory) fails the job with one
+line; every job can then be run again with the same command.
+
+Workers log as the driver does (its level and log file) and report, a few times a second, the records their
+tasks have done and their requests in flight into a slot of an array they share with the driver: the job's
+progress line and the stop line ("finishing N requests in flight") count them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from nutch2 import logs
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError, NutchError
+from nutch2.mapred import progress, stop
+from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, results, run_map_task, run_reduce_task
+from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
+from nutch2.stores import open_store
+from nutch2.stores.base import DataStore
+from nutch2.stores.query import Capability
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+_REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
+_pool: ProcessPoolExecutor | None = None
+_pool_size = 0
+_reports: Any = None  # per worker slot i: [2i] records its tasks did, [2i + 1] requests in flight (-1: no fetcher)
+_uncount: Any = None  # removes the pool's count of requests in flight from the stop line
+
+
+class ProcessRunner(Runner):
+    """Runs every task in a worker process."""
+
+    to_disk = True
+    framework = "processes"
+
+    def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
+        super().__init__(conf, num_tasks)
+        limit = max_workers()
+        if self.num_tasks > limit:
+            raise ConfigError(f"{self.num_tasks} tasks: the processes runner starts one worker process per task, "
+                              f"at most {limit} on this machine ({os.cpu_count() or 1} cores); give -numTasks "
+                              f"{limit} or less (mapreduce.job.tasks)")
+
+    def check(self, job: Job, store: DataStore) -> None:
+        if not store.has(Capability.SHARED_PROCESSES):
+            raise ConfigError(f"mapreduce.framework.name=processes cannot use the {store.name} store (its rows live "
+                              "in one process); use storage.data.store.class=sqlite, postgres, hbase or cassandra, "
+                              "or the local runner")
+        store.flush()  # what the driver wrote must be visible to the workers
+
+    def map_tasks(self, job: Job, splits: list[Any], store: DataStore, spill: SpillDir,
+                  parts: int) -> list[TaskOutput]:
+        spill.create()
+        data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
+        pool = self._pool()
+        return self._gather(job, [pool.submit(_map_worker, data, split, i, store.crawl_id, parts, self.budget, spill)
+                                  for i, split in enumerate(splits)])
+
+    def reduce_tasks(self, job: Job, step: int, runs: list[list[Run]], store: DataStore, spill: SpillDir,
+                     parts: int) -> list[TaskOutput]:
+        data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
+        pool = self._pool()
+        return self._gather(job, [pool.submit(_reduce_worker, data, step, p_runs, p, store.crawl_id, parts,
+                                              self.budget, spill) for p, p_runs in enumerate(runs)])
+
+    def records_done(self) -> int:
+        self._pool()
+        return sum(max(0, n) for n in _reports[0::2])
+
+    def _pool(self) -> ProcessPoolExecutor:
+        global _pool, _pool_size, _reports, _uncount
+        if _pool is None or _pool_size != self.num_tasks:
+            shutdown_pool()
+            ctx = multiprocessing.get_context("spawn")  # not fork: the driver has threads (and a store client)
+            _reports = ctx.RawArray("q", [-1] * (2 * self.num_tasks))  # -1: nothing reported yet
+            slots = ctx.Value("i", 0)
+            _pool = ProcessPoolExecutor(max_workers=self.num_tasks, mp_context=ctx, initializer=_init_worker,
+                                        initargs=(os.getpid(), logs.settings(), _reports, slots))
+            _pool_size = self.num_tasks
+            _uncount = stop.count_in_flight(_workers_in_flight)
+        return _pool
+
+    @staticmethod
+    def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
+        try:
+            return results(futures)
+        except BrokenProcessPool:
+            shutdown_pool()
+            if stop.requested():
+                raise stop.Stopped() from None
+            raise NutchError(f"{job.name}: a worker process died (killed, or out of memory); what it wrote is kept "
+                             "and the job is safe to run again: run the same command") from None
+        except stop.Stopped:
+            shutdown_pool()  # its workers saw the stop; the next command (or API job) gets fresh ones
+            raise
+        finally:
+            for f in futures:
+                f.cancel()
+
+
+def max_workers() -> int:
+    """Worker processes a command may start here: 4 per core (parsing is CPU-bound; fetching waits)."""
+    return max(2, 4 * (os.cpu_count() or 1))
+
+
+def shutdown_pool() -> None:
+    """Stop the worker processes (at exit, or after one died)."""
+    global _pool, _pool_size, _uncount
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool, _pool_size = None, 0
+    if _uncount is not None:
+        _uncount()
+        _uncount = None
+
+
+def _workers_in_flight() -> int | None:
+    """Requests in flight in the workers (as they last reported), None when none of them runs a fetcher."""
+    reports = _reports
+    counts = [n for n in reports[1::2] if n >= 0] if reports is not None else []
+    return sum(counts) if counts else None
+
+
+atexit.register(shutdown_pool)
+
+
+def _forward_stop() -> None:
+    """A stop request of the driver reaches every worker (a terminal's Ctrl-C reaches them too, and they ignore
+    it: the driver decides)."""
+    pool = _pool
+    for proc in list(getattr(pool, "_processes", {}).values()) if pool is not None else []:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+stop.on_request(_forward_stop)
+
+
+def _init_worker(driver: int, log_settings: tuple[str, Any], reports: Any, slots: Any) -> None:
+    """A worker dies with the command that started it (kill -9 of the command leaves nothing running), logs as
+    the driver does, and reports its progress into its slot of `reports`."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux/glibc: the pool's own pipes end the worker after its task
+        pass
+    if os.getppid() != driver:  # the command died before prctl took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop.request())
+    level, log_file = log_settings
+    logs.setup(level, log_file, worker=True)
+    with slots.get_lock():
+        slot = slots.value
+        slots.value += 1
+    if slot < len(reports) // 2:
+        threading.Thread(target=_report, args=(reports, slot), name="report", daemon=True).start()
+
+
+def _report(reports: Any, slot: int) -> None:
+    """Write this worker's records done and requests in flight into its slot, a few times a second."""
+    while True:
+        n = stop.in_flight()
+        reports[2 * slot], reports[2 * slot + 1] = progress.records(), -1 if n is None else n
+        time.sleep(_REPORT_EVERY)
+
+
+def _open(job: Job, crawl_id: str | None) -> DataStore:
+    return open_store(job.conf, crawl_id, create=False)
+
+
+def _map_worker(data: bytes, split: Any, task: int, crawl_id: str | None, parts: int, budget: int,
+                spill: SpillDir) -> TaskOutput:
+    job: Job = pickle.loads(data)
+    store = _open(job, crawl_id)
+    try:
+        out = MapOutput(parts, job.sort_key(0), budget, spill, to_disk=True) if parts else None
+        result = run_map_task(job, split, task, store, out, remote=True)
+        store.flush()
+        return result
+    finally:
+        store.close()
+        release_memory()
+
+
+def _reduce_worker(data: bytes, step: int, runs: list[Run], task: int, crawl_id: str | None, parts: int,
+                   budget: int, spill: SpillDir) -> TaskOutput:
+    job: Job = pickle.loads(data)
+    store = _open(job, crawl_id)
+    try:
+        out = MapOutput(parts, job.sort_key(step + 1), budget, spill, to_disk=True) if parts else None
+        result = run_reduce_task(job, step, runs, task, store, out, remote=True)
+        store.flush()
+        return result
+    finally:
+        store.close()
+        release_memory()

@@ -1,0 +1,153 @@
+"""ParseUtil: parse one fetched row in place — text, title, outlinks, signature, robots meta flags.
+
+Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neither job imports the other."""
+
+from __future__ import annotations
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.mapred.runner import TaskContext
+from nutch2.marks import Mark
+from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult
+from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
+from nutch2.parse.signature import md5_signature, text_profile_signature
+from nutch2.plugins import Plugins
+from nutch2.status import ParseMajor, ParseMinor
+from nutch2.urls.checker import UrlChecker
+from nutch2.urls.domains import host_of
+from nutch2.urls.tableutil import unreverse_url
+from nutch2.webpage import ParseStatus, WebPage
+
+TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
+NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
+META_PREFIX = "meta_"  # metadata keys of meta tags kept by parse-metatags (read by index-metadata, the searcher)
+
+PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
+
+
+class PageParser:
+    """Parses one fetched row in place (shared by ParserJob and the fetcher's fetcher.parse mode)."""
+
+    def __init__(self, conf: Configuration) -> None:
+        self.max_outlinks = conf.get_int("db.max.outlinks.per.page")
+        self.max_outlink_length = conf.get_int("db.max.outlink.length")
+        self.ignore_external = conf.get_bool("db.ignore.external.links")
+        self.ignore_internal = conf.get_bool("db.ignore.internal.links")
+        self.skip_truncated = conf.get_bool("parser.skip.truncated")
+        self.timeout = conf.get_float("parser.timeout")
+        self.checker = UrlChecker(conf, "outlink")
+        self.caching_policy = conf.get_str("parser.caching.forbidden.policy").strip().lower()
+        if self.caching_policy not in CACHING_POLICIES:
+            raise ConfigError(f"parser.caching.forbidden.policy={self.caching_policy!r} is not known; use "
+                              + ", ".join(CACHING_POLICIES))
+        sig = conf.get_str("db.signature.class").rsplit(".", 1)[-1].lower()
+        if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
+            raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
+        self.text_profile = sig.startswith("textprofile")
+        self.parsers = ParserFactory(conf)
+        self.filters = Plugins(conf).build("parse-filter")
+
+    def close(self) -> None:
+        """Close the parsers' and parse filters' clients (a Tika server's sessions); a task's cleanup."""
+        self.parsers.close()
+        for f in self.filters:
+            f.close()
+
+    def parse(self, page: WebPage, ctx: TaskContext, *, signature_loaded: bool = False) -> bool:
+        """Parse `page` (fields of PARSE_FIELDS loaded); True when it was parsed successfully.
+
+        signature_loaded: the page was read with its signature field (absent = none stored); otherwise the old
+        signature is read from the store for prevSignature.
+        """
+        url = unreverse_url(page.key)
+        if self.skip_truncated and page.metadata.get(TRUNCATED_KEY):
+            page.parse_status = ParseStatus(ParseMajor.NOTPARSED, ParseMinor.FAILED_TRUNCATED,
+                                            ["content truncated by http.content.limit"])
+            ctx.incr("skipped_truncated")
+            return False
+        content = page.content or b""
+        result = self.parsers.parse(content, page.base_url or url, page.content_type, dict(page.headers))
+        page.parse_status = ParseStatus(result.status_major, result.status_minor, list(result.status_args))
+        if result.counter:
+            ctx.incr(result.counter)
+        if result.status_major != ParseMajor.SUCCESS:
+            # a retryable failure (the parser's server is down) leaves no parse mark: the next parse run takes it
+            ctx.incr("retry_later" if result.retryable else
+                     "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            return False
+        if not self._filter(url, page, result, ctx):
+            return False
+        if result.parser not in ("parse-html", "parse-text"):
+            ctx.incr(f"parsed_by_{result.parser}")
+        declared = (page.content_type or "").split(";", 1)[0].strip().lower()
+        if result.content_type and (not declared or declared in GENERIC_TYPES):
+            page.content_type = result.content_type  # the type the document parser found (Nutch's MimeUtil)
+        self._apply(page, url, content, result, ctx, signature_loaded)
+        ctx.incr("parsed")
+        return True
+
+    def _filter(self, url: str, page: WebPage, result: ParseResult, ctx: TaskContext) -> bool:
+        """Run the parse filters (htmlparsefilter.order); a filter that raises fails the page's parse."""
+        try:
+            for f in self.filters:
+                f.filter(result.document, result, page, result.dom)
+        except Exception as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
+            page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION,
+                                            [f"parse filter {f.plugin_id}: {type(e).__name__}: {e}"[:500]])
+            ctx.incr("failed_parse_filter")
+            return False
+        finally:
+            result.dom = None  # the tree is not kept past the filters
+        return True
+
+    @staticmethod
+    def _old_signature(page: WebPage, ctx: TaskContext, loaded: bool) -> bytes | None:
+        """The row's stored signature (read from the store when the caller did not load it, as the fetcher's
+        fetcher.parse mode does: a new WebPage there would otherwise wipe prevSignature)."""
+        if loaded or "signature" in page.loaded():
+            return page.signature
+        old = ctx.store.get(page.key, ("signature",))
+        return None if old is None else old.signature
+
+    def _apply(self, page: WebPage, url: str, content: bytes, result: ParseResult, ctx: TaskContext,
+               signature_loaded: bool) -> None:
+        page.title = result.title
+        page.text = result.text
+        if result.noindex:
+            page.metadata[NOINDEX_KEY] = b"y"
+        elif NOINDEX_KEY in page.metadata:
+            del page.metadata[NOINDEX_KEY]
+        self._meta(page, result)
+        fetch_mark = Mark.FETCH.check(page)
+        if fetch_mark is None or Mark.PARSE.check(page) != fetch_mark:
+            # prevSignature <- the signature of the previous fetch; a second parse of the same fetch
+            # (-force, a re-run) keeps it, or updatedb would see every page of the batch as unchanged
+            page.prev_signature = self._old_signature(page, ctx, signature_loaded)
+        page.signature = (text_profile_signature(result.text, fallback_content=content)
+                          if self.text_profile else md5_signature(content))
+        page.outlinks = self._outlinks(url, result)
+
+    def _meta(self, page: WebPage, result: ParseResult) -> None:
+        """Keep the caching policy of a noarchive/nocache page (meta tags are parse-metatags' business)."""
+        if result.nocache and self.caching_policy != "none":
+            page.metadata[CACHING_FORBIDDEN_KEY] = self.caching_policy.encode("ascii")
+        elif CACHING_FORBIDDEN_KEY in page.metadata:
+            del page.metadata[CACHING_FORBIDDEN_KEY]
+
+    def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
+        """Outlinks as Nutch's ParseOutputFormat keeps them: normalized, filtered, then counted toward
+        db.max.outlinks.per.page (so links the filters drop take no slot)."""
+        host = host_of(url)
+        links: dict[str, str] = {}
+        cap = max(self.max_outlinks, 1) if result.refresh_url and self.max_outlinks >= 0 else self.max_outlinks
+        for target, anchor in result.outlinks:
+            if 0 <= cap <= len(links):
+                break
+            norm = self.checker.check(target)
+            if norm is None or norm == url or norm in links:
+                continue
+            same = host_of(norm) == host
+            if (same and self.ignore_internal and norm != result.refresh_url) or (not same and self.ignore_external):
+                continue
+            links[norm] = anchor
+        return links

@@ -1,0 +1,46 @@
+"""protocol-chromium: the Protocol extension: protocol-http fetches, chromium renders the pages it applies to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.plugins import Plugins
+from nutch2.plugins.points import Protocol, ProtocolSession, ResourceFetch
+from nutch2.plugins.protocol_chromium.chromium import ChromiumSettings, Renderer
+
+
+class Chromium(Protocol):
+    nutch_class = "org.apache.nutch.protocol.selenium.Http"
+    schemes = ("http", "https")
+    priority = 10  # chosen over protocol-http when both are active: it uses protocol-http itself
+
+    def __init__(self, conf: Configuration) -> None:
+        super().__init__(conf)
+        self.settings = ChromiumSettings.from_conf(conf)  # None: no page to render (no pattern, no hosts)
+        self.http = Plugins(conf).build_one("protocol", "protocol-http")
+        self.renderer: Renderer | None = None
+        self.stop_at: float | None = None
+
+    def open(self, stop_at: float | None, counters: Any) -> None:
+        self.http.open(stop_at, counters)
+        self.stop_at = stop_at
+        self.renderer = Renderer(self.settings, counters) if self.settings is not None else None
+
+    def session(self) -> ProtocolSession:
+        return self.http.session()
+
+    def robots_session(self) -> ProtocolSession:
+        return self.http.robots_session()
+
+    def renders(self, url: str, out: Any) -> bool:
+        return self.renderer is not None and not out.stopped and self.renderer.applies(url, out)
+
+    def render(self, url: str, out: Any, resources: ResourceFetch) -> Any:
+        assert self.renderer is not None
+        return self.renderer.render(url, out, resources, stop_at=self.stop_at)
+
+    def close(self) -> None:
+        if self.renderer is not None:
+            self.renderer.close()
+        self.http.close()

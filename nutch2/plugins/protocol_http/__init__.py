@@ -1,0 +1,7 @@
+"""protocol-http: HTTP and HTTPS (requests over urllib3): Nutch's http.* properties, the total deadline of every
+request, bounded bodies (http.content.limit, gzip/deflate bombs), redirects, conditional GETs, proxies
+(http.proxy.*), Basic and Digest authentication from httpclient-auth.xml, cookies (http.enable.cookie.header)."""
+
+from nutch2.plugins import Plugin
+
+PLUGIN = Plugin("protocol-http", {"protocol": "nutch2.plugins.protocol_http.plugin:Http"}, "HTTP and HTTPS")

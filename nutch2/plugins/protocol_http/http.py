@@ -1,0 +1,465 @@
+"""protocol-http: HTTP and HTTPS, one pooled ``requests.Session`` per fetcher thread.
+
+``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
+connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
+status code. Bodies are streamed and capped at ``http.content.limit`` *decoded*
+bytes and, for gzip/deflate, at ``http.content.inflate.limit`` even when the content
+limit is off (inflated with a bounded ``max_length``, so a compression bomb never
+inflates past the cap). A compressed body that ends before its stream does is
+marked truncated, as a cut body is.
+
+Every request has a total deadline (Nutch's ``http.time.limit``, by default three
+times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
+status line, headers and body: :mod:`nutch2.fetch.watchdog` shuts its socket down when it
+passes. A body cut by the deadline is kept and marked truncated; a request cut
+before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)".
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import http.cookiejar
+import socket
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC
+from urllib.parse import urljoin, urlsplit
+
+import requests
+import requests.auth
+import urllib3
+from urllib3.util.retry import Retry
+
+from nutch2.errors import ConfigError
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter, Guard
+from nutch2.mapred import stop
+from nutch2.plugins.points import ProtocolSession
+from nutch2.plugins.protocol_http.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
+from nutch2.status import ProtocolStatusCode, http_to_protocol_status
+from nutch2.urls.checker import strip_credentials
+
+__all__ = [
+    "HttpProtocol",
+    "HttpSettings",
+    "ProtocolConfigError",
+    "ProtocolOutput",
+]
+
+_CHUNK = 64 * 1024
+_SCHEMES = ("http", "https")
+_ACCEPT_ENCODING = "gzip, deflate"
+_EMPTY_AGENT = "http.agent.name is empty: set it in conf/nutch-site.toml or with -D http.agent.name=MyBot"
+
+
+_TOTAL_TIMEOUT = "timeout (total fetch time exceeded)"
+_MAX_TIMEOUT_MS = 3_600_000  # an hour per read is already no timeout at all
+
+
+class ProtocolConfigError(ConfigError, ValueError):
+    """The protocol cannot be used with this configuration (e.g. no agent name, a timeout <= 0)."""
+
+
+@dataclass
+class HttpSettings:
+    """HTTP settings (Nutch's ``http.*`` properties)."""
+
+    agent: str  # full User-Agent string; must be non-empty
+    timeout_ms: int = 10000  # http.timeout: connect and per-read timeout
+    content_limit: int = 1048576  # http.content.limit (decoded bytes); -1 = no limit
+    inflate_limit: int = 33554432  # http.content.inflate.limit: most bytes a gzip/deflate body inflates to
+    redirect_max: int = 0  # http.redirect.max: 0 = report redirects, N = follow up to N inline
+    accept: str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    accept_language: str = "en-us,en-gb,en;q=0.7,*;q=0.3"
+    store_headers: bool = True
+    max_fetch_ms: int | None = None  # http.time.limit: total wall-clock cap; None = 3 × timeout_ms
+    stop_at: float | None = None  # time.monotonic() at which every request is cut (fetcher.timelimit.mins)
+    proxy: ProxySettings | None = None  # http.proxy.*: every request through it, but for http.proxy.exception.list
+    auth: tuple[Credentials, ...] = field(default=(), repr=False)  # http.auth.file: answered 401 challenges
+    cookies: bool = False  # http.enable.cookie.header: keep the cookies hosts set, send them back (a jar per task)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout_ms <= _MAX_TIMEOUT_MS:
+            raise ProtocolConfigError(f"http.timeout={self.timeout_ms} is not a usable timeout: give milliseconds "
+                                      f"between 1 and {_MAX_TIMEOUT_MS}, e.g. -D http.timeout=10000")
+        if self.inflate_limit <= 0:
+            raise ProtocolConfigError(f"http.content.inflate.limit={self.inflate_limit} must be > 0 (bytes), "
+                                      "e.g. -D http.content.inflate.limit=33554432")
+        if self.max_fetch_ms is not None and self.max_fetch_ms <= 0:
+            raise ProtocolConfigError(f"the total fetch time limit {self.max_fetch_ms} ms must be > 0")
+
+    def secrets(self) -> tuple[str, ...]:
+        """Passwords that must never reach a stored message."""
+        found = [c.password for c in self.auth] + list(self.proxy.secrets() if self.proxy else ())
+        return tuple(sorted({s for s in found if s}, key=len, reverse=True))
+
+    @property
+    def fetch_cap_ms(self) -> int:
+        """Total wall-clock budget for one fetch, redirects and body included."""
+        return self.max_fetch_ms if self.max_fetch_ms is not None else 3 * self.timeout_ms
+
+
+class _FetchError(Exception):
+    """Internal: a fetch failure already reduced to a short reason."""
+
+
+class _Identity:
+    """Pass-through 'decoder' for unencoded bodies."""
+
+    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
+        """Return (at most max_len bytes of output, unconsumed input); max_len 0 = all."""
+        if max_len <= 0:
+            return data, b""
+        return data[:max_len], data[max_len:]
+
+    def complete(self) -> bool:
+        """Whether the body read so far is a whole encoding (always, for an unencoded body)."""
+        return True
+
+
+class _Inflater:
+    """Bounded gzip/deflate decoder: never produces more than ``max_len`` bytes per call."""
+
+    def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
+        self._d = zlib.decompressobj(wbits)
+        self._started = False
+        self._done = False
+
+    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
+        """Inflate ``data``; return (output, input still to feed)."""
+        if self._done:
+            return b"", b""
+        try:
+            out = self._d.decompress(data, max(max_len, 0))
+        except zlib.error as exc:
+            if not self._started and self._wbits == zlib.MAX_WBITS:
+                # "deflate" sent without the zlib wrapper (common server bug): retry raw.
+                self._wbits = -zlib.MAX_WBITS
+                self._d = zlib.decompressobj(self._wbits)
+                return self.decode(data, max_len)
+            raise _FetchError(f"content decoding error: {exc}") from exc
+        self._started = True
+        if not self._d.eof:
+            return out, self._d.unconsumed_tail
+        return out, self._next_member(self._d.unused_data)
+
+    def complete(self) -> bool:
+        """False when a stream was started and has not reached its end (a cut or half-sent body)."""
+        return self._done or self._d.eof or not self._started
+
+    def _next_member(self, rest: bytes) -> bytes:
+        """After the end of a stream: start the next gzip member or drop trailing garbage."""
+        if self._wbits > zlib.MAX_WBITS and rest[:2] == b"\x1f\x8b":
+            self._d = zlib.decompressobj(self._wbits)
+            return rest
+        self._done = True
+        return b""
+
+
+def _decoder_for(content_encoding: str | None) -> _Identity | _Inflater:
+    """Pick a decoder for a Content-Encoding header (unknown encodings are kept as is)."""
+    enc = (content_encoding or "").split(",")[-1].strip().lower()
+    if enc in ("gzip", "x-gzip"):
+        return _Inflater(16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return _Inflater(zlib.MAX_WBITS)
+    return _Identity()
+
+
+_REASONS: tuple[tuple[str, str], ...] = (
+    ("connection refused", "connection refused"),
+    ("nameresolutionerror", "unknown host"),
+    ("name or service not known", "unknown host"),
+    ("nodename nor servname", "unknown host"),
+    ("temporary failure in name resolution", "unknown host"),
+    ("getaddrinfo failed", "unknown host"),
+    ("no address associated", "unknown host"),
+    ("connection reset", "connection reset"),
+    ("remotedisconnected", "connection closed by server"),
+    ("connection aborted", "connection aborted"),
+    ("invalidchunklength", "invalid chunked encoding"),
+    ("incompleteread", "incomplete body"),
+    ("network is unreachable", "network unreachable"),
+    ("no route to host", "no route to host"),
+    ("timed out", "timeout"),
+)
+
+_TIMEOUTS = (requests.Timeout, urllib3.exceptions.TimeoutError, socket.timeout)
+
+
+def _describe(exc: BaseException) -> str:
+    """Reduce an exception to a short, stable reason (``timeout ...``, ``connection refused``...)."""
+    if isinstance(exc, _FetchError):
+        return str(exc)
+    if isinstance(exc, (requests.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError)):
+        return "timeout (connect)"
+    if isinstance(exc, _TIMEOUTS):
+        return "timeout (read)"
+    text = f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    if isinstance(exc, requests.exceptions.SSLError) or "sslerror" in low:
+        return f"ssl error: {text[:160]}"
+    for needle, reason in _REASONS:
+        if needle in low:
+            return reason if reason != "timeout" else "timeout (read)"
+    return text[:200]
+
+
+def _http_date(ms: int) -> str:
+    """Format ms since epoch as an RFC 7231 HTTP date."""
+    return email.utils.formatdate(ms / 1000.0, usegmt=True)
+
+
+def _parse_http_date(value: str | None) -> int | None:
+    """Parse an HTTP date header into ms since epoch (None when absent or invalid)."""
+    if not value:
+        return None
+    try:
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def _block_all_cookies() -> http.cookiejar.DefaultCookiePolicy:
+    """A cookie policy that stores nothing (Nutch does not keep cookies between fetches)."""
+    return http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
+
+
+_COOKIE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
+
+
+class HttpProtocol(ProtocolSession):
+    """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe).
+
+    ``cookies``: the task's cookie jar (http.enable.cookie.header), shared by its threads (a CookieJar locks itself);
+    None with cookies on gives this protocol a jar of its own.
+    """
+
+    def __init__(self, settings: HttpSettings, cookies: http.cookiejar.CookieJar | None = None) -> None:
+        if not settings.agent or not settings.agent.strip():
+            raise ProtocolConfigError(_EMPTY_AGENT)
+        self.settings = settings
+        self._jar = cookies
+        self._secrets = settings.secrets()
+        self._auth: dict[str, requests.auth.AuthBase] = {}  # host:port -> the auth its challenge asked for
+        self._session = self._make_session()
+
+    def _make_session(self) -> requests.Session:
+        """Build a pooled session with no retries, no env proxies/netrc, and no cookies unless they are on."""
+        s = requests.Session()
+        s.trust_env = False
+        if self.settings.cookies:
+            if self._jar is not None:
+                s.cookies = self._jar  # type: ignore[assignment]
+        else:
+            s.cookies.set_policy(_block_all_cookies())
+        retry = Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False,
+                      raise_on_status=False)
+        adapter = DeadlineAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
+        s.mount("http://", adapter)
+        s.mount("https://", adapter)
+        s.headers.clear()
+        s.headers.update({
+            "User-Agent": self.settings.agent,
+            "Accept": self.settings.accept,
+            "Accept-Language": self.settings.accept_language,
+            "Accept-Encoding": _ACCEPT_ENCODING,
+        })
+        return s
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._session.close()
+
+    def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
+              may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> ProtocolOutput:
+        """Fetch ``url``; never raises (failures become EXCEPTION / other status codes).
+
+        With ``http.redirect.max`` > 0, ``may_follow(target)`` (when given) is asked before each redirect hop
+        (robots.txt, politeness); when it says no, the redirect itself is returned (MOVED / TEMP_MOVED).
+        ``deadline`` (time.monotonic()) cuts the fetch earlier than its own time limit (a rendered page's resource).
+        """
+        start = time.monotonic()
+        cap = start + self.settings.fetch_cap_ms / 1000.0
+        deadline = cap if deadline is None else min(cap, deadline)
+        stop_at = self.settings.stop_at
+        if stop_at is not None and stop_at <= deadline:
+            deadline = stop_at
+        try:
+            out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline, may_follow)
+        except Exception as exc:  # noqa: BLE001 - fetch() must never raise
+            out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [redact(_describe(exc), self._secrets)], final_url=url)
+        end = time.monotonic()
+        out.fetch_ms = int((end - start) * 1000)
+        failed = out.truncated or out.code == ProtocolStatusCode.EXCEPTION
+        if failed and (stop_at is not None and end >= stop_at or stop.requested()):
+            out.stopped = True  # cut (or failed) at the job's time limit or by a stop: left for a later fetch
+        return out
+
+    @staticmethod
+    def _conditional_headers(modified_since_ms: int | None, etag: str | None) -> dict[str, str]:
+        """If-Modified-Since / If-None-Match headers for a conditional GET."""
+        headers: dict[str, str] = {}
+        if modified_since_ms is not None and modified_since_ms > 0:
+            headers["If-Modified-Since"] = _http_date(modified_since_ms)
+        if etag:
+            headers["If-None-Match"] = etag
+        return headers
+
+    def _fetch(self, url: str, cond: dict[str, str], deadline: float,
+               may_follow: Callable[[str], bool] | None = None) -> ProtocolOutput:
+        """Fetch with manual redirect handling."""
+        seen = {url}
+        current = url
+        hops = 0
+        followed: list[tuple[str, bool]] = []
+        while True:
+            scheme = urlsplit(current).scheme.lower()
+            if scheme not in _SCHEMES:
+                return ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, [scheme], final_url=current)
+            if time.monotonic() >= deadline:
+                raise _FetchError(_TOTAL_TIMEOUT)
+            out = self._fetch_once(current, cond, deadline)
+            out.redirects = followed
+            if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+                return out
+            if self.settings.redirect_max <= 0:
+                return out
+            target = out.args[0]
+            hops += 1
+            # with cookies, coming back to a URL is no loop (a cookie wall sets one and sends the client back)
+            if hops > self.settings.redirect_max or (target in seen and not self.settings.cookies):
+                return ProtocolOutput(ProtocolStatusCode.REDIR_EXCEEDED, [target], out.http_code,
+                                      headers=out.headers, final_url=current)
+            if may_follow is not None and not may_follow(target):
+                return out  # recorded as a redirect: the target is fetched (or refused) in a later round
+            seen.add(target)
+            followed.append((target, out.code == ProtocolStatusCode.TEMP_MOVED))
+            current = target
+
+    def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
+        """One GET without following redirects, cut by the watchdog at ``deadline``."""
+        timeout = self.settings.timeout_ms / 1000.0
+        connect_timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
+        guard = WATCHDOG.arm(deadline)
+        try:
+            resp = self._get(url, cond, guard, (connect_timeout, timeout))
+            if resp.status_code == 401 and self.settings.auth and self._hostport(url) not in self._auth:
+                auth = self._answer(url, resp)  # a challenge we hold credentials for: ask again with them
+                if auth is not None:
+                    resp.close()
+                    resp = self._get(url, cond, guard, (connect_timeout, timeout))
+            try:
+                content, truncated, error = self._read_body(resp, deadline, guard)
+            finally:
+                resp.close()
+        finally:
+            WATCHDOG.disarm(guard)
+        code = http_to_protocol_status(resp.status_code)
+        args: list[str] = []
+        if error is not None:  # the body broke off: a failed fetch, with what was read (robots.txt salvages it)
+            code, args = ProtocolStatusCode.EXCEPTION, [error]
+        elif code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+            location = resp.headers.get("Location")
+            if not location:
+                code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status_code} redirect without Location"]
+            else:
+                args = [strip_credentials(urljoin(url, location.strip()))]
+        elif code != ProtocolStatusCode.SUCCESS:
+            args = [str(resp.status_code)]
+        headers = dict(resp.headers) if self.settings.store_headers else {}
+        if self.settings.cookies:  # the jar keeps the host's cookies; a row never does
+            headers = {k: v for k, v in headers.items() if k.lower() not in _COOKIE_HEADERS}
+        return ProtocolOutput(
+            code=code, args=args, http_code=resp.status_code, content=content,
+            content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
+            truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
+        )
+
+    def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: tuple[float, float]) -> requests.Response:
+        """One GET through the proxy (unless the host is an exception), with the host's auth once it was asked."""
+        proxy = self.settings.proxy
+        proxies = {"http": proxy.url(), "https": proxy.url()} if proxy is not None and proxy.applies(url) else {}
+        try:
+            resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False, timeout=timeout,
+                                     proxies=proxies, auth=self._auth.get(self._hostport(url)))
+        except Exception as exc:
+            if guard.expired:
+                raise _FetchError(_TOTAL_TIMEOUT) from exc
+            raise
+        if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
+            resp.close()
+            raise _FetchError(_TOTAL_TIMEOUT)
+        return resp
+
+    @staticmethod
+    def _hostport(url: str) -> str:
+        parts = urlsplit(url)
+        return f"{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+
+    def _answer(self, url: str, resp: requests.Response) -> requests.auth.AuthBase | None:
+        """The auth for a 401's challenge (Basic or Digest) from http.auth.file's credentials for its host, port
+        and realm; kept for the host, so later requests send it (Basic) or answer its nonce (Digest) at once."""
+        for challenge in parse_challenges(resp.headers.get("WWW-Authenticate")):
+            if challenge.scheme not in ("BASIC", "DIGEST"):
+                continue
+            creds = find_credentials(self.settings.auth, url, challenge)
+            if creds is None:
+                continue
+            auth: requests.auth.AuthBase = (requests.auth.HTTPBasicAuth(creds.username, creds.password)
+                                            if challenge.scheme == "BASIC"
+                                            else requests.auth.HTTPDigestAuth(creds.username, creds.password))
+            self._auth[self._hostport(url)] = auth
+            return auth
+        return None
+
+    def _read_body(self, resp: requests.Response, deadline: float,
+                   guard: Guard) -> tuple[bytes, bool, str | None]:
+        """Stream the body, decoding it, capped at the content (or inflate) limit and at the deadline.
+
+        Returns (content, truncated, error): truncated when a limit or the deadline cut the body, or when a
+        compressed body ended before its stream did (half a gzip stream with a matching Content-Length); error
+        when the connection or the decoding failed midway (content is then the part read, truncated).
+        """
+        if resp.status_code == 304 or resp.request.method == "HEAD":
+            return b"", False, None
+        limit = self.settings.content_limit
+        decoder = _decoder_for(resp.headers.get("Content-Encoding"))
+        if isinstance(decoder, _Inflater) and not 0 <= limit <= self.settings.inflate_limit:
+            limit = self.settings.inflate_limit
+        buf = bytearray()
+        # read1 returns after one socket read, so the wall-clock cap is checked between small reads
+        # (urllib3 < 2 has no read1: fall back to read, which may block until a full chunk arrives).
+        read = getattr(resp.raw, "read1", resp.raw.read)
+        try:
+            while time.monotonic() < deadline:
+                chunk = read(_CHUNK, decode_content=False)
+                if not chunk:  # the end of the body, or the watchdog cut the socket
+                    return bytes(buf), guard.expired or not decoder.complete(), None
+                if self._append(buf, decoder, chunk, limit):
+                    return bytes(buf), True, None
+        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError, _FetchError) as exc:
+            if guard.expired:
+                return bytes(buf), True, None
+            return bytes(buf), True, _describe(exc)
+        return bytes(buf), True, None  # wall-clock cap reached (Nutch's http.time.limit): truncated
+
+    @staticmethod
+    def _append(buf: bytearray, decoder: _Identity | _Inflater, chunk: bytes, limit: int) -> bool:
+        """Decode ``chunk`` into ``buf``; return True when the content limit was exceeded."""
+        pending = chunk
+        while pending:
+            max_len = limit - len(buf) + 1 if limit >= 0 else 0
+            out, pending = decoder.decode(pending, max_len)
+            buf += out
+            if 0 <= limit < len(buf):
+                del buf[limit:]
+                return True
+        return False

@@ -1,0 +1,135 @@
+"""urlfilter-regex: Nutch's regex URL filter (regex-urlfilter.txt).
+
+Rule file format: one rule a line, ``+`` (accept) or ``-`` (reject) followed by a Python regex that is
+searched for anywhere in the URL (like Java's ``Matcher.find()``). The first rule that matches decides;
+a URL no rule matches is rejected. Blank lines and lines starting with ``#`` are ignored.
+
+Host-specific blocks (NUTCH-1838): the rules between a line ``> www.example.org`` and a line ``<`` apply only to
+URLs whose host or registered domain is the one named; other URLs skip them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+from nutch2.plugins.points import URLFilter
+from nutch2.urls.domains import domain_of_host, host_of
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a rule file: accept or reject URLs the pattern finds a match in."""
+
+    accept: bool
+    pattern: re.Pattern[str]
+    where: str
+    host: str | None = None  # host or domain the rule is limited to (a "> host" block), None for every URL
+
+    def matches(self, url: str) -> bool:
+        """True when the pattern occurs anywhere in ``url``."""
+        return self.pattern.search(url) is not None
+
+
+def parse_rule(line: str, where: str, host: str | None = None) -> Rule | None:
+    """Parse one rule line; None for blank and comment lines, ValueError naming ``where`` otherwise."""
+    line = line.rstrip("\r\n")
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    sign, regex = line[0], line[1:]
+    if sign not in "+-":
+        raise ValueError(f"{where}: a rule must start with '+' or '-', got {line!r}")
+    if not regex:
+        raise ValueError(f"{where}: missing regex after {sign!r}")
+    try:
+        pattern = re.compile(regex)
+    except re.error as err:
+        raise ValueError(f"{where}: bad regex {regex!r}: {err}") from None
+    return Rule(accept=sign == "+", pattern=pattern, where=where, host=host)
+
+
+class RegexURLFilter(URLFilter):
+    """Nutch's urlfilter-regex: the first matching rule accepts or rejects; no match rejects."""
+
+    nutch_class = "org.apache.nutch.urlfilter.regex.RegexURLFilter"
+
+    def __init__(self, conf: Configuration | None = None, rules: Sequence[Rule] | None = None,
+                 source: str = "<string>") -> None:
+        if rules is None:  # built by the plugin system: the rules of urlfilter.regex.file
+            assert conf is not None
+            path = conf.resource(conf.get_str("urlfilter.regex.file"))
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    rules, source = _read_rules(handle, str(path)), str(path)
+            except OSError as e:
+                raise ConfigError(f"cannot read URL filter file {path}: {e.strerror}; check urlfilter.regex.file") \
+                    from None
+            except ValueError as e:
+                raise ConfigError(f"{e}; fix the rule in the URL filter file") from None
+        self.conf = conf  # type: ignore[assignment]
+        self.rules = list(rules)
+        self.source = source
+        self.has_host_rules = any(rule.host is not None for rule in self.rules)
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], source: str = "<string>") -> RegexURLFilter:
+        """Build a filter from rule lines; ``source`` names them in error messages."""
+        return cls(None, _read_rules(lines, source), source)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RegexURLFilter:
+        """Build a filter from a regex-urlfilter.txt file (UTF-8)."""
+        with open(path, encoding="utf-8") as handle:
+            return cls.from_lines(handle, source=str(path))
+
+    def rule_for(self, url: str) -> Rule | None:
+        """The first rule matching ``url`` (host-specific rules only for their host or domain), or None."""
+        if not self.has_host_rules:
+            return next((rule for rule in self.rules if rule.matches(url)), None)
+
+        host = host_of(url)
+        names = {host, domain_of_host(host)}
+        return next((rule for rule in self.rules if (rule.host is None or rule.host in names) and rule.matches(url)),
+                    None)
+
+    def filter(self, url: str) -> str | None:
+        """``url`` when accepted, None when rejected."""
+        rule = self.rule_for(url)
+        return url if rule is not None and rule.accept else None
+
+    def describe(self) -> str:
+        """What filterchecker -listFilters shows: the file and how many rules it has."""
+        return f"{self.source} ({len(self.rules)} rules)"
+
+    def explain(self, url: str) -> str | None:
+        rule = self.rule_for(url)
+        if rule is None:
+            return f"{self.source}: no rule matches"
+        return f"{rule.where}: {'+' if rule.accept else '-'}{rule.pattern.pattern}"
+
+
+def _read_rules(lines: Iterable[str], source: str) -> list[Rule]:
+    """Rules of a rule file's lines, with the host blocks of NUTCH-1838."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    rules = []
+    host: str | None = None
+    for number, line in enumerate(lines, start=1):
+        where = f"{source}:{number}"
+        if line.startswith(">"):
+            host = line[1:].strip().lower()
+            if not host:
+                raise ValueError(f"{where}: '>' must be followed by a host or domain name")
+            continue
+        if line.startswith("<"):
+            host = None
+            continue
+        rule = parse_rule(line, where, host)
+        if rule is not None:
+            rules.append(rule)
+    return rules

@@ -1,0 +1,1 @@
+"""Sitemaps: parsing sitemap files and fetching them for the sitemap job."""

@@ -1,0 +1,1 @@
+"""URL handling: row keys (reversed URLs), hosts and domains, the filter and normalizer chains."""

@@ -1,0 +1,84 @@
+"""The URL filter chain (Nutch's URLFilters): the active url-filter plugins in `urlfilter.order`, behind a length
+check (`urlfilter.max.length`); a URL is kept when every filter keeps it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from nutch2.config import Configuration
+
+DEFAULT_MAX_LENGTH = 2048
+
+
+class URLFilters:
+    """A chain of URL filters (anything with ``filter(url) -> url | None``) behind a length check."""
+
+    def __init__(self, filters: Iterable[Any] = (), max_length: int = DEFAULT_MAX_LENGTH) -> None:
+        self.filters = list(filters)
+        self.max_length = max_length
+        # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
+        self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
+
+    @classmethod
+    def from_conf(cls, conf: Configuration) -> URLFilters:
+        """The active url-filter plugins, built from the configuration, in urlfilter.order."""
+        from nutch2.plugins import Plugins
+
+        return cls(Plugins(conf).build("url-filter"), conf.get_int("urlfilter.max.length"))
+
+    def __getstate__(self) -> dict:
+        """Pickled as its filters (a job ships them to worker processes); the cache is made anew."""
+        return {"filters": self.filters, "max_length": self.max_length}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["filters"], state["max_length"])  # type: ignore[misc]
+
+    def filter(self, url: str) -> str | None:
+        """``url`` when every filter accepts it and it is not too long (max_length <= 0: no limit)."""
+        return self._filter(url)
+
+    def named(self, name: str) -> URLFilters:
+        """The chain with only the filter of plugin `name` (filterchecker -filterName), without the length check."""
+        return URLFilters([f for f in self.filters if getattr(f, "plugin_id", None) == name], max_length=0)
+
+    def describe(self) -> list[str]:
+        """One line per check of the chain, in order (filterchecker -listFilters): the plugin and what it reads."""
+        lines = [f"urlfilter.max.length\tURLs longer than {self.max_length} characters are dropped"] \
+            if self.max_length > 0 else []
+        for f in self.filters:
+            what = getattr(f, "describe", None)
+            lines.append(f"{getattr(f, 'plugin_id', '') or type(f).__name__}" + (f"\t{what()}" if what else ""))
+        return lines
+
+    def explain(self, url: str) -> tuple[bool, str]:
+        """(kept, what decided) for one URL, as filterchecker prints it: the filter that dropped it, or what each
+        filter that says why kept it ("; " between them)."""
+        if 0 < self.max_length < len(url):
+            return False, f"urlfilter.max.length: longer than {self.max_length} characters"
+        kept_by = []
+        for url_filter in self.filters:
+            name = getattr(url_filter, "plugin_id", "") or type(url_filter).__name__
+            why = url_filter.explain(url) if hasattr(url_filter, "explain") else None
+            if url_filter.filter(url) is None:
+                return False, f"{name}: {why}" if why else name
+            if why:
+                kept_by.append(f"{name}: {why}")
+        return True, "; ".join(kept_by) or "no filter rejects it"
+
+    def _filter(self, url: str) -> str | None:
+        if 0 < self.max_length < len(url):
+            return None
+        result: str | None = url
+        for url_filter in self.filters:
+            result = url_filter.filter(result)
+            if result is None:
+                return None
+        return result
+
+    def close(self) -> None:
+        for url_filter in self.filters:
+            close = getattr(url_filter, "close", None)
+            if close is not None:
+                close()

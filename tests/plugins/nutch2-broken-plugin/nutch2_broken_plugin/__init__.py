@@ -1,0 +1,7 @@
+"""broken-example: a plugin that fails to load (a dependency that is not installed)."""
+
+import nutch2_missing_dependency  # noqa: F401
+
+from nutch2.plugins import Plugin
+
+PLUGIN = Plugin("broken-example", {"parse-filter": "nutch2_broken_plugin:Nothing"})
