@@ -18,7 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", help="crawl: thread counts (default 16 64)")
     ap.add_argument("--hosts", type=int, help="crawl: hosts of the web (default 200)")
     ap.add_argument("--pages", type=int, help="crawl: pages per host (default 100)")
-    ap.add_argument("--frameworks", nargs="+", default=["local", "processes"], help="crawl: nutch2's runners")
+    ap.add_argument("--frameworks", nargs="+", default=["default", "local", "processes"],
+                    help="crawl: nutch2's runners (default: no -D, what nutch2 picks itself)")
+    ap.add_argument("--shape", choices=("uniform", "real"), default="uniform",
+                    help="crawl: uniform 20 KB pages, or a real-site-like web (5-100 KB, 10-200 links)")
     ap.add_argument("--baseline", metavar="PYTHON:CHECKOUT",
                     help="crawl, sparkcrawl: also crawl with another nutch2 (its python and checkout), e.g. an "
                          "older commit")
@@ -33,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         kw = {}
         if name == "crawl":
             kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages,
-                  "frameworks": tuple(args.frameworks), "baseline": args.baseline, "scrapy": not args.no_scrapy}
+                  "frameworks": tuple(args.frameworks), "baseline": args.baseline, "scrapy": not args.no_scrapy,
+                  "shape": args.shape}
         elif name == "sparkcrawl":
             kw = {"baseline": args.baseline}
         sections.append(BENCHMARKS[name](quick=args.quick, runs=runs, **kw))

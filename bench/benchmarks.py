@@ -33,7 +33,8 @@ def _defines(data_dir: Path, **extra: object) -> list[str]:
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     out: list[str] = []
     for k, v in props.items():
-        out += ["-D", f"{k}={v}"]
+        if v is not None:  # None: leave the property at nutch2's default
+            out += ["-D", f"{k}={v}"]
     return out
 
 
@@ -84,9 +85,19 @@ def bench_web(quick: bool = False, runs: int = 3) -> str:
 
 # ---------------------------------------------------------------------------------------------- crawl vs Scrapy
 FRAMEWORKS = {  # nutch2's runners at equal concurrency T: one fetch reducer of T threads, or one per core of T/2
-    "local": {},
+    "local": {"mapreduce_framework_name": "local"},
     "processes": {"mapreduce_framework_name": "processes", "mapreduce_job_tasks": 2},
+    # what `nutch2 crawl` does with no -D (the runner and tasks it picks itself): -threads T / the tasks it runs
+    "default": {"mapreduce_job_tasks": None},
 }
+
+
+def default_tasks() -> int:
+    """How many fetch tasks nutch2's defaults run on this machine (as `nutch2 crawl` picks them)."""
+    from nutch2.config import Configuration
+    from nutch2.mapred.runners import default_tasks as tasks
+
+    return tasks(Configuration())
 
 
 def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework: str = "local",
@@ -94,7 +105,8 @@ def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework
     """A whole crawl; `baseline` = (python, checkout) runs another nutch2 (e.g. an older commit) in its folder."""
     data = _tmp("crawl")
     extra = FRAMEWORKS[framework]
-    per_task = max(1, threads // int(extra.get("mapreduce_job_tasks", 1)))
+    tasks = extra.get("mapreduce_job_tasks", 1) or default_tasks()
+    per_task = max(1, threads // int(tasks))
     python, cwd = baseline if baseline else (sys.executable, REPO)
     try:
         cmd = [python, "-m", "nutch2", "crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN",
@@ -127,15 +139,16 @@ def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
 
 def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | None = None,
                 hosts: int | None = None, pages: int | None = None,
-                frameworks: tuple[str, ...] = ("local", "processes"), baseline: str | None = None,
-                scrapy: bool = True) -> str:
+                frameworks: tuple[str, ...] = ("default", "local", "processes"), baseline: str | None = None,
+                scrapy: bool = True, shape: str = "uniform") -> str:
     """baseline "PYTHON:CHECKOUT": also crawl with another nutch2 (e.g. the commit before a change), local runner."""
     hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
     threads = threads or ((4,) if quick else (16, 64))
-    web = generate_web(hosts, pages)
-    lines = _header(f"crawl: nutch2 vs Scrapy, whole web ({hosts} hosts x {pages} pages = {web.total})",
+    web = generate_web(hosts, pages, shape=shape)
+    lines = _header(f"crawl: nutch2 vs Scrapy, whole {shape} web ({hosts} hosts x {pages} pages = {web.total})",
                     f"python -m bench crawl --runs {runs} --threads {' '.join(map(str, threads))} --hosts {hosts} "
-                    f"--pages {pages}" + (" --quick" if quick else ""))
+                    f"--pages {pages} --shape {shape} --frameworks {' '.join(frameworks)}"
+                    + (" --quick" if quick else ""))
     results: dict[tuple[str, int], list[dict]] = defaultdict(list)
     with Nginx(web) as nginx:
         seeds = _tmp("seeds") / "seeds.txt"

@@ -6,6 +6,11 @@ page n >= 1 is /p/n.html. Every page links to its tree children 16n+1 .. 16n+16 
 hosts (absolute URLs) and one /private/ page that robots.txt disallows. ~20 KB of text per page.
 Any URL under /m/ returns a copy of page 1 (for batches larger than the web: the memory benchmark).
 The port is fixed per web (cross-host links carry it): $NUTCH2_BENCH_PORT, default 18777.
+
+shape="real" makes a web more like real sites: page sizes spread from 5 to 100 KB (log-uniform), 10 to 200 links
+a page (the tree children, then same-host pages, other hosts' pages, and stylesheet, script and image links of
+the host's own assets, which nutch2's default URL filter and Scrapy's link extractor both leave out), and nav and
+footer blocks repeated on every page of a host, as templates make them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class Web:
     pages: int
     root: Path
     port: int = PORT
+    shape: str = "uniform"
 
     @property
     def total(self) -> int:
@@ -64,11 +70,13 @@ def _paragraphs(rng: random.Random, words: list[str], n: int = 400) -> list[str]
     return out
 
 
-def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT) -> Web:
+def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT, shape: str = "uniform") -> Web:
     """Write the web's files once (cached under $NUTCH2_BENCH_CACHE by shape); return it."""
-    root = CACHE / f"web-{hosts}x{pages}-s{seed}-p{port}"
+    if shape not in ("uniform", "real"):
+        raise ValueError(f"shape {shape!r}: uniform or real")
+    root = CACHE / (f"web-{hosts}x{pages}-s{seed}-p{port}" + ("" if shape == "uniform" else f"-{shape}"))
     done = root / ".complete"
-    web = Web(hosts, pages, root, port)
+    web = Web(hosts, pages, root, port, shape)
     if done.exists():
         return web
     if root.exists():
@@ -82,37 +90,89 @@ def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT) -> Web
         hdir = root / addr
         (hdir / "p").mkdir(parents=True)
         (hdir / "robots.txt").write_text(robots)
+        if shape == "real":
+            _assets(hdir)
+            nav = "".join(f'<li><a href="{page_path(rng.randrange(pages))}">{rng.choice(words)}</a></li>'
+                          for _ in range(rng.randint(5, 25)))
+            footer = " ".join(rng.choices(words, k=rng.randint(30, 120)))
         for n in range(pages):
-            links = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages][:SAME_HOST_LINKS]
-            while len(links) < min(SAME_HOST_LINKS, pages - 1):
-                c = rng.randrange(pages)
-                if c != n and c not in links:
-                    links.append(c)
-            hrefs = [page_path(c) for c in links]
-            if hosts > 1:
-                for _ in range(CROSS_HOST_LINKS):
-                    oh = rng.randrange(hosts - 1)
-                    oh = oh + 1 if oh >= h else oh
-                    hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
-            hrefs.append(f"/private/{n}.html")
-            body = []
-            size = 0
-            k = 0
-            while size < PAGE_BYTES - 1500:
-                para = paras[rng.randrange(len(paras))]
-                if k < len(hrefs):
-                    para = para.replace("</p>", f' <a href="{hrefs[k]}">link {k} of page {n}</a></p>', 1)
-                    k += 1
-                body.append(para)
-                size += len(para)
-            for href in hrefs[k:]:
-                body.append(f'<p><a href="{href}">more</a></p>\n')
-            html = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Host {h} page {n}</title>"
-                    f"</head>\n<body><h1>Host {h} page {n}</h1>\n{''.join(body)}</body></html>\n")
+            if shape == "real":
+                html = _real_page(rng, h, n, hosts, pages, port, words, paras, nav, footer)
+            else:
+                html = _uniform_page(rng, h, n, hosts, pages, port, paras)
             name = hdir / ("index.html" if n == 0 else f"p/{n}.html")
             name.write_text(html)
     done.write_text("ok\n")
     return web
+
+
+def _uniform_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port: int, paras: list[str]) -> str:
+    links = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages][:SAME_HOST_LINKS]
+    while len(links) < min(SAME_HOST_LINKS, pages - 1):
+        c = rng.randrange(pages)
+        if c != n and c not in links:
+            links.append(c)
+    hrefs = [page_path(c) for c in links]
+    if hosts > 1:
+        for _ in range(CROSS_HOST_LINKS):
+            oh = rng.randrange(hosts - 1)
+            oh = oh + 1 if oh >= h else oh
+            hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
+    hrefs.append(f"/private/{n}.html")
+    return _html(h, n, _body(rng, paras, hrefs, PAGE_BYTES, f" of page {n}"))
+
+
+def _real_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port: int, words: list[str],
+               paras: list[str], nav: str, footer: str) -> str:
+    size = int(5_000 * (20 ** rng.random()))  # 5 KB .. 100 KB, log-uniform
+    count = rng.randint(10, 200)
+    children = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages]
+    hrefs = [page_path(c) for c in children]
+    while len(hrefs) < count * 6 // 10:
+        hrefs.append(page_path(rng.randrange(pages)) + ("" if rng.random() < 0.8 else f"#s{rng.randrange(9)}"))
+    while hosts > 1 and len(hrefs) < count * 8 // 10:
+        oh = rng.randrange(hosts - 1)
+        oh = oh + 1 if oh >= h else oh
+        hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
+    while len(hrefs) < count - 1:
+        hrefs.append(rng.choice(("/static/site.css", "/static/app.js", "/static/logo.png", "/static/print.css")))
+    hrefs.append(f"/private/{n}.html")
+    head = ('<link rel="stylesheet" href="/static/site.css"><script src="/static/app.js"></script>'
+            f'<meta name="description" content="{" ".join(rng.choices(words, k=12))}">')
+    body = (f"<nav><ul>{nav}</ul></nav>" + _body(rng, paras, hrefs, size) +
+            f'<img src="/static/logo.png" alt="logo"><footer><p>{footer}</p></footer>')
+    return _html(h, n, body, head)
+
+
+def _body(rng: random.Random, paras: list[str], hrefs: list[str], target: int, label: str = "") -> str:
+    """Paragraphs up to about `target` bytes carrying the links, the rest of the links after them."""
+    body = []
+    size = 0
+    k = 0
+    while size < target - 1500:
+        para = paras[rng.randrange(len(paras))]
+        if k < len(hrefs):
+            para = para.replace("</p>", f' <a href="{hrefs[k]}">link {k}{label}</a></p>', 1)
+            k += 1
+        body.append(para)
+        size += len(para)
+    for href in hrefs[k:]:
+        body.append(f'<p><a href="{href}">more</a></p>\n')
+    return "".join(body)
+
+
+def _html(h: int, n: int, body: str, head: str = "") -> str:
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Host {h} page {n}</title>{head}"
+            f"</head>\n<body><h1>Host {h} page {n}</h1>\n{body}</body></html>\n")
+
+
+def _assets(hdir: Path) -> None:
+    static = hdir / "static"
+    static.mkdir()
+    (static / "site.css").write_text("body { font-family: sans-serif }\n" * 200)
+    (static / "print.css").write_text("nav { display: none }\n" * 50)
+    (static / "app.js").write_text("function f(x) { return x + 1; }\n" * 300)
+    (static / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(2000))
 
 
 class Nginx:
