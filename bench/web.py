@@ -244,9 +244,15 @@ http {{
                 raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode(errors='replace')}")
             try:
                 with socket.create_connection((host_addr(self.web.hosts - 1), self.port), timeout=0.2):
-                    return self
+                    pass
             except OSError:
                 time.sleep(0.05)
+                continue
+            time.sleep(0.2)  # an nginx that could not bind has exited by now: the answer came from another one
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nginx exited (port {self.port} is taken by another server?): "
+                                   f"{self.proc.stderr.read().decode(errors='replace')[-300:]}")
+            return self
         raise RuntimeError("nginx did not start listening in 10 s")
 
     def stop(self) -> None:

@@ -77,6 +77,27 @@ class _LazyFolder:
             raise
 
 
+    def start_writing(self) -> None:
+        """The command got past its checks: make the folder (a service store makes no data dir of its own) and
+        write what waited."""
+        if self.after is not None:
+            try:
+                self.after.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                return  # _open says so when the first line is written
+            for waiting in self._waiting or ():
+                self.emit(waiting)
+            self._waiting = None
+
+
+def command_started() -> None:
+    """Called once a command passed its checks and took its locks: its log lines go to the log file from now on,
+    even when its store keeps nothing in the data dir."""
+    for handler in LOGGER.handlers:
+        if isinstance(handler, _LazyFolder):
+            handler.start_writing()
+
+
 class _RotatingFile(_LazyFolder, logging.handlers.RotatingFileHandler):
     pass
 

@@ -24,7 +24,14 @@ DURABLE_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capabilit
 SHARED_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capability.SHARED_PROCESSES)]
 SERVICE_STORES = [b for b in STORE_BACKENDS if find_store_class(b).has(Capability.SHARED_MACHINES)]
 # what a store's server listens on, for tests that point a store at a dead port (a proxy, a down server)
-PORT_KEY = {"hbase": "hbase.thrift.port", "cassandra": "storage.cassandra.port"}
+PORT_KEY = {"hbase": "hbase.thrift.port", "cassandra": "storage.cassandra.port", "postgres": "storage.postgres.url"}
+
+
+def port_props(backend: str, port: int) -> dict[str, object]:
+    """The properties that point a service store's client at another port of this machine."""
+    if backend == "postgres":
+        return {PORT_KEY[backend]: f"postgresql://nutch2@127.0.0.1:{port}/nutch2"}
+    return {PORT_KEY[backend]: port}
 
 
 # job tests run on each store with the local runner, and on sqlite with the processes runner too

@@ -323,7 +323,7 @@ def test_a_worker_lost_mid_fetch_on_the_standalone_cluster(tmp_path: Path) -> No
                 os.kill(pid, signal.SIGKILL)
     seeds = tmp_path / "seeds.txt"
     p = nutch2("inject", seeds, "-crawlId", "x", *defines(tmp_path, "sqlite", **{**SPARK, "spark.master": STANDALONE}))
-    assert p.returncode == 1 and "sqlite store is a file on this machine" in p.stderr  # refused in one line
+    assert p.returncode == 1 and "sqlite store is on this machine only" in p.stderr  # refused in one line
 
 
 @pytest.mark.timeout(600)

@@ -157,7 +157,7 @@ class JobManager:
                 raise JobConflict(f"job {j.id} ({j.type}) is still running on this crawl; one job runs at a time, "
                                   f"wait for it (GET /api/jobs/{j.id}) or stop it")
             if tool.crawl_lock:
-                self._check_cli_lock(job)
+                self._check_cli_lock(job, tool.creates)
             info = JobInfo(secrets.token_urlsafe(12), job, self.crawl_id, shown, redactor=self.redactor)
             self._jobs[info.id] = info
             self._forget_old()
@@ -167,10 +167,11 @@ class JobManager:
             info.thread.start()
         return info
 
-    def _check_cli_lock(self, job: str) -> None:
-        """A CLI inject, generate or updatedb holding the crawl's lock: refuse now rather than fail later."""
+    def _check_cli_lock(self, job: str, creates: bool) -> None:
+        """A CLI inject, generate or updatedb holding the crawl's lock: refuse now rather than fail later (a job
+        that may create the crawl, inject, creates its table here as the command would)."""
         try:
-            lock = crawl_lock(self.conf, self.crawl_id, job)
+            lock = crawl_lock(self.conf, self.crawl_id, job, create=creates)
         except StoreLockedError:  # its message names the lock's file: the server's business, not the client's
             raise JobConflict(f"{job}: another job (inject, generate or updatedb) holds this crawl's lock; wait for "
                               "it to finish") from None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar
 
+from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.logs import log
 from nutch2.mapred.runner import Counters
@@ -102,6 +103,7 @@ class Tool:
         with ExitStack() as stack:
             for lock in self.locks():
                 stack.enter_context(lock)
+            logs.command_started()
             return self.run(run)
 
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
