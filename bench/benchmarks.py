@@ -95,7 +95,7 @@ FRAMEWORKS = {  # nutch2's runners at equal concurrency T: one fetch reducer of 
 def default_tasks() -> int:
     """How many fetch tasks nutch2's defaults run on this machine (as `nutch2 crawl` picks them)."""
     from nutch2.config import Configuration
-    from nutch2.mapred.runners import default_tasks as tasks
+    from nutch2.mapred.runner import default_tasks as tasks
 
     return tasks(Configuration())
 
@@ -118,7 +118,7 @@ def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework
         stages = defaultdict(float)
         for job, secs in re.findall(r"^(\w+): finished in ([\d.]+) s", r.stderr, re.M):
             stages[job] += float(secs)
-        return {"seconds": r.seconds, "pages": fetched, "rss": r.peak_rss_mb, "counts": counts,
+        return {"seconds": r.seconds, "pages": fetched, "rss": r.peak_rss_mb, "pss": r.peak_pss_mb, "counts": counts,
                 "stages": dict(stages)}
     finally:
         shutil.rmtree(data, ignore_errors=True)
@@ -132,6 +132,7 @@ def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
         r = run(cmd, cwd=REPO)
         stats = json.loads(out.read_text())
         return {"seconds": r.seconds, "pages": int(stats.get("item_scraped_count", 0)), "rss": r.peak_rss_mb,
+                "pss": r.peak_pss_mb,
                 "counts": {k: v for k, v in stats.items() if k.startswith("downloader/response_status_count")}}
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
@@ -141,7 +142,8 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
                 hosts: int | None = None, pages: int | None = None,
                 frameworks: tuple[str, ...] = ("default", "local", "processes"), baseline: str | None = None,
                 scrapy: bool = True, shape: str = "uniform") -> str:
-    """baseline "PYTHON:CHECKOUT": also crawl with another nutch2 (e.g. the commit before a change), local runner."""
+    """baseline "PYTHON:CHECKOUT[:FRAMEWORK]": also crawl with another nutch2 (e.g. the commit before a change), with
+    its local runner or the one named (local or processes)."""
     hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
     threads = threads or ((4,) if quick else (16, 64))
     web = generate_web(hosts, pages, shape=shape)
@@ -155,7 +157,9 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
         seeds.write_text("\n".join(nginx.seeds()) + "\n")
         crawlers = [f"nutch2 {f}" for f in frameworks] + (["nutch2 baseline"] if baseline else []) + (
             ["scrapy"] if scrapy else [])
-        base = (baseline.split(":", 1)[0], Path(baseline.split(":", 1)[1])) if baseline else None
+        parts = baseline.split(":") if baseline else []
+        base = (parts[0], Path(parts[1])) if baseline else None
+        base_framework = parts[2] if len(parts) > 2 else "local"
         for t in threads:
             for i in range(runs):  # interleaved, so contention from other work hits every crawler alike
                 for who in crawlers:
@@ -163,47 +167,48 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
                     if who == "scrapy":
                         r = _scrapy_crawl(nginx, seeds, t)
                     elif who == "nutch2 baseline":
-                        r = _nutch2_crawl(nginx, seeds, t, web.total, "local", base)
+                        r = _nutch2_crawl(nginx, seeds, t, web.total, base_framework, base)
                     else:
                         r = _nutch2_crawl(nginx, seeds, t, web.total, who.split()[1])
                     r["load"] = load
                     results[(who, t)].append(r)
                     print(f"crawl T={t} run {i + 1}: {who} {r['pages']} pages {r['seconds']:.1f} s {r['rss']:.0f} MB "
-                          f"{r.get('stages', '')}", file=sys.stderr, flush=True)
+                          f"RSS {r['pss']:.0f} MB PSS {r.get('stages', '')}", file=sys.stderr, flush=True)
         shutil.rmtree(seeds.parent, ignore_errors=True)
     peer = "scrapy" if scrapy else crawlers[-1]
     lines += ["pages/s = HTML pages fetched and parsed / wall time of the whole crawl process (nutch2: inject + all "
               "rounds of generate, fetch, parse, updatedb on sqlite; Scrapy: CrawlSpider, robots obeyed, the text "
-              "and title of every page extracted as nutch2 does). Peak RSS of the process tree (psutil, 50 ms "
-              "polling). Equal concurrency T: nutch2 local runs one fetch task of T threads, nutch2 processes two "
-              "worker processes (mapreduce.job.tasks=2) of T/2 threads each, Scrapy CONCURRENT_REQUESTS=T; "
-              "fetcher.threads.per.queue=1, delay 0. Runs interleaved.", "",
-              "| T | crawler | pages | pages/s (median) | runs pages/s | peak RSS MB (median) | load at start |"
-              f" pages/s vs {peer} | RSS vs {peer} |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "and title of every page extracted as nutch2 does). Peak memory of the process tree (psutil, 50 ms "
+              "polling): RSS summed over its processes (a page two processes share counts twice) and PSS (a shared "
+              "page split between them: what the tree takes from the machine). Equal concurrency T: nutch2 local "
+              "runs one fetch task of T threads, nutch2 processes two worker processes (mapreduce.job.tasks=2) of "
+              "T/2 threads each, nutch2 default picks its runner and tasks itself (-threads T / its tasks), Scrapy "
+              "CONCURRENT_REQUESTS=T; fetcher.threads.per.queue=1, delay 0. Runs interleaved.", "",
+              "| T | crawler | pages | pages/s (median) | runs pages/s | peak RSS MB | peak PSS MB | load at start |"
+              f" pages/s vs {peer} | RSS vs {peer} | PSS vs {peer} |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in threads:
-        rate = {}
-        rss = {}
+        rate, rss, pss = {}, {}, {}
         for who in crawlers:
             rs = results[(who, t)]
             rate[who] = median([r["pages"] / r["seconds"] for r in rs])
             rss[who] = median([r["rss"] for r in rs])
+            pss[who] = median([r["pss"] for r in rs])
         for who in crawlers:
             rs = results[(who, t)]
             rates = [r["pages"] / r["seconds"] for r in rs]
             pages = "/".join(str(r["pages"]) for r in rs)
             loads = " ".join(f"{r['load']:.1f}" for r in rs)
-            ratio = f"{rate[who] / rate[peer]:.2f}x" if who != peer else ""
-            rratio = f"{rss[who] / rss[peer]:.2f}x" if who != peer else ""
+            vs = [f"{d[who] / d[peer]:.2f}x" if who != peer else "" for d in (rate, rss, pss)]
             lines.append(f"| {t} | {who} | {pages} | {rate[who]:.0f} | {', '.join(f'{x:.0f}' for x in rates)} | "
-                         f"{rss[who]:.0f} | {loads} | {ratio} | {rratio} |")
+                         f"{rss[who]:.0f} | {pss[who]:.0f} | {loads} | {' | '.join(vs)} |")
         for who in [c for c in crawlers if c != "scrapy"]:
             st = defaultdict(list)
             for r in results[(who, t)]:
                 for k, v in r["stages"].items():
                     st[k].append(v)
             lines.append(f"| {t} | {who}: job seconds (median) | " + ", ".join(
-                f"{k} {median(v):.1f}" for k, v in st.items()) + " | | | | | | |")
+                f"{k} {median(v):.1f}" for k, v in st.items()) + " | | | | | | | | |")
     lines += ["", f"load average at end {loadavg():.2f}", ""]
     return _emit(lines)
 

@@ -1,4 +1,4 @@
-"""Run a command, time it, and poll the peak RSS of its whole process tree (psutil, every 50 ms)."""
+"""Run a command, time it, and poll the peak RSS and PSS of its whole process tree (psutil, every 50 ms)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,27 @@ class RunResult:
     returncode: int
     stdout: str
     stderr: str
+    peak_pss_mb: float = 0.0  # proportional set size: pages shared by the tree's processes counted once
+
+
+def tree_memory(proc) -> tuple[int, int]:
+    """(RSS, PSS) of a process and all its descendants, in bytes. RSS counts a page shared by two processes of the
+    tree (forked workers sharing what their parent loaded) twice; PSS splits it between them."""
+    import psutil
+
+    rss = pss = 0
+    try:
+        procs = [proc] + proc.children(recursive=True)
+    except psutil.Error:
+        return 0, 0
+    for p in procs:
+        try:
+            info = p.memory_full_info()
+            rss += info.rss
+            pss += getattr(info, "pss", info.rss)
+        except psutil.Error:
+            pass
+    return rss, pss
 
 
 def tree_rss(proc) -> int:
@@ -49,13 +70,14 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, 
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=full_env, cwd=cwd)
         ps = psutil.Process(proc.pid)
-        peak = 0
+        peak = peak_pss = 0
         stop = threading.Event()
 
         def poll() -> None:
-            nonlocal peak
+            nonlocal peak, peak_pss
             while not stop.is_set():
-                peak = max(peak, tree_rss(ps))
+                rss, pss = tree_memory(ps)
+                peak, peak_pss = max(peak, rss), max(peak_pss, pss)
                 stop.wait(0.05)
 
         poller = threading.Thread(target=poll, daemon=True)
@@ -75,7 +97,7 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, 
         Path(f"{out_path}{suffix}").unlink(missing_ok=True)
     if check and rc != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {rc}\n--- stderr tail:\n{stderr[-3000:]}")
-    return RunResult(cmd, seconds, peak / 2**20, rc, stdout, stderr)
+    return RunResult(cmd, seconds, peak / 2**20, rc, stdout, stderr, peak_pss / 2**20)
 
 
 def median(values: list[float]) -> float:

@@ -36,6 +36,9 @@ class Candidate:
     url: str
     markers: dict[str, str]
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return Candidate, (self.key, self.url, self.markers)
+
 
 class GeneratorJob(Job):
     """Map: due, unmarked, filtered rows → (host, candidate); reduce: score order, topN, per-host cap."""

@@ -62,6 +62,10 @@ class LinkDatum:
     cash: float
     dist: int
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        """Pickled as its values (the shuffle writes millions; a slots dataclass pickles through fields())."""
+        return LinkDatum, (self.source, self.anchor, self.cash, self.dist)
+
 
 @dataclass(slots=True)
 class BatchRow:
@@ -69,6 +73,9 @@ class BatchRow:
 
     page: WebPage
     base_metadata: dict[str, bytes]
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return BatchRow, (self.page, self.base_metadata)
 
 
 class DbUpdaterJob(Job):

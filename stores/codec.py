@@ -6,32 +6,43 @@ import base64
 import json
 from typing import Any
 
+import orjson  # the maps of every row written and read: several times faster than json
+
 from nutch2.webpage import FIELDS, ParseStatus, ProtocolStatus
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON text, UTF-8 as it is (not \\u escapes); json for what orjson refuses (keys that are not
+    strings, integers beyond 64 bits, lone surrogates)."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def encode_protocol(ps: ProtocolStatus | None) -> str | None:
     if ps is None:
         return None
-    return json.dumps({"code": int(ps.code), "args": list(ps.args), "lastModified": int(ps.last_modified)})
+    return _dumps({"code": int(ps.code), "args": list(ps.args), "lastModified": int(ps.last_modified)})
 
 
 def decode_protocol(text: str | bytes | None) -> ProtocolStatus | None:
     if text is None:
         return None
-    d = json.loads(text)
+    d = orjson.loads(text)
     return ProtocolStatus(d["code"], list(d.get("args", [])), d.get("lastModified", 0))
 
 
 def encode_parse(ps: ParseStatus | None) -> str | None:
     if ps is None:
         return None
-    return json.dumps({"majorCode": int(ps.major_code), "minorCode": int(ps.minor_code), "args": list(ps.args)})
+    return _dumps({"majorCode": int(ps.major_code), "minorCode": int(ps.minor_code), "args": list(ps.args)})
 
 
 def decode_parse(text: str | bytes | None) -> ParseStatus | None:
     if text is None:
         return None
-    d = json.loads(text)
+    d = orjson.loads(text)
     return ParseStatus(d["majorCode"], d["minorCode"], list(d.get("args", [])))
 
 
@@ -41,13 +52,13 @@ def encode_map(name: str, value: dict | None) -> str | None:
         return None
     if name == "metadata":
         value = {k: base64.b64encode(v).decode("ascii") for k, v in value.items()}
-    return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
+    return _dumps(dict(value))
 
 
 def decode_map(name: str, text: str | bytes | None) -> dict:
     if not text:
         return {}
-    value = json.loads(text)
+    value = orjson.loads(text)
     if name == "metadata":
         value = {k: base64.b64decode(v) for k, v in value.items()}
     return value
@@ -86,13 +97,13 @@ def values_to_json(values: dict[str, Any]) -> str:
         if isinstance(encoded, (bytes, bytearray)):
             encoded = {"b64": base64.b64encode(encoded).decode("ascii")}
         out[name] = encoded
-    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+    return _dumps(out)
 
 
 def values_from_json(text: str | bytes) -> dict[str, Any]:
     """The inverse of values_to_json."""
     out: dict[str, Any] = {}
-    for name, value in json.loads(text).items():
+    for name, value in orjson.loads(text).items():
         if isinstance(value, dict) and "b64" in value:
             value = base64.b64decode(value["b64"])
         out[name] = decode_field(name, value)

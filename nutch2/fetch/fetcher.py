@@ -60,6 +60,13 @@ class FetchItem:
     # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
     robots_only: bool = False
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        """Pickled as its values (a slots dataclass pickles through fields(), slowly: a batch's items cross the
+        shuffle)."""
+        return FetchItem, (self.key, self.url, self.markers, self.fetch_time, self.modified_since, self.etag,
+                           self.queue, self.done, self.metadata, self.signature, self.repr_url, self.parsed,
+                           self.robots_only)
+
 
 @dataclass
 class FetchItemQueue:

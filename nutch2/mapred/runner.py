@@ -16,6 +16,7 @@ run the same task bodies (map_pairs, reduce_pairs).
 from __future__ import annotations
 
 import ctypes
+import os
 import pickle
 import threading
 import time
@@ -327,6 +328,12 @@ def _output(job: Job, ctx: TaskContext, out: MapOutput | None) -> TaskOutput:
     return TaskOutput(ctx.counters.as_dict(), job.result(ctx), runs, out.spilled_records if out else 0, messages)
 
 
+def default_tasks(conf: Configuration) -> int:
+    """mapreduce.job.tasks, or one task per core of this machine when it is 0 (the default)."""
+    n = conf.get_int("mapreduce.job.tasks")
+    return n if n > 0 else os.cpu_count() or 1
+
+
 class Runner:
     """Runs a job: map tasks over the input splits, then each reduce step, then the final step here."""
 
@@ -335,7 +342,7 @@ class Runner:
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         self.conf = conf
-        self.num_tasks = max(1, num_tasks or conf.get_int("mapreduce.job.tasks"))
+        self.num_tasks = max(1, num_tasks or default_tasks(conf))
         self.counters = Counters("")  # the running job's (run() sets them): its local tasks count into them live
         sort_mb = conf.get_float("mapreduce.task.io.sort.mb")
         if sort_mb <= 0:

@@ -29,8 +29,9 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import charset_normalizer
 from lxml import etree
@@ -95,6 +96,7 @@ _META_SCAN_BYTES = 16384
 _DETECT_BYTES = 262144
 _BINARY_SAMPLE = 4096
 _CONTROL_BYTES = frozenset(set(range(0x00, 0x09)) | set(range(0x0E, 0x1B)) | set(range(0x1C, 0x20)))
+_CONTROL_BYTES_TABLE = bytes(sorted(_CONTROL_BYTES))  # bytes.translate(None, this) drops them
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>")
 # Tags kept when a document is too deeply nested for libxml2 and is re-parsed flattened.
 # A tag stops at '<' too: "[^>]*>" from every '<' of a long run without '>' was quadratic.
@@ -282,7 +284,7 @@ def _looks_binary(content: bytes, encoding: str) -> bool:
     if encoding.startswith(("utf-16", "utf-32")):
         return False
     sample = content[:_BINARY_SAMPLE]
-    controls = sum(1 for b in sample if b in _CONTROL_BYTES)
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES_TABLE))
     return controls > max(4, len(sample) // 20)
 
 
@@ -358,25 +360,31 @@ def _element_text(root: etree._Element, cancel: _Canceller, skip: frozenset[str]
     around inline formatting elements. Elements in ``skip`` are left out; with ``stop_at_nested`` the text ends at
     the first descendant of that tag (Nutch's anchor text stops at a nested link)."""
     parts: list[str] = []
+    append = parts.append
+    joining = _JOINING_TAGS
     walker = etree.iterwalk(root, events=("start", "end"))
-    for event, el in walker:
-        cancel.check()
-        tag = _tag(el)
+    check = cancel.check
+    for event, el in walker:  # the hot loop of every parse: _tag() inlined
+        check()
+        tag = el.tag
+        tag = tag.lower() if tag.__class__ is str else ""
         if event == "start":
-            if el is not root and tag == stop_at_nested:
+            if tag == stop_at_nested and el is not root:
                 break
-            if tag in skip or not tag:
+            if not tag or tag in skip:
                 walker.skip_subtree()
                 continue
-            if tag not in _JOINING_TAGS:
-                parts.append(_SEPARATOR)
-            if el.text:
-                parts.append(el.text)
+            if tag not in joining:
+                append(_SEPARATOR)
+            text = el.text
+            if text:
+                append(text)
         else:
-            if tag not in _JOINING_TAGS:
-                parts.append(_SEPARATOR)
-            if el.tail and el is not root:
-                parts.append(el.tail)
+            if tag not in joining:
+                append(_SEPARATOR)
+            tail = el.tail
+            if tail and el is not root:
+                append(tail)
     return _collapse("".join(parts).replace(_SEPARATOR, " "))
 
 
@@ -435,12 +443,37 @@ def _base_url(root: etree._Element, url: str) -> str:
     return url
 
 
+_CONTROLS = str.maketrans("", "", "\t\n\r")
+
+
+@lru_cache(maxsize=256)
+def _origin(base: str) -> str | None:
+    """'scheme://authority' of an http(s) base URL whose path resolution is plain (the fast path of resolve_link)."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def resolve_link(base: str, href: str) -> str | None:
     """Absolute, fragment-free URL for href (RFC 3986 resolution), or None for skipped schemes, links to a
     fragment of the page itself, and junk."""
-    href = re.sub(r"[\t\n\r]", "", href).strip()
+    if "\t" in href or "\n" in href or "\r" in href:
+        href = href.translate(_CONTROLS)
+    href = href.strip()
     if not href or href.startswith("#"):
         return None
+    # the two shapes most links have, resolved as urljoin would (no dot segment, no backslash to reinterpret)
+    if href[0] == "/" and not href.startswith("//") and "/." not in href and "\\" not in href:
+        origin = _origin(base)
+        if origin is not None:
+            return origin + href.partition("#")[0]
+    elif href.startswith(("http://", "https://")) and "/." not in href and "\\" not in href \
+            and href.find("/", 8) != -1:
+        return href.partition("#")[0]
     scheme = href.split(":", 1)[0].lower() if ":" in href else ""
     if scheme in _SKIP_SCHEMES:
         return None
