@@ -2,8 +2,9 @@
 
     python -m bench.jobrss [--hosts 50] [--pages 100] [--threads 16] [-D key=value ...]
 
-Runs the crawl in this process (nutch2's CLI entry point) with a thread sampling RSS every 10 ms, attributed
-to the job running at that moment (fetch3 = the third fetch job) or to the gap after it (after-fetch3).
+Runs the crawl in this process (nutch2's CLI entry point, the local runner) with a thread sampling RSS every
+10 ms, attributed to the job running at that moment (fetch3 = the third fetch job) or to the gap after it
+(after-fetch3).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             seeds.write_text("\n".join(nginx.seeds()) + "\n")
             props = {"storage.data.dir": data / "crawl", "http.agent.name": "bench", "fetcher.server.delay": 0,
                      "fetcher.server.min.delay": 0, "fetcher.threads.per.queue": 1, "mapreduce.job.tasks": 1,
-                     "fetcher.progress.interval": 3600}
+                     "fetcher.progress.interval": 3600, "mapreduce.framework.name": "local"}  # jobs in this process
             defines = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
             for d in args.defines:
                 defines += ["-D", d]

@@ -1,9 +1,11 @@
 """Profile a whole `nutch2 crawl` of the synthetic web with py-spy and summarise where the CPU goes.
 
-    python -m bench.profile [--hosts 50] [--pages 100] [--threads 16] [--out bench/out/profile]
+    python -m bench.profile [--hosts 50] [--pages 100] [--threads 16] [--default] [--out bench/out/profile]
 
 Writes <out>.collapsed (py-spy raw stacks: flamegraph.pl / speedscope can read them) and prints, per job
-(fetch_cmd, parse_cmd, ...), its share of on-CPU samples and the functions with the most self and total time.
+(inject, generate, fetch, parse, updatedb; "other" is start-up, the CLI and the runner), its share of on-CPU
+samples and the functions with the most self and total time. --default profiles nutch2's defaults (the runner it
+picks, its worker processes included) instead of one local task.
 """
 
 from __future__ import annotations
@@ -15,10 +17,21 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.benchmarks import NUTCH2, REPO, _defines, _tmp
+from bench.benchmarks import NUTCH2, REPO, _defines, _tmp, default_tasks
 from bench.web import Nginx, generate_web
 
-JOBS = ("inject_cmd", "generate", "fetch_cmd", "parse_cmd", "updatedb_cmd", "StatsJob")
+JOBS = ("inject", "generate", "fetch", "parse", "updatedb")
+_JOB_CODE = [(f"jobs/{j}.py", j) for j in JOBS] + [("nutch2/fetch/", "fetch"), ("nutch2/parse/", "parse"),
+                                                   ("nutch2/crawldb/", "updatedb")]
+
+
+def job_of(frames: list[str]) -> str:
+    """The job a stack belongs to: the outermost frame in a job's code (workers' stacks have no command frame)."""
+    for frame in frames:
+        for code, job in _JOB_CODE:
+            if code in frame:
+                return job
+    return "other"
 
 
 def summarise(collapsed: Path, top: int = 25) -> str:
@@ -30,14 +43,7 @@ def summarise(collapsed: Path, top: int = 25) -> str:
         stack, _, count = line.rpartition(" ")
         c = int(count)
         frames = stack.split(";")
-        job = "other"
-        for f in frames:
-            name = f.split(" (")[0]
-            if name in JOBS or name == "run" and "StatsJob" in f:
-                job = name
-        # threads started by the fetcher have no *_cmd frame: attribute them by thread function
-        if job == "other" and any(x in stack for x in ("_fetch_loop", "_feed", "_watch")):
-            job = "fetch_cmd"
+        job = job_of(frames)
         per_job[job] += c
         n += c
         leaf = frames[-1]
@@ -62,6 +68,7 @@ def main() -> None:
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--gil", action="store_true", help="only samples of the thread holding the GIL (CPU)")
     ap.add_argument("--idle", action="store_true", help="include idle (waiting) threads")
+    ap.add_argument("--default", action="store_true", help="nutch2's defaults: its runner, workers included")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "profile"))
     args = ap.parse_args()
     pyspy = shutil.which("py-spy")
@@ -76,9 +83,14 @@ def main() -> None:
         with Nginx(web) as nginx:
             seeds = data / "seeds.txt"
             seeds.write_text("\n".join(nginx.seeds()) + "\n")
+            threads, defines = args.threads, _defines(data)
+            if args.default:
+                threads = max(1, args.threads // default_tasks())
+                defines = _defines(data, mapreduce_job_tasks=None)
             cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN",
-                            str(web.total + 10), "-threads", str(args.threads)] + _defines(data)
+                            str(web.total + 10), "-threads", str(threads)] + defines
             mode = ["--gil"] if args.gil else ["--idle"] if args.idle else []
+            mode += ["--subprocesses"] if args.default else []
             subprocess.run([pyspy, "record", "-r", str(args.rate), *mode, "-f", "raw", "-o", f"{out}.collapsed", "--",
                             *cmd], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     finally:

@@ -201,6 +201,9 @@ def test_generate_kill_9_then_rerun_picks_the_rows_up_again(tmp_path: Path, back
 # round 1's fetch done, mid-fetch, between updatedb's steps, in round 3's fetch (a claim is a store flush too), in a
 # commit step
 CRAWL_POINTS = ("runner.job=3", "runner.job=6", "updatedb.commit=8", "store.flush=33", "runner.job=9")
+# a worker process counts only its own flushes, and how the tasks fall on the two workers varies: 33 was reached by
+# neither in one run of five (most runs: 35-45); 20 is in round 3 in every run
+WORKER_FLUSH_POINT = "store.flush=20"
 
 
 @pytest.mark.timeout(900)
@@ -221,6 +224,8 @@ def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str)
         assert len({Mark.UPDATEDB.check(p) for p in expected.values()} - {None}) == 3  # three rounds did work
         ref_names = _round_names(conf, ref)
         for point in CRAWL_POINTS if backend.startswith("sqlite") else CRAWL_POINTS[:3]:
+            if backend.endswith(":processes") and point.startswith("store.flush="):
+                point = WORKER_FLUSH_POINT
             crawl_id = f"ck{uuid.uuid4().hex[:8]}"
             killed = nutch2(*args, "-crawlId", crawl_id, *d, failpoints=point)
             if backend.endswith(":processes") and not point.startswith("runner."):  # reached in a worker
