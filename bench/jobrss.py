@@ -38,11 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     proc = psutil.Process()
 
+    def note() -> None:
+        rss = proc.memory_info().rss / 2**20
+        name = current[0]
+        peaks[name] = max(peaks.get(name, 0.0), rss)
+
     def sample() -> None:
         while not stop.is_set():
-            rss = proc.memory_info().rss / 2**20
-            name = current[0]
-            peaks[name] = max(peaks.get(name, 0.0), rss)
+            note()
             stop.wait(0.01)
 
     seen: dict[str, int] = {}
@@ -51,9 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     def run(self, job, store, counters=None):  # type: ignore[no-untyped-def]
         seen[job.name] = seen.get(job.name, 0) + 1
         current[0] = f"{job.name}{seen[job.name]}"
+        note()  # a job shorter than the sampling interval is in the table too
         try:
             return original(self, job, store, counters)
         finally:
+            note()
             current[0] = f"after-{job.name}{seen[job.name]}"
 
     runner.LocalRunner.run = run  # type: ignore[method-assign]

@@ -23,6 +23,8 @@ import pytest
 import requests
 
 from nutch2.fetch.fetchclaim import LOST_REASON
+from nutch2.fetch.fetcher import queue_id
+from nutch2.mapred.runner import stable_hash
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
@@ -164,6 +166,11 @@ def _fetching(root: int, port: int) -> bool:
                 if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
                     return True
     return False
+
+
+def fetch_partition(url: str, tasks: int) -> int:
+    """The fetch task (of `tasks`) whose queues hold the host of `url` (FetcherJob.partition, byHost)."""
+    return stable_hash(queue_id(url, "byHost")) % tasks
 
 
 def _executors(root: int) -> list[int]:
@@ -311,7 +318,10 @@ def test_a_worker_lost_mid_fetch_on_the_standalone_cluster(tmp_path: Path) -> No
             return worker.pid
 
         props = {"spark.master": STANDALONE, "mapreduce.job.tasks": 3}
-        with TestWeb(hosts=6, pages_per_host=30, traps=False) as web:
+        # 9 hosts: crc32 puts three in each of the 3 fetch partitions (with 6, partition 1 had none, and the
+        # Worker's task, when it got that one, had nothing to fetch and nothing to lose)
+        with TestWeb(hosts=9, pages_per_host=30, traps=False) as web:
+            assert {fetch_partition(web.base_url(h), 3) for h in range(web.n_hosts)} == {0, 1, 2}
             p, crawl_id = _crawl_with_a_kill(web, tmp_path, service[0], props, lose_the_worker, seeds_per_host=20)
             _each_url_once_and_politely(web, conf_for(tmp_path, service[0]), crawl_id, p.stderr)
             assert "done_by_earlier_attempt=" in p.stderr or "waiting for attempt" in p.stderr, p.stderr

@@ -33,6 +33,7 @@ class CheckArgs(ToolArgs):
 class _Checker(Tool):
     crawl = False
     job = False
+    keeps_log = False  # a checker writes nothing
     Args = CheckArgs
 
     def fetch_and_parse(self, run: Run):
@@ -185,6 +186,7 @@ class FilterChecker(Tool):
     Args = FilterCheckArgs
     crawl = False
     job = False
+    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.filters import URLFilters
@@ -225,6 +227,7 @@ class NormalizerChecker(Tool):
     Args = NormalizerCheckArgs
     crawl = False
     job = False
+    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.normalizers import URLNormalizers
@@ -260,6 +263,7 @@ class PluginLister(Tool):
     Args = PluginArgs
     crawl = False
     job = False
+    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.plugins import Plugins, descriptor, installed
