@@ -17,7 +17,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bench.benchmarks import NUTCH2, REPO, _defines, _tmp, default_tasks
+from bench.benchmarks import NUTCH2, REPO, _defines, _tmp
 from bench.web import Nginx, generate_web
 
 JOBS = ("inject", "generate", "fetch", "parse", "updatedb")
@@ -85,6 +85,8 @@ def main() -> None:
             seeds.write_text("\n".join(nginx.seeds()) + "\n")
             threads, defines = args.threads, _defines(data)
             if args.default:
+                from bench.benchmarks import default_tasks
+
                 threads = max(1, args.threads // default_tasks())
                 defines = _defines(data, mapreduce_job_tasks=None)
             cmd = NUTCH2 + ["crawl", str(seeds), "-crawlId", "bench", "-rounds", "6", "-topN",
