@@ -216,7 +216,7 @@ http {{
   tcp_nodelay on;
   keepalive_requests 1000000;
   keepalive_timeout 120s;
-  open_file_cache max=200000 inactive=60s;
+  open_file_cache max=4000 inactive=60s;  # cached descriptors count against nginx's open-file limit
   client_body_temp_path {d}/tmp-body;
   proxy_temp_path {d}/tmp-proxy;
   fastcgi_temp_path {d}/tmp-fcgi;
