@@ -143,13 +143,14 @@ def bench_crawl(quick: bool = False, runs: int = 3, threads: tuple[int, ...] | N
                 frameworks: tuple[str, ...] = ("default", "local", "processes"), baseline: str | None = None,
                 scrapy: bool = True, shape: str = "uniform") -> str:
     """baseline "PYTHON:CHECKOUT[:FRAMEWORK]": also crawl with another nutch2 (e.g. the commit before a change), with
-    its local runner or the one named (local or processes)."""
+    its local runner or the one named (default, local or processes)."""
     hosts, pages = hosts or (4 if quick else 200), pages or (20 if quick else 100)
     threads = threads or ((4,) if quick else (16, 64))
     web = generate_web(hosts, pages, shape=shape)
     lines = _header(f"crawl: nutch2 vs Scrapy, whole {shape} web ({hosts} hosts x {pages} pages = {web.total})",
                     f"python -m bench crawl --runs {runs} --threads {' '.join(map(str, threads))} --hosts {hosts} "
                     f"--pages {pages} --shape {shape} --frameworks {' '.join(frameworks)}"
+                    + (f" --baseline {baseline}" if baseline else "") + (" --no-scrapy" if not scrapy else "")
                     + (" --quick" if quick else ""))
     results: dict[tuple[str, int], list[dict]] = defaultdict(list)
     with Nginx(web) as nginx:

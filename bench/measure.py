@@ -43,23 +43,6 @@ def tree_memory(proc) -> tuple[int, int]:
     return rss, pss
 
 
-def tree_rss(proc) -> int:
-    """RSS of a process and all its descendants, in bytes."""
-    import psutil
-
-    total = 0
-    try:
-        procs = [proc] + proc.children(recursive=True)
-    except psutil.Error:
-        return 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
 def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, timeout: float = 3600,
         check: bool = True) -> RunResult:
     import psutil

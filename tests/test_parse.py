@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.parse import html as parse_mod
-from nutch2.parse.html import ParseResult, detect_encoding, parse_content, parse_html, resolve_charset
+from nutch2.parse.html import ParseResult, detect_encoding, parse_content, parse_html, resolve_charset, resolve_link
 from nutch2.status import ParseMajor, ParseMinor
 
 URL = "http://example.com/dir/page.html"
@@ -455,3 +455,41 @@ def test_parse_content_unsupported(ctype: str | None) -> None:
     assert (result.status_major, result.status_minor) == (ParseMajor.NOTPARSED, ParseMinor.OK)
     expected = (ctype or "unknown").split(";")[0]
     assert result.status_args == [f"unsupported content type: {expected}"]
+
+
+def _urljoin_resolution(base: str, href: str) -> str | None:
+    """resolve_link as it was before its fast paths: every link through urljoin."""
+    from urllib.parse import urldefrag, urljoin
+
+    href = href.replace("\t", "").replace("\n", "").replace("\r", "").strip()
+    if not href or href.startswith("#"):
+        return None
+    if (href.split(":", 1)[0].lower() if ":" in href else "") in parse_mod._SKIP_SCHEMES:
+        return None
+    try:
+        return urldefrag(urljoin(base, href)).url or None
+    except ValueError:
+        return None
+
+
+_BASES = ("http://h/x", "https://H.example:8080/a/b?q=1", "HTTP://h/", "http://u:p@h/x;y", "http://[::1]:80/p",
+          "http://h", "ftp://h/x", "file:///tmp/x")
+_PIECES = ("/", "a", "?", ";", "#", "=", "%2e", "[", "]", ":", "@", "//", " ", "é", "..", ".", "\\")
+
+
+@pytest.mark.parametrize("base", _BASES)
+def test_the_link_fast_paths_resolve_as_urljoin_does(base: str) -> None:
+    """resolve_link's shortcuts for '/path' and 'http(s)://host/path' give what urljoin gives, junk included."""
+    import itertools
+
+    for n in range(1, 4):
+        for combo in itertools.product(_PIECES, repeat=n):
+            tail = "".join(combo)
+            for href in ("/" + tail, "http://h/" + tail, "https://x" + tail, "http://[" + tail):
+                assert resolve_link(base, href) == _urljoin_resolution(base, href), (base, href)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_BASES), st.sampled_from(("/", "http://h/", "https://h")), st.text(max_size=20))
+def test_the_link_fast_paths_resolve_as_urljoin_does_for_any_text(base: str, start: str, tail: str) -> None:
+    assert resolve_link(base, start + tail) == _urljoin_resolution(base, start + tail)

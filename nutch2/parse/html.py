@@ -444,6 +444,7 @@ def _base_url(root: etree._Element, url: str) -> str:
 
 
 _CONTROLS = str.maketrans("", "", "\t\n\r")
+_REWRITTEN = ("/.", "\\", "[", "]", ";")  # in a link, what sends it to urljoin
 
 
 @lru_cache(maxsize=256)
@@ -466,14 +467,17 @@ def resolve_link(base: str, href: str) -> str | None:
     href = href.strip()
     if not href or href.startswith("#"):
         return None
-    # the two shapes most links have, resolved as urljoin would (no dot segment, no backslash to reinterpret)
-    if href[0] == "/" and not href.startswith("//") and "/." not in href and "\\" not in href:
-        origin = _origin(base)
-        if origin is not None:
-            return origin + href.partition("#")[0]
-    elif href.startswith(("http://", "https://")) and "/." not in href and "\\" not in href \
-            and href.find("/", 8) != -1:
-        return href.partition("#")[0]
+    # the two shapes most links have, resolved as urljoin would: nothing urljoin rewrites (dot segments,
+    # backslashes, brackets, empty params or query) and nothing it refuses
+    if not any(c in href for c in _REWRITTEN):
+        plain = href.partition("#")[0]
+        if not plain.endswith("?"):
+            if href[0] == "/" and not href.startswith("//"):
+                origin = _origin(base)
+                if origin is not None:
+                    return origin + plain
+            elif href.startswith(("http://", "https://")) and href.find("/", 8) != -1:
+                return plain
     scheme = href.split(":", 1)[0].lower() if ":" in href else ""
     if scheme in _SKIP_SCHEMES:
         return None

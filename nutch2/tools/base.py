@@ -90,7 +90,6 @@ class Tool:
     batch_lock: ClassVar[bool] = False  # takes the lock of its batch (one job per batch at a time)
     plugin_points: ClassVar[tuple[str, ...]] = ()  # the extension points its jobs use, built once to check them
     creates: ClassVar[bool] = False  # may create the crawl (its lock is taken in a store it creates)
-    keeps_log: ClassVar[bool] = True  # writes its log file even when its store makes no data dir (not a checker)
 
     def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
         self.conf = conf
@@ -104,7 +103,7 @@ class Tool:
         with ExitStack() as stack:
             for lock in self.locks():
                 stack.enter_context(lock)
-            if self.keeps_log:
+            if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included
                 logs.command_started()
             return self.run(run)
 

@@ -33,7 +33,6 @@ class CheckArgs(ToolArgs):
 class _Checker(Tool):
     crawl = False
     job = False
-    keeps_log = False  # a checker writes nothing
     Args = CheckArgs
 
     def fetch_and_parse(self, run: Run):
@@ -186,7 +185,6 @@ class FilterChecker(Tool):
     Args = FilterCheckArgs
     crawl = False
     job = False
-    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.filters import URLFilters
@@ -227,7 +225,6 @@ class NormalizerChecker(Tool):
     Args = NormalizerCheckArgs
     crawl = False
     job = False
-    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.urls.normalizers import URLNormalizers
@@ -263,7 +260,6 @@ class PluginLister(Tool):
     Args = PluginArgs
     crawl = False
     job = False
-    keeps_log = False
 
     def run(self, run: Run) -> int:
         from nutch2.plugins import Plugins, descriptor, installed
