@@ -9,7 +9,9 @@ batch job of a 10 000-row batch in tables of 100 000 and 1 000 000 rows.
 --scale writes each table straight into the store (rows of 1 000 hosts; `batch` of them due, the rest due in
 10 days), then runs the jobs as commands (`nutch2 generate -topN batch`, parse, updatedb, index, readdb -stats)
 and, for fetch's read, the rows its map reads; before parse the batch's rows get a fetched page each (written
-straight into the store, not timed). Each step is one process: its wall seconds and peak RSS (ru_maxrss).
+straight into the store, not timed). Each step is one process: its wall seconds and peak RSS (ru_maxrss). The
+table holds --runs batches' worth of due rows: generate runs --runs times (each picks a new batch of the same
+size), every other step once per batch; a cell is the median seconds and the highest RSS.
 
 Needs the servers of docker/services.sh for hbase and cassandra. Prints markdown for bench/RESULTS.md.
 """
@@ -261,8 +263,11 @@ def _fetched(conf: Configuration, cid: str, batch: str) -> None:
             store.put(page.key, page)
 
 
-def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, data: Path) -> list[str]:
-    """Markdown rows: per table size, each step's seconds and peak RSS."""
+STEPS = ("generate", "fetch read", "parse", "updatedb", "index", "readdb -stats")
+
+
+def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, data: Path, runs: int = 3) -> list[str]:
+    """Markdown rows: per table size, each step's median seconds over `runs` equal batches and its peak RSS."""
     rows = []
     for size in sizes:
         cid = f"sc{size // 1000}k{uuid.uuid4().hex[:6]}"
@@ -272,24 +277,30 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
         defs = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
         cli = [sys.executable, "-m", "nutch2.cli"]
         t = time.perf_counter()
-        _fill(conf, cid, size, batch)
+        _fill(conf, cid, size, batch * runs)
         setup = time.perf_counter() - t
-        cells: dict[str, tuple[float, int]] = {}
+        cells: dict[str, list[tuple[float, int]]] = {}
+
+        def step(name: str, args: list[str]) -> str:
+            sec, rss, out = _step(args)
+            cells.setdefault(name, []).append((sec, rss))
+            return out
+
         try:
-            sec, rss, out = _step([*cli, "generate", "-topN", str(batch), "-crawlId", cid, *defs])
-            batch_id = out.strip().splitlines()[-1]
-            cells["generate"] = (sec, rss)
-            sec, rss, out = _step([sys.executable, "-c", FETCH_READ, str(REPO / "conf"), cid, batch_id,
-                                   *(f"{k}={v}" for k, v in props.items())])
-            assert int(out) == batch, out
-            cells["fetch read"] = (sec, rss)
-            _fetched(conf, cid, batch_id)
-            for name, args in (("parse", ["parse", batch_id]), ("updatedb", ["updatedb", batch_id]),
-                               ("index", ["index", batch_id, "-solr", solr] if solr else None),
-                               ("readdb -stats", ["readdb", "-stats"])):
-                if args is not None:
-                    sec, rss, _ = _step([*cli, *args, "-crawlId", cid, *defs])
-                    cells[name] = (sec, rss)
+            batch_ids = [step("generate", [*cli, "generate", "-topN", str(batch), "-crawlId", cid, *defs])
+                         .strip().splitlines()[-1] for _ in range(runs)]
+            for batch_id in batch_ids:
+                out = step("fetch read", [sys.executable, "-c", FETCH_READ, str(REPO / "conf"), cid, batch_id,
+                                          *(f"{k}={v}" for k, v in props.items())])
+                assert int(out) == batch, out
+            for batch_id in batch_ids:
+                _fetched(conf, cid, batch_id)
+                step("parse", [*cli, "parse", batch_id, "-crawlId", cid, *defs])
+                step("updatedb", [*cli, "updatedb", batch_id, "-crawlId", cid, *defs])
+                if solr:
+                    step("index", [*cli, "index", batch_id, "-solr", solr, "-crawlId", cid, *defs])
+            for _ in range(runs):
+                step("readdb -stats", [*cli, "readdb", "-stats", "-crawlId", cid, *defs])
         finally:
             with open_store(conf, cid, create=False) as store:
                 store.drop_schema()
@@ -297,7 +308,8 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
                 import requests
 
                 requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{cid}*"}}, timeout=60)
-        steps = " | ".join(f"{s:.1f} s, {r} MB" for s, r in cells.values())
+        steps = " | ".join(f"{statistics.median(s for s, _ in cells[n]):.1f} s, {max(r for _, r in cells[n])} MB"
+                           if n in cells else "—" for n in STEPS)
         rows.append(f"| {backend} | {size:,} | {setup:.0f} | {steps} |")
         print(rows[-1], flush=True)
     return rows
@@ -320,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| store | table rows | setup s | generate | fetch read | parse | updatedb | index | readdb -stats |\n"
               "|---|---|---|---|---|---|---|---|---|")
         for b in args.backends.split(","):
-            scale(b, tuple(int(x) for x in args.sizes.split(",")), args.batch, args.solr, data)
+            scale(b, tuple(int(x) for x in args.sizes.split(",")), args.batch, args.solr, data, args.runs)
         return 0
     backends = [b for b in args.backends.split(",") if b]
     rows, runs = (300, 1) if args.quick else (args.rows, args.runs)

@@ -31,6 +31,17 @@ def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_scale_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.stores import main
+
+    assert main(["--scale", "--backends", "sqlite", "--sizes", "600", "--batch", "50", "--runs", "2"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| sqlite | 600 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == 9 and cells[7] == "—"  # every step but index (no Solr given)
+    assert all(c.endswith(" MB") for c in cells[3:7] + cells[8:]), row
+
+
+@pytest.mark.timeout(300)
 def test_job_rss_probe_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from bench import deps
 
