@@ -281,7 +281,7 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
         setup = time.perf_counter() - t
         cells: dict[str, list[tuple[float, int]]] = {}
 
-        def step(name: str, args: list[str]) -> str:
+        def step(name: str, args: list[str], cells: dict[str, list[tuple[float, int]]] = cells) -> str:
             sec, rss, out = _step(args)
             cells.setdefault(name, []).append((sec, rss))
             return out

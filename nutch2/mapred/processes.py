@@ -1,11 +1,12 @@
 """The `processes` runner: map and reduce tasks in worker processes on this machine (`mapreduce.job.tasks` of
-them), so that parsing — in the parse job and in fetch's inline parse — uses every core.
+them, the first in the driver itself), so that fetching, parsing and updating use every core.
 
 Each task gets the pickled job, opens its own store from the job's configuration and the crawl id, and writes
 its map output as spill files into the job's spill folder; the driver hands each reducer the files of its
-partition. Workers are started (spawned) once per command and kept for the jobs that follow (they keep nothing
-between tasks); they die with the command. A worker that dies (kill -9, out of memory) fails the job with one
-line; every job can then be run again with the same command.
+partition. Task 0 of every phase runs in a thread of the driver, the same way (its own copy of the job and its own
+store), so n tasks take n - 1 workers: one interpreter fewer. Workers are started (spawned) once per command and
+kept for the jobs that follow (they keep nothing between tasks); they die with the command. A worker that dies
+(kill -9, out of memory) fails the job with one line; every job can then be run again with the same command.
 
 Workers log as the driver does (its level and log file) and report, a few times a second, the records their
 tasks have done and their requests in flight into a slot of an array they share with the driver: the job's
@@ -22,7 +23,8 @@ import pickle
 import signal
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -30,7 +32,7 @@ from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import progress, stop
-from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, results, run_map_task, run_reduce_task
+from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
@@ -69,41 +71,69 @@ class ProcessRunner(Runner):
                   parts: int) -> list[TaskOutput]:
         spill.create()
         data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
-        pool = self._pool()
-        return self._gather(job, [pool.submit(_map_worker, data, split, i, store.crawl_id, parts, self.budget, spill)
-                                  for i, split in enumerate(splits)])
+        return self._run(job, [(_map_worker, (data, split, i, store.crawl_id, parts, self.budget, spill))
+                               for i, split in enumerate(splits)])
 
     def reduce_tasks(self, job: Job, step: int, runs: list[list[Run]], store: DataStore, spill: SpillDir,
                      parts: int) -> list[TaskOutput]:
         data = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
-        pool = self._pool()
-        return self._gather(job, [pool.submit(_reduce_worker, data, step, p_runs, p, store.crawl_id, parts,
-                                              self.budget, spill) for p, p_runs in enumerate(runs)])
+        return self._run(job, [(_reduce_worker, (data, step, p_runs, p, store.crawl_id, parts, self.budget, spill))
+                               for p, p_runs in enumerate(runs)])
+
+    def _run(self, job: Job, tasks: list[tuple[Callable[..., TaskOutput], tuple[Any, ...]]]) -> list[TaskOutput]:
+        """Task 0 here, in a thread of the driver (which would only wait), the others in the worker processes:
+        n tasks take n - 1 workers, so one interpreter fewer holds its libraries and pages."""
+        futures: list[Future[TaskOutput]] = []
+        if len(tasks) > 1:
+            pool = self._pool()
+            futures = [pool.submit(fn, *args) for fn, args in tasks[1:]]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
+            fn, args = tasks[0]
+            futures.insert(0, here.submit(fn, *args))
+            return self._gather(job, futures)
 
     def records_done(self) -> int:
-        self._pool()
-        return sum(max(0, n) for n in _reports[0::2])
+        """Records of the driver's own tasks and of the workers' (as they last reported)."""
+        reports = _reports
+        return progress.records() + (sum(max(0, n) for n in reports[0::2]) if reports is not None else 0)
 
     def _pool(self) -> ProcessPoolExecutor:
         global _pool, _pool_size, _reports, _uncount
-        if _pool is None or _pool_size != self.num_tasks:
+        workers = max(1, self.num_tasks - 1)  # the driver runs a task too
+        if _pool is None or _pool_size != workers:
             shutdown_pool()
             ctx = multiprocessing.get_context("spawn")  # not fork: the driver has threads (and a store client)
-            _reports = ctx.RawArray("q", [-1] * (2 * self.num_tasks))  # -1: nothing reported yet
+            _reports = ctx.RawArray("q", [-1] * (2 * workers))  # -1: nothing reported yet
             slots = ctx.Value("i", 0)
-            _pool = ProcessPoolExecutor(max_workers=self.num_tasks, mp_context=ctx, initializer=_init_worker,
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                                         initargs=(os.getpid(), logs.settings(), _reports, slots))
-            _pool_size = self.num_tasks
+            _pool_size = workers
             _uncount = stop.count_in_flight(_workers_in_flight)
         return _pool
 
     @staticmethod
     def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
+        """Each task's output in order. The first failure ends the job at once: the driver's own task (futures[0])
+        is asked to stop, and the failure is raised once it has."""
+        stopped_by_user = False
         try:
-            return results(futures)
+            pending = set(futures)
+            while pending:  # wakes a few times a second: the main thread must run the signal handler
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+                if any(f.exception() is not None for f in done if not f.cancelled()):
+                    break
+            failed = next((f for f in futures if f.done() and not f.cancelled() and f.exception() is not None), None)
+            if failed is None:
+                return [f.result() for f in futures]
+            stopped_by_user = stop.requested()
+            if not futures[0].done():
+                stop.request()  # the job has failed: the driver's own task finishes what it holds and ends
+                while not futures[0].done():
+                    wait(futures[:1], timeout=0.2)
+            raise failed.exception()  # type: ignore[misc]
         except BrokenProcessPool:
             shutdown_pool()
-            if stop.requested():
+            if stopped_by_user:
                 raise stop.Stopped() from None
             raise NutchError(f"{job.name}: a worker process died (killed, or out of memory); what it wrote is kept "
                              "and the job is safe to run again: run the same command") from None
