@@ -47,6 +47,9 @@ def test_hbase_rows_under_nutch_families(tmp_path: Path) -> None:
             table = conn.table(f"{cid}_webpage")
             assert set(table.families()) == {b"f", b"p", b"s", b"il", b"ol", b"h", b"mtdt", b"mk", b"stm"}
             assert all(d["max_versions"] == 1 for d in table.families().values())
+            # a get reads only the HFiles that may hold the row, through the block cache
+            assert all(d["bloom_filter_type"] == b"ROW" and d["block_cache_enabled"]
+                       for d in table.families().values())
             row = table.row(page.key.encode())
             assert row[b"f:st"] == (2).to_bytes(4, "big")
             assert row[b"f:ts"] == (1_700_000_000_000).to_bytes(8, "big")
