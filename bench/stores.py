@@ -9,7 +9,7 @@ batch job of a 10 000-row batch in tables of 100 000 and 1 000 000 rows.
 --scale writes each table straight into the store (rows of 1 000 hosts; `batch` of them due, the rest due in
 10 days), then runs the jobs as commands (`nutch2 generate -topN batch`, parse, updatedb, index, readdb -stats)
 and, for fetch's read, the rows its map reads; before parse the batch's rows get a fetched page each (written
-straight into the store, not timed). Each step is one process: its wall seconds and peak RSS (ru_maxrss). The
+straight into the store, not timed). Each step is one process: its wall seconds and its peak RSS (polled). The
 table holds --runs batches' worth of due rows: generate runs --runs times (each picks a new batch of the same
 size), every other step once per batch; a cell is the median seconds and the highest RSS. Between the writes
 and the steps the bench waits for the machine to go quiet (the service's compactions; "setup s" shows both).
@@ -217,19 +217,43 @@ print(n)
 
 
 def _step(args: list[str]) -> tuple[float, int, str]:
-    """Run one command: (wall seconds, peak RSS in MB, stdout); a failure stops the benchmark."""
+    """Run one command: (wall seconds, the command's own peak RSS in MB, stdout); a failure stops the benchmark.
+
+    The RSS is polled (every 20 ms) rather than taken from wait4's ru_maxrss: a child's ru_maxrss starts at its
+    parent's high-water mark (the exec'd child inherits it from the forked copy), so it showed this bench's own
+    size — grown by the table it wrote — instead of the command's."""
     import subprocess
+    import threading
+
+    import psutil
 
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
         proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)  # reaped here: its own peak RSS
+        peak = 0
+        done = threading.Event()
+
+        def poll() -> None:
+            nonlocal peak
+            ps = psutil.Process(proc.pid)
+            while not done.is_set():
+                try:
+                    peak = max(peak, ps.memory_info().rss)
+                except psutil.Error:
+                    return
+                done.wait(0.02)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        status = proc.wait()
+        done.set()
+        poller.join()
         seconds = time.perf_counter() - t
         out.seek(0)
         err.seek(0)
-        if os.waitstatus_to_exitcode(status) != 0:
+        if status != 0:
             raise RuntimeError(f"{' '.join(args[2:5])} failed: {err.read().strip()[-500:]}")
-        return seconds, usage.ru_maxrss // 1024, out.read()
+        return seconds, peak >> 20, out.read()
 
 
 def _settle(busy: float = 20.0, most: float = 900.0) -> float:

@@ -32,6 +32,9 @@ def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.timeout(300)
 def test_scale_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import deps
+
+    deps.ensure(need_scrapy=False, need_wrk=False)  # psutil
     from bench.stores import main
 
     assert main(["--scale", "--backends", "sqlite", "--sizes", "600", "--batch", "50", "--runs", "2"]) == 0
