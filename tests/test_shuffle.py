@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import time
 from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from nutch2.errors import ConfigError, NutchError
+from nutch2.mapred import stop
 from nutch2.mapred.runner import Job, LocalRunner, TaskContext
 from nutch2.mapred.runners import make_runner
 from nutch2.mapred.shuffle import MapOutput, SpillDir, merge
@@ -133,6 +135,52 @@ def test_runner_spills_and_cleans_up(tmp_path: Path, sort_mb: float, framework: 
     with pytest.raises(RuntimeError, match="reducer failed"):
         make_runner(conf, 3).run(failing, open_store(conf, "wc"))
     assert not local.exists() or not any(local.iterdir())
+    again = _WordCount(conf, titles)  # a failed job leaves nothing behind that stops the next one
+    make_runner(conf, 3).run(again, open_store(conf, "wc"))
+    assert again.counts == expected
+
+
+class _OneFails(Job):
+    """Reducer 0 (the processes runner's driver runs it) works until stopped; the others fail at once."""
+
+    name = "onefails"
+    has_reduce = True
+
+    def __init__(self, conf, marker: str) -> None:
+        super().__init__(conf)
+        self.marker = marker
+
+    def inputs(self, store, n: int) -> list[Any]:
+        return [["k0 k1 k2 k3 k4 k5"]] * n
+
+    def read(self, split: list[str], store) -> list[str]:
+        return split
+
+    def map(self, record: str, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        for word in record.split():
+            yield word, 1
+
+    def partition(self, key: Any, value: Any, n: int) -> int:
+        return int(key[1:]) % n
+
+    def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
+        if ctx.task != 0:
+            raise RuntimeError(f"reducer {ctx.task} failed")
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            stop.check()
+            time.sleep(0.05)
+        Path(self.marker).write_text("reducer 0 was not stopped")
+
+
+@pytest.mark.timeout(100)
+def test_processes_a_failed_task_stops_the_drivers_own_task(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "sqlite", **{"mapreduce.framework.name": "processes"})
+    marker = tmp_path / "marker"
+    with pytest.raises(RuntimeError, match=r"reducer [12] failed"):
+        make_runner(conf, 3).run(_OneFails(conf, str(marker)), open_store(conf, "of"))
+    assert not marker.exists()  # the driver's task was asked to stop, not waited for to the end
+    assert not stop.requested()  # and the stop was the job's own: nothing is left to stop the next job
 
 
 def test_non_positive_sort_budget_is_a_config_error(tmp_path: Path) -> None:

@@ -130,7 +130,9 @@ class ProcessRunner(Runner):
                 stop.request()  # the job has failed: the driver's own task finishes what it holds and ends
                 while not futures[0].done():
                     wait(futures[:1], timeout=0.2)
-            shutdown_pool()  # its workers may have seen the stop: the next job (an API job) gets fresh ones
+                if not stopped_by_user:
+                    stop.reset()  # that stop was this job's, not a request for the next one
+            shutdown_pool()  # its workers may have seen the stop: the next job gets fresh ones
             raise failed.exception()  # type: ignore[misc]
         except BrokenProcessPool:
             shutdown_pool()
