@@ -30,10 +30,10 @@ def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subproc
 
 
 def killed(proc: subprocess.CompletedProcess[str], backend: str, in_task: bool) -> bool:
-    """Killed where the point is: this process, or (processes runner, a point in a task) a worker, which the
-    command reports in one line."""
-    if backend.endswith(":processes") and in_task:
-        return proc.returncode == 1 and "a worker process died" in proc.stderr
+    """Killed where the point is: this process, or (processes runner, a point in a task) the process that ran the
+    task: the command itself (it runs task 0) or a worker, which the command reports in one line."""
+    if backend.endswith(":processes") and in_task and proc.returncode == 1:
+        return "a worker process died" in proc.stderr
     return proc.returncode == KILLED
 
 
