@@ -20,6 +20,7 @@ Needs the servers of docker/services.sh for hbase and cassandra. Prints markdown
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -256,6 +257,13 @@ def _step(args: list[str]) -> tuple[float, int, str]:
         return seconds, peak >> 20, out.read()
 
 
+def _timed_step(cells: dict[str, list[tuple[float, int]]], name: str, args: list[str]) -> str:
+    """_step, its (seconds, RSS) recorded under `name`; returns its stdout."""
+    sec, rss, out = _step(args)
+    cells.setdefault(name, []).append((sec, rss))
+    return out
+
+
 def _settle(busy: float = 20.0, most: float = 900.0) -> float:
     """Wait until the machine is quiet after the bulk write (a service's flushes and compactions, its statistics):
     the CPU under `busy` % over 5 s, for at most `most` seconds. The steps then measure a table that has settled,
@@ -318,12 +326,7 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
         setup = time.perf_counter() - t
         quiet = _settle()
         cells: dict[str, list[tuple[float, int]]] = {}
-
-        def step(name: str, args: list[str], cells: dict[str, list[tuple[float, int]]] = cells) -> str:
-            sec, rss, out = _step(args)
-            cells.setdefault(name, []).append((sec, rss))
-            return out
-
+        step = functools.partial(_timed_step, cells)
         try:
             batch_ids = [step("generate", [*cli, "generate", "-topN", str(batch), "-crawlId", cid, *defs])
                          .strip().splitlines()[-1] for _ in range(runs)]

@@ -83,6 +83,8 @@ class ProcessRunner(Runner):
     def _run(self, job: Job, tasks: list[tuple[Callable[..., TaskOutput], tuple[Any, ...]]]) -> list[TaskOutput]:
         """Task 0 here, in a thread of the driver (which would only wait), the others in the worker processes:
         n tasks take n - 1 workers, so one interpreter fewer holds its libraries and pages."""
+        if not tasks:  # a job with no input splits (e.g. an empty seed list)
+            return []
         futures: list[Future[TaskOutput]] = []
         if len(tasks) > 1:
             pool = self._pool()
