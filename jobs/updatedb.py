@@ -22,6 +22,8 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import groupby, islice
+from operator import itemgetter
 from typing import Any
 
 from nutch2 import failpoints
@@ -44,6 +46,7 @@ UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "hea
 TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
 UPDATE_RUN = "_updrun_"  # metadata: the updatedb run that last wrote this row's links (metadata, not a marker: a
 # marker change rewrites the row's mark index entries)
+TARGET_READ = 256  # link targets whose rows one batched get reads
 STAGE_KEY = "_updstg_"  # metadata: "<run id>\n<JSON of the row's new values>" until the commit step
 
 
@@ -124,7 +127,20 @@ class DbUpdaterJob(Job):
                 yield key, LinkDatum(url, anchor, datum.score, dist)
 
     # ---------------------------------------------------------------- reduce
-    def reduce(self, key: str, values: list[Any], ctx: TaskContext) -> None:
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
+        """reduce per URL, the rows of link targets outside the batch read TARGET_READ URLs at a time (one
+        batched get instead of a round trip per new link)."""
+        groups = ((key, [v for _, v in group]) for key, group in groupby(items, key=itemgetter(0)))
+        while chunk := list(islice(groups, TARGET_READ)):
+            targets = [key for key, values in chunk if not any(isinstance(v, BatchRow) for v in values)]
+            rows = ctx.store.get_many(targets, TARGET_FIELDS) if targets else {}
+            for key, values in chunk:
+                self.reduce(key, values, ctx, rows)
+
+    def reduce(self, key: str, values: list[Any], ctx: TaskContext,
+               rows: dict[str, WebPage] | None = None) -> None:
+        """One URL: a batch row is scheduled and staged; a link target is created or given its new inlinks.
+        rows: the targets' rows read ahead (absent: not in the table); None: read it here."""
         row = next((v for v in values if isinstance(v, BatchRow)), None)
         links = [v for v in values if isinstance(v, LinkDatum)]
         if row is not None:
@@ -137,7 +153,7 @@ class DbUpdaterJob(Job):
                 self._apply_links(page, links)
             self._stage(page, row.base_metadata, ctx)
             return
-        page = ctx.store.get(key, TARGET_FIELDS)
+        page = ctx.store.get(key, TARGET_FIELDS) if rows is None else rows.get(key)
         if page is None:
             if not self.additions:
                 return

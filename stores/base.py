@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -264,10 +264,15 @@ class BufferedStore(DataStore):
                 raise
 
     def flush_key(self, key: str) -> None:
-        """Before a get of `key`: write the buffered rows if `key` is among them, or wait for a batch being
-        written. A get of a row that is not buffered does not flush (updatedb reads one row per new link)."""
+        """Before a get of `key`: flush_keys([key])."""
+        self.flush_keys((key,))
+
+    def flush_keys(self, keys: Iterable[str]) -> None:
+        """Before a get of `keys`: write the buffered rows if one of `keys` is among them, or wait for a batch
+        being written. A get of rows that are not buffered does not flush (updatedb reads the rows of new links
+        while it writes)."""
         with self._lock:
-            buffered = key in self._pending
+            buffered = any(k in self._pending for k in keys)
         if buffered:
             self.flush()
         else:

@@ -241,7 +241,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        self.flush()
+        self.flush_keys(keys)
         return {k: self._page(names, row) for k, row in self._get_many(list(keys), names).items()}
 
     def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:

@@ -235,7 +235,7 @@ class HBaseStore(BufferedStore, EntryStorage):
 
     def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        self.flush()
+        self.flush_keys(keys)
         columns = self._columns(names)
         out = {}
         for i in range(0, len(keys), INDEX_PAGE):

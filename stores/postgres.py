@@ -129,7 +129,7 @@ class PostgresStore(BufferedStore):
 
     def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        self.flush()
+        self.flush_keys(keys)
         rows = self._exec(f"SELECT {self._cols(names)} FROM {self._q} w WHERE w.key = ANY(%s)", (list(keys),))
         return {r[0]: self._page(r[0], names, r[1:]) for r in rows}
 

@@ -186,7 +186,7 @@ class SqliteStore(BufferedStore):
 
     def get_many(self, keys: list[str], fields: list[str] | tuple[str, ...] | None = None) -> dict[str, WebPage]:
         names = check_fields(fields)
-        self.flush()
+        self.flush_keys(keys)
         cols, joins = self._select(names)
         out: dict[str, WebPage] = {}
         for i in range(0, len(keys), 500):
