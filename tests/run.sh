@@ -59,7 +59,7 @@ NUTCH2_TEST_STORES="$(IFS=,; echo "${stores[*]:-}")"
 export NUTCH2_TEST_STORES
 
 python3 -m ruff check . || { echo "tests/run.sh: ruff check failed" >&2; exit 1; }
-python3 -m pytest -q -p no:cacheprovider "$@"
+python3 -m pytest -q -p no:cacheprovider --durations=30 "$@"  # the slowest 30: what to look at when CI grows
 rc=$?
 if [ $rc -eq 5 ]; then echo "tests/run.sh: pytest collected no tests" >&2; exit 1; fi
 exit $rc
