@@ -54,3 +54,23 @@ def test_auth_file_and_challenges(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="httpclient-auth.xml"):
         read_auth_file(str(path))
     assert redact("proxy http://u:s3cret@h failed", ("s3cret",)) == "proxy http://u:***@h failed"
+
+
+def test_basic_and_digest_answer_every_path_of_their_host() -> None:
+    """One 401 per host and thread: the answer to a challenge met on a deep path is sent at once for the host's
+    other paths (Digest: the same nonce with its count raised), and a wrong password is asked once, not again."""
+    from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
+    from nutch2.plugins.protocol_http.netconf import AuthScope, Credentials
+    from tests.testweb import TestWeb
+
+    with TestWeb(hosts=1, pages_per_host=2, traps=False, beyond_html=True) as web:
+        for host, (user, password) in ((web.basic_host, web.basic_credentials),
+                                       (web.digest_host, web.digest_credentials)):
+            for pw, status in ((password, 200), ("wrong", 401)):
+                web.reset_log()
+                creds = Credentials(user, pw, (AuthScope(host=web.hosts[host]),))
+                protocol = HttpProtocol(HttpSettings(agent="t", auth=(creds,)))
+                codes = [protocol.fetch(web.url(host, path)).http_code for path in ("/p/2.html", "/p/1.html", "/")]
+                assert codes == [status] * 3, (host, pw)
+                answers = [r.status for r in web.requests(host)]
+                assert answers == ([401, 200, 200, 200] if status == 200 else [401, 401, 401, 401]), host

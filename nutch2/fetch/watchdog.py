@@ -1,8 +1,8 @@
 """A total deadline for each HTTP request: one watchdog thread shuts the request's socket down when it passes.
 
-``requests``/``urllib3`` time out per socket operation only, so a server that sends one byte every half second
-holds a request for as long as it likes. Here a request is *armed* with a deadline (:meth:`Watchdog.arm`) for as
-long as it runs; the connection classes of :class:`DeadlineAdapter` hand every socket the request opens or reuses
+``urllib3`` times out per socket operation only, so a server that sends one byte every half second holds a request
+for as long as it likes. Here a request is *armed* with a deadline (:meth:`Watchdog.arm`) for as long as it runs;
+the connection classes that :func:`guard` gives a pool manager hand every socket the request opens or reuses
 to the armed :class:`Guard` of the calling thread, and the one watchdog thread of the process calls
 ``shutdown()`` on it at the deadline: the blocked read returns at once (connect is bounded by its own timeout,
 which the caller keeps below the time left). One thread per process, no thread per request.
@@ -16,11 +16,13 @@ import threading
 import time
 from typing import Any
 
-from requests.adapters import HTTPAdapter
+from urllib3 import PoolManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import TimeoutError as TimeoutErrorU3
 
-__all__ = ["DeadlineAdapter", "Guard", "WATCHDOG", "Watchdog"]
+__all__ = ["Guard", "WATCHDOG", "Watchdog", "guard", "timed_out"]
 
 _GRANULARITY = 0.05  # seconds: deadlines are kept to within this; the watchdog looks this often while requests run
 
@@ -157,21 +159,19 @@ class _GuardedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
 
-class DeadlineAdapter(HTTPAdapter):
-    """An HTTPAdapter whose connections report their sockets to :data:`WATCHDOG` (through an HTTP or SOCKS proxy
-    too: the connection to the proxy is the one that is cut)."""
+def guard(manager: PoolManager, socks: bool = False) -> PoolManager:
+    """`manager` (a PoolManager, ProxyManager or SOCKSProxyManager) with connections that report their sockets to
+    :data:`WATCHDOG`; through a proxy, the connection to the proxy is the one that is cut."""
+    manager.pool_classes_by_scheme = (_socks_pools() if socks
+                                      else {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool})
+    return manager
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
 
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        known = proxy in self.proxy_manager
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if not known:
-            manager.pool_classes_by_scheme = (_socks_pools() if proxy.lower().startswith("socks")
-                                              else {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool})
-        return manager
+def timed_out(exc: BaseException) -> bool:
+    """Whether urllib3's error is a timeout (it makes a refused connection a ConnectTimeoutError too)."""
+    if isinstance(exc, NewConnectionError):
+        return "timed out" in str(exc)
+    return isinstance(exc, (TimeoutErrorU3, socket.timeout))
 
 
 def _socks_pools() -> dict[str, type]:

@@ -33,12 +33,11 @@ import time
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-import requests
 import urllib3
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter
+from nutch2.fetch.watchdog import WATCHDOG, guard, timed_out
 from nutch2.mapred import stop
 from nutch2.parse.html import ParseResult, _Canceller, _failure
 from nutch2.parse.parsers import Document, ParseSettings
@@ -86,7 +85,7 @@ class _Down:
 
 
 class TikaParser(Parser):
-    """parse-tika over a Tika server's REST API; thread-safe (one HTTP session per calling thread)."""
+    """parse-tika over a Tika server's REST API; thread-safe (one connection pool per calling thread)."""
 
     nutch_class = "org.apache.nutch.parse.tika.TikaParser"
 
@@ -111,7 +110,7 @@ class TikaParser(Parser):
 
     def _init_local(self) -> None:
         self._local = threading.local()
-        self._sessions: list[requests.Session] = []
+        self._sessions: list[urllib3.PoolManager] = []
         self._lock = threading.Lock()
         self._down = _Down()
 
@@ -133,17 +132,13 @@ class TikaParser(Parser):
         with self._lock:
             sessions, self._sessions = self._sessions, []
         for s in sessions:
-            s.close()
+            s.clear()
         self._local = threading.local()
 
-    def _session(self) -> requests.Session:
+    def _session(self) -> urllib3.PoolManager:
         s = getattr(self._local, "session", None)
-        if s is None:
-            s = requests.Session()
-            s.trust_env = False  # no proxy or netrc from the environment: the server is ours
-            adapter = DeadlineAdapter(pool_connections=2, pool_maxsize=2, max_retries=0)
-            s.mount("http://", adapter)
-            s.mount("https://", adapter)
+        if s is None:  # no proxy from the environment (the server is ours), no retries
+            s = guard(urllib3.PoolManager(num_pools=2, maxsize=2, retries=False))
             self._local.session = s
             with self._lock:
                 self._sessions.append(s)
@@ -223,14 +218,14 @@ class TikaParser(Parser):
         deadline = time.monotonic() + budget
         guard = WATCHDOG.arm(deadline)
         try:
-            resp = self._session().put(self.url + path, data=body, headers=headers,
-                                       timeout=(self.connect_timeout, budget))
-            text = resp.text
+            resp = self._session().request("PUT", self.url + path, body=body, headers=headers, retries=False,
+                                           timeout=urllib3.Timeout(connect=self.connect_timeout, read=budget))
+            text = resp.data.decode("utf-8", "replace")
             if guard.expired:
                 raise self._unavailable(f"no answer within {budget:g} s")
-            return resp.status_code, text
-        except requests.RequestException as e:
-            if guard.expired or isinstance(e, requests.Timeout):
+            return resp.status, text
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            if guard.expired or timed_out(e):
                 raise self._unavailable(f"no answer within {budget:g} s") from None
             if _dropped(e):
                 raise _Dropped(_short(e)) from None
@@ -251,10 +246,11 @@ class TikaParser(Parser):
         end = time.monotonic() + self.restart_wait
         while True:
             try:
-                r = self._session().get(self.url + "/version", timeout=(self.connect_timeout, 5.0))
-                if r.status_code == 200:
+                r = self._session().request("GET", self.url + "/version", retries=False,
+                                            timeout=urllib3.Timeout(connect=self.connect_timeout, read=5.0))
+                if r.status == 200:
                     return True
-            except requests.RequestException:
+            except (urllib3.exceptions.HTTPError, OSError):
                 pass
             if time.monotonic() + _HEALTH_POLL > end or stop.requested():
                 return False
@@ -313,12 +309,9 @@ def _joined(meta: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
-def _dropped(exc: requests.RequestException) -> bool:
+def _dropped(exc: BaseException) -> bool:
     """The connection was made and the request sent (or being sent) when the server closed it."""
-    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return True
-    cause = exc.args[0] if exc.args else None
-    return isinstance(exc, requests.ConnectionError) and isinstance(cause, urllib3.exceptions.ProtocolError)
+    return isinstance(exc, urllib3.exceptions.ProtocolError)
 
 
 def _short(exc: BaseException) -> str:

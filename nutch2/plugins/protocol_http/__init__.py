@@ -1,4 +1,4 @@
-"""protocol-http: HTTP and HTTPS (requests over urllib3): Nutch's http.* properties, the total deadline of every
+"""protocol-http: HTTP and HTTPS (urllib3): Nutch's http.* properties, the total deadline of every
 request, bounded bodies (http.content.limit, gzip/deflate bombs), redirects, conditional GETs, proxies
 (http.proxy.*), Basic and Digest authentication from httpclient-auth.xml, cookies (http.enable.cookie.header)."""
 

@@ -1,4 +1,4 @@
-"""protocol-http: HTTP and HTTPS, one pooled ``requests.Session`` per fetcher thread.
+"""protocol-http: HTTP and HTTPS over urllib3, one connection pool manager per fetcher thread.
 
 ``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
 connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
@@ -17,30 +17,37 @@ before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)"
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import http.client
-import http.cookiejar
-import socket
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-import requests
-import requests.auth
 import urllib3
-from urllib3.util.retry import Retry
 
 from nutch2.errors import ConfigError
 from nutch2.fetch.output import ProtocolOutput
-from nutch2.fetch.watchdog import WATCHDOG, DeadlineAdapter, Guard
+from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
 from nutch2.mapred import stop
 from nutch2.plugins.points import ProtocolSession
-from nutch2.plugins.protocol_http.netconf import Credentials, ProxySettings, find_credentials, parse_challenges, redact
+from nutch2.plugins.protocol_http.netconf import (
+    Challenge,
+    Credentials,
+    ProxySettings,
+    find_credentials,
+    parse_challenges,
+    redact,
+)
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
 from nutch2.urls.checker import strip_credentials
+
+if TYPE_CHECKING:
+    import http.cookiejar
 
 __all__ = [
     "HttpProtocol",
@@ -188,20 +195,16 @@ _REASONS: tuple[tuple[str, str], ...] = (
     ("timed out", "timeout"),
 )
 
-_TIMEOUTS = (requests.Timeout, urllib3.exceptions.TimeoutError, socket.timeout)
-
 
 def _describe(exc: BaseException) -> str:
     """Reduce an exception to a short, stable reason (``timeout ...``, ``connection refused``...)."""
     if isinstance(exc, _FetchError):
         return str(exc)
-    if isinstance(exc, (requests.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError)):
-        return "timeout (connect)"
-    if isinstance(exc, _TIMEOUTS):
-        return "timeout (read)"
+    if timed_out(exc):
+        return "timeout (connect)" if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) else "timeout (read)"
     text = f"{type(exc).__name__}: {exc}"
     low = text.lower()
-    if isinstance(exc, requests.exceptions.SSLError) or "sslerror" in low:
+    if isinstance(exc, urllib3.exceptions.SSLError) or "sslerror" in low:
         return f"ssl error: {text[:160]}"
     for needle, reason in _REASONS:
         if needle in low:
@@ -227,12 +230,48 @@ def _parse_http_date(value: str | None) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
-def _block_all_cookies() -> http.cookiejar.DefaultCookiePolicy:
-    """A cookie policy that stores nothing (Nutch does not keep cookies between fetches)."""
-    return http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
-
-
 _COOKIE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
+
+
+class _Digest:
+    """Answers a host's Digest challenge (urllib's digest handler: nonce counts, qop, MD5/SHA algorithms); later
+    requests to the host send the answer at once, as a browser does."""
+
+    def __init__(self, creds: Credentials, url: str, challenge: Challenge) -> None:
+        import urllib.request
+
+        parts = urlsplit(url)
+        passwords = urllib.request.HTTPPasswordMgrWithDefaultRealm()  # for every path of the host
+        passwords.add_password(None, f"{parts.scheme}://{parts.netloc}/", creds.username, creds.password)
+        self._handler = urllib.request.AbstractDigestAuthHandler(passwords)
+        self._chal = urllib.request.parse_keqv_list(filter(None, urllib.request.parse_http_list(challenge.params)))
+        self._request = urllib.request.Request
+
+    def header(self, url: str) -> str | None:
+        answer = self._handler.get_authorization(self._request(url), self._chal)
+        return f"Digest {answer}" if answer else None
+
+
+class _Basic:
+    def __init__(self, creds: Credentials) -> None:
+        token = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode("ascii")
+        self._header = f"Basic {token}"
+
+    def header(self, url: str) -> str | None:
+        return self._header
+
+
+class _CookieRequest:
+    """The request and response views http.cookiejar asks for (urllib's Request, the response's headers)."""
+
+    def __init__(self, url: str, headers: urllib3.HTTPHeaderDict | None = None) -> None:
+        import urllib.request
+
+        self.request = urllib.request.Request(url)
+        self._headers = headers
+
+    def info(self) -> urllib3.HTTPHeaderDict | None:
+        return self._headers
 
 
 class HttpProtocol(ProtocolSession):
@@ -246,37 +285,37 @@ class HttpProtocol(ProtocolSession):
         if not settings.agent or not settings.agent.strip():
             raise ProtocolConfigError(_EMPTY_AGENT)
         self.settings = settings
-        self._jar = cookies
-        self._secrets = settings.secrets()
-        self._auth: dict[str, requests.auth.AuthBase] = {}  # host:port -> the auth its challenge asked for
-        self._session = self._make_session()
+        if settings.cookies and cookies is None:
+            import http.cookiejar
 
-    def _make_session(self) -> requests.Session:
-        """Build a pooled session with no retries, no env proxies/netrc, and no cookies unless they are on."""
-        s = requests.Session()
-        s.trust_env = False
-        if self.settings.cookies:
-            if self._jar is not None:
-                s.cookies = self._jar  # type: ignore[assignment]
-        else:
-            s.cookies.set_policy(_block_all_cookies())
-        retry = Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False,
-                      raise_on_status=False)
-        adapter = DeadlineAdapter(pool_connections=32, pool_maxsize=4, max_retries=retry)
-        s.mount("http://", adapter)
-        s.mount("https://", adapter)
-        s.headers.clear()
-        s.headers.update({
-            "User-Agent": self.settings.agent,
-            "Accept": self.settings.accept,
-            "Accept-Language": self.settings.accept_language,
+            cookies = http.cookiejar.CookieJar()
+        self._jar = cookies if settings.cookies else None
+        self._secrets = settings.secrets()
+        self._auth: dict[str, _Basic | _Digest] = {}  # host:port -> the answer to its challenge
+        self._headers = {
+            "User-Agent": settings.agent,
+            "Accept": settings.accept,
+            "Accept-Language": settings.accept_language,
             "Accept-Encoding": _ACCEPT_ENCODING,
-        })
-        return s
+        }
+        # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge
+        self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False))
+        self._proxied: urllib3.PoolManager | None = None
+
+    def _manager(self, url: str) -> urllib3.PoolManager:
+        """The pool manager for `url`: through the proxy (unless its host is an exception), or direct."""
+        proxy = self.settings.proxy
+        if proxy is None or not proxy.applies(url):
+            return self._direct
+        if self._proxied is None:
+            self._proxied = _proxy_manager(proxy)
+        return self._proxied
 
     def close(self) -> None:
         """Close pooled connections."""
-        self._session.close()
+        self._direct.clear()
+        if self._proxied is not None:
+            self._proxied.clear()
 
     def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
               may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> ProtocolOutput:
@@ -350,46 +389,52 @@ class HttpProtocol(ProtocolSession):
         connect_timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
         guard = WATCHDOG.arm(deadline)
         try:
-            resp = self._get(url, cond, guard, (connect_timeout, timeout))
-            if resp.status_code == 401 and self.settings.auth and self._hostport(url) not in self._auth:
-                auth = self._answer(url, resp)  # a challenge we hold credentials for: ask again with them
-                if auth is not None:
-                    resp.close()
-                    resp = self._get(url, cond, guard, (connect_timeout, timeout))
+            limits = urllib3.Timeout(connect=connect_timeout, read=timeout)
+            resp = self._get(url, cond, guard, limits)
+            if resp.status == 401 and self.settings.auth and self._answer(url, resp):
+                resp.close()  # a challenge we hold credentials for: ask again with them
+                resp = self._get(url, cond, guard, limits)
             try:
                 content, truncated, error = self._read_body(resp, deadline, guard)
             finally:
-                resp.close()
+                resp.close()  # a body read to its end gave its connection back to the pool already
         finally:
             WATCHDOG.disarm(guard)
-        code = http_to_protocol_status(resp.status_code)
+        code = http_to_protocol_status(resp.status)
         args: list[str] = []
         if error is not None:  # the body broke off: a failed fetch, with what was read (robots.txt salvages it)
             code, args = ProtocolStatusCode.EXCEPTION, [error]
         elif code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
             location = resp.headers.get("Location")
             if not location:
-                code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status_code} redirect without Location"]
+                code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status} redirect without Location"]
             else:
                 args = [strip_credentials(urljoin(url, location.strip()))]
         elif code != ProtocolStatusCode.SUCCESS:
-            args = [str(resp.status_code)]
+            args = [str(resp.status)]
         headers = dict(resp.headers) if self.settings.store_headers else {}
         if self.settings.cookies:  # the jar keeps the host's cookies; a row never does
             headers = {k: v for k, v in headers.items() if k.lower() not in _COOKIE_HEADERS}
         return ProtocolOutput(
-            code=code, args=args, http_code=resp.status_code, content=content,
+            code=code, args=args, http_code=resp.status, content=content,
             content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
             truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
         )
 
-    def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: tuple[float, float]) -> requests.Response:
-        """One GET through the proxy (unless the host is an exception), with the host's auth once it was asked."""
-        proxy = self.settings.proxy
-        proxies = {"http": proxy.url(), "https": proxy.url()} if proxy is not None and proxy.applies(url) else {}
+    def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: urllib3.Timeout) -> urllib3.BaseHTTPResponse:
+        """One GET (through the proxy unless the host is an exception), with the host's auth and cookies."""
+        headers = {**self._headers, **cond}
+        auth = self._auth.get(self._hostport(url))
+        answer = auth.header(url) if auth is not None else None
+        if answer:
+            headers["Authorization"] = answer
+        cookies = _CookieRequest(url) if self._jar is not None else None
+        if cookies is not None:
+            self._jar.add_cookie_header(cookies.request)  # type: ignore[union-attr]
+            headers.update(cookies.request.unredirected_hdrs)
         try:
-            resp = self._session.get(url, headers=cond, stream=True, allow_redirects=False, timeout=timeout,
-                                     proxies=proxies, auth=self._auth.get(self._hostport(url)))
+            resp = self._manager(url).request("GET", url, headers=headers, redirect=False, retries=False,
+                                              preload_content=False, decode_content=False, timeout=timeout)
         except Exception as exc:
             if guard.expired:
                 raise _FetchError(_TOTAL_TIMEOUT) from exc
@@ -397,6 +442,8 @@ class HttpProtocol(ProtocolSession):
         if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
             resp.close()
             raise _FetchError(_TOTAL_TIMEOUT)
+        if cookies is not None:
+            self._jar.extract_cookies(_CookieRequest(url, resp.headers), cookies.request)  # type: ignore[arg-type, union-attr]
         return resp
 
     @staticmethod
@@ -404,23 +451,29 @@ class HttpProtocol(ProtocolSession):
         parts = urlsplit(url)
         return f"{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
-    def _answer(self, url: str, resp: requests.Response) -> requests.auth.AuthBase | None:
-        """The auth for a 401's challenge (Basic or Digest) from http.auth.file's credentials for its host, port
-        and realm; kept for the host, so later requests send it (Basic) or answer its nonce (Digest) at once."""
+    def _answer(self, url: str, resp: urllib3.BaseHTTPResponse) -> bool:
+        """Whether to ask again: a 401's challenge (Basic or Digest) that http.auth.file holds credentials for
+        (host, port, realm), unless the answer sent was Basic and already these (a wrong password is asked once);
+        the answer is kept for the host, so later requests send it (Basic) or answer its nonce (Digest) at once."""
+        key = self._hostport(url)
         for challenge in parse_challenges(resp.headers.get("WWW-Authenticate")):
             if challenge.scheme not in ("BASIC", "DIGEST"):
                 continue
             creds = find_credentials(self.settings.auth, url, challenge)
             if creds is None:
                 continue
-            auth: requests.auth.AuthBase = (requests.auth.HTTPBasicAuth(creds.username, creds.password)
-                                            if challenge.scheme == "BASIC"
-                                            else requests.auth.HTTPDigestAuth(creds.username, creds.password))
-            self._auth[self._hostport(url)] = auth
-            return auth
-        return None
+            if challenge.scheme == "BASIC":
+                if isinstance(self._auth.get(key), _Basic):
+                    return False
+                self._auth[key] = _Basic(creds)
+            else:
+                if isinstance(self._auth.get(key), _Digest) and "stale=true" not in challenge.params.lower():
+                    return False  # answered this host's nonce already: the credentials are wrong
+                self._auth[key] = _Digest(creds, url, challenge)
+            return True
+        return False
 
-    def _read_body(self, resp: requests.Response, deadline: float,
+    def _read_body(self, resp: urllib3.BaseHTTPResponse, deadline: float,
                    guard: Guard) -> tuple[bytes, bool, str | None]:
         """Stream the body, decoding it, capped at the content (or inflate) limit and at the deadline.
 
@@ -428,7 +481,7 @@ class HttpProtocol(ProtocolSession):
         compressed body ended before its stream did (half a gzip stream with a matching Content-Length); error
         when the connection or the decoding failed midway (content is then the part read, truncated).
         """
-        if resp.status_code == 304 or resp.request.method == "HEAD":
+        if resp.status == 304:
             return b"", False, None
         limit = self.settings.content_limit
         decoder = _decoder_for(resp.headers.get("Content-Encoding"))
@@ -436,8 +489,7 @@ class HttpProtocol(ProtocolSession):
             limit = self.settings.inflate_limit
         buf = bytearray()
         # read1 returns after one socket read, so the wall-clock cap is checked between small reads
-        # (urllib3 < 2 has no read1: fall back to read, which may block until a full chunk arrives).
-        read = getattr(resp.raw, "read1", resp.raw.read)
+        read = resp.read1
         try:
             while time.monotonic() < deadline:
                 chunk = read(_CHUNK, decode_content=False)
@@ -463,3 +515,16 @@ class HttpProtocol(ProtocolSession):
                 del buf[limit:]
                 return True
         return False
+
+
+def _proxy_manager(proxy: ProxySettings) -> urllib3.PoolManager:
+    """A pool manager through the proxy (HTTP, CONNECT for https; or SOCKS, names resolved by the proxy)."""
+    if proxy.type == "SOCKS":
+        from urllib3.contrib.socks import SOCKSProxyManager
+
+        return guard(SOCKSProxyManager(f"socks5h://{proxy.host}:{proxy.port}", proxy.username or None,
+                                       proxy.password or None, num_pools=32, maxsize=4, retries=False), socks=True)
+    headers = (urllib3.make_headers(proxy_basic_auth=f"{proxy.username}:{proxy.password}")
+               if proxy.username else None)
+    return guard(urllib3.ProxyManager(f"http://{proxy.host}:{proxy.port}", proxy_headers=headers, num_pools=32,
+                                      maxsize=4, retries=False))

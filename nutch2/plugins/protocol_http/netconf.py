@@ -33,7 +33,7 @@ class ProxySettings:
     exceptions: tuple[str, ...] = ()  # hosts that are fetched directly; ".example.com" / "*.example.com": a domain
 
     def url(self) -> str:
-        """The proxy URL requests takes (socks5h: host names are resolved by the proxy, as Java's SOCKS proxy)."""
+        """The proxy URL (socks5h: host names are resolved by the proxy, as Java's SOCKS proxy)."""
         scheme = "socks5h" if self.type == "SOCKS" else "http"
         auth = f"{quote(self.username, safe='')}:{quote(self.password, safe='')}@" if self.username else ""
         return f"{scheme}://{auth}{self.host}:{self.port}"
@@ -111,6 +111,7 @@ class Challenge:
 
     scheme: str  # upper case: BASIC, DIGEST, ...
     realm: str | None
+    params: str = field(default="", compare=False)  # what follows the scheme (realm="x", nonce="y", ...)
 
 
 _CHALLENGE = re.compile(r"(?:^|,)\s*([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)(?=\s+[^\s,]|\s*(?:,|$))")
@@ -127,7 +128,8 @@ def parse_challenges(header: str | None) -> list[Challenge]:
         end = starts[i + 1][0] if i + 1 < len(starts) else len(header)
         realm = _REALM.search(header[pos:end])
         value = None if realm is None else (realm.group(1) if realm.group(1) is not None else realm.group(2))
-        found.append(Challenge(scheme.upper(), value.replace('\\"', '"') if value is not None else None))
+        params = header[pos + len(scheme):end].strip().rstrip(",").strip()
+        found.append(Challenge(scheme.upper(), value.replace('\\"', '"') if value is not None else None, params))
     return found
 
 

@@ -4,9 +4,7 @@ fetcher thread)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-from requests.cookies import RequestsCookieJar
+from typing import TYPE_CHECKING, Any
 
 from nutch2.config import Configuration
 from nutch2.fetch.fetcher import user_agent
@@ -14,6 +12,9 @@ from nutch2.fetch.robots import ROBOTS_MAX_BYTES
 from nutch2.plugins.points import Protocol
 from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
 from nutch2.plugins.protocol_http.netconf import auth_settings, proxy_settings
+
+if TYPE_CHECKING:
+    from http.cookiejar import CookieJar
 
 
 def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSettings:
@@ -40,11 +41,16 @@ class Http(Protocol):
     def __init__(self, conf: Configuration) -> None:
         super().__init__(conf)
         self.settings = http_settings(conf)  # checked here: a bad value stops the job before any task
-        self.cookies: RequestsCookieJar | None = None
+        self.cookies: CookieJar | None = None
 
     def open(self, stop_at: float | None, counters: Any) -> None:
         self.settings = dataclasses.replace(self.settings, stop_at=stop_at)  # requests in flight end there too
-        self.cookies = RequestsCookieJar() if self.settings.cookies else None  # the task's jar, for its threads
+        if self.settings.cookies:  # the task's jar, for its threads (it locks itself)
+            from http.cookiejar import CookieJar
+
+            self.cookies = CookieJar()
+        else:
+            self.cookies = None
 
     def session(self) -> HttpProtocol:
         return HttpProtocol(self.settings, self.cookies)
