@@ -33,7 +33,6 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import charset_normalizer
 from lxml import etree
 
 from nutch2.parse.tagscan import cap_attributes
@@ -242,6 +241,8 @@ def _detected_charset(content: bytes) -> str:
         return "utf-8"
     except UnicodeDecodeError:
         pass
+    import charset_normalizer  # only here: most pages are UTF-8 or say their charset (4 MB a process spared)
+
     best = charset_normalizer.from_bytes(_detection_sample(content)).best()
     enc = resolve_charset(best.encoding) if best is not None else None
     return enc or "cp1252"
