@@ -1,9 +1,14 @@
-"""The sqlite store's query plans: a batch job's read follows the batch, not the table."""
+"""The sqlite store's query plans (a batch job's read follows the batch, not the table) and its write lock."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 
+import pytest
+
+from nutch2.errors import StoreError
 from nutch2.stores import open_store
 from nutch2.stores.query import Due, Query
 from nutch2.webpage import WebPage
@@ -31,3 +36,40 @@ def test_each_partition_of_a_due_query_reads_the_due_index(tmp_path) -> None:
             plan = " ".join(r[-1] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
             assert "plans_webpage_due" in plan and "autoindex" not in plan, plan
         assert sum(len(list(store.read(query, p))) for p in parts) == 40
+
+
+def _hold_write_lock(path, seconds: float, started: threading.Event) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    started.set()
+    time.sleep(seconds)
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_write_waits_for_another_writer_then_gives_up_at_the_busy_timeout(tmp_path) -> None:
+    """A batch written while another connection (another process's fetcher, in a crawl) holds the write lock is
+    written once the lock is released; one held past storage.sqlite.busy.timeout fails with a StoreError naming
+    the lock, and the batch is kept for the next flush."""
+    conf = make_conf(tmp_path, "sqlite", **{"storage.sqlite.busy.timeout": 0.5})
+    with open_store(conf, "locks") as store:
+        store.put("com.a:http/", WebPage("com.a:http/", status=1))
+        store.flush()
+        for hold, ok in ((0.2, True), (1.5, False)):
+            started = threading.Event()
+            holder = threading.Thread(target=_hold_write_lock, args=(store.path, hold, started))
+            holder.start()
+            started.wait(5)
+            key = f"com.b{hold}:http/"
+            store.put(key, WebPage(key, status=2))
+            t0 = time.monotonic()
+            if ok:
+                store.flush()
+                assert time.monotonic() - t0 >= 0.1  # it waited for the other writer
+            else:
+                with pytest.raises(StoreError, match="database is locked"):
+                    store.flush()
+                assert 0.4 <= time.monotonic() - t0 < 1.4  # gave up at the busy timeout, not when the lock went
+            holder.join()
+        store.flush()  # the batch that failed was kept
+        assert store.get("com.b1.5:http/").status == 2 and store.get("com.b0.2:http/").status == 2
