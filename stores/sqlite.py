@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nutch2.errors import StoreError
+from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import BufferedStore, Fence, data_dir
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
@@ -46,13 +46,19 @@ class SqliteStore(BufferedStore):
         path = (data_dir(conf) if create else Path(conf.get_str("storage.data.dir"))) / f"{table}.sqlite"
         if not create and not path.exists():
             raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
+        checkpoint = conf.get_int("storage.sqlite.wal.autocheckpoint")
+        if checkpoint < 1:
+            raise ConfigError(f"storage.sqlite.wal.autocheckpoint={checkpoint} must be at least 1 (pages of 4 KB of "
+                              "write-ahead log between checkpoints), e.g. -D storage.sqlite.wal.autocheckpoint=16384")
         return cls(path, table, conf.get_int("storage.write.batch.size"),
-                   conf.get_float("storage.sqlite.busy.timeout"))
+                   conf.get_float("storage.sqlite.busy.timeout"), checkpoint)
 
-    def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0) -> None:
+    def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0,
+                 checkpoint_pages: int = 16384) -> None:
         super().__init__(table, batch_size)
         self.path = Path(path)
         self.busy_timeout = busy_timeout
+        self.checkpoint_pages = checkpoint_pages
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -109,9 +115,7 @@ class SqliteStore(BufferedStore):
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        # a checkpoint (with its fsyncs) every 64 MB of log rather than SQLite's 4 MB: a fetch writes ~20 KB a
-        # page, and checkpoints every 200 pages took a quarter of its time; the log stays bounded
-        conn.execute("PRAGMA wal_autocheckpoint=16384")
+        conn.execute(f"PRAGMA wal_autocheckpoint={int(self.checkpoint_pages)}")
         with self._conns_lock:
             self._conns.append(conn)
         return conn
