@@ -49,12 +49,12 @@ class SqliteStore(BufferedStore):
         checkpoint = conf.get_int("storage.sqlite.wal.autocheckpoint")
         if checkpoint < 1:
             raise ConfigError(f"storage.sqlite.wal.autocheckpoint={checkpoint} must be at least 1 (pages of 4 KB of "
-                              "write-ahead log between checkpoints), e.g. -D storage.sqlite.wal.autocheckpoint=16384")
+                              "write-ahead log between checkpoints), e.g. -D storage.sqlite.wal.autocheckpoint=1000")
         return cls(path, table, conf.get_int("storage.write.batch.size"),
                    conf.get_float("storage.sqlite.busy.timeout"), checkpoint)
 
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0,
-                 checkpoint_pages: int = 16384) -> None:
+                 checkpoint_pages: int = 1000) -> None:
         super().__init__(table, batch_size)
         self.path = Path(path)
         self.busy_timeout = busy_timeout

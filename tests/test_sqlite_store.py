@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from nutch2.errors import StoreError
+from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import open_store
 from nutch2.stores.query import Due, Query
 from nutch2.webpage import WebPage
@@ -73,3 +73,12 @@ def test_a_write_waits_for_another_writer_then_gives_up_at_the_busy_timeout(tmp_
             holder.join()
         store.flush()  # the batch that failed was kept
         assert store.get("com.b1.5:http/").status == 2 and store.get("com.b0.2:http/").status == 2
+
+
+def test_wal_autocheckpoint_is_set_and_checked(tmp_path) -> None:
+    with open_store(make_conf(tmp_path, "sqlite", **{"storage.sqlite.wal.autocheckpoint": 2000}), "ck") as store:
+        store.put("com.a:http/", WebPage("com.a:http/", status=1))
+        store.flush()
+        assert store._writer_conn().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 2000
+    with pytest.raises(ConfigError, match="storage.sqlite.wal.autocheckpoint=0 must be at least 1"):
+        open_store(make_conf(tmp_path, "sqlite", **{"storage.sqlite.wal.autocheckpoint": 0}), "ck")
