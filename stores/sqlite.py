@@ -104,8 +104,13 @@ class SqliteStore(BufferedStore):
                     conn.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as e:
-                    if "locked" not in str(e) or time.monotonic() > end:
+                    if "locked" not in str(e):
                         raise
+                    if time.monotonic() > end:
+                        raise sqlite3.OperationalError(
+                            f"database is locked: another process held its write lock longer than "
+                            f"storage.sqlite.busy.timeout={self.busy_timeout:g} s; run the command again when that "
+                            "one has ended (is a second command writing this crawl?), or raise the timeout") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.002)
         finally:

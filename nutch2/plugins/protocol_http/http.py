@@ -261,16 +261,13 @@ class _Basic:
         return self._header
 
 
-class _CookieRequest:
-    """The request and response views http.cookiejar asks for (urllib's Request, the response's headers)."""
+class _CookieResponse:
+    """The response view http.cookiejar reads Set-Cookie from (urllib3's headers have the get_all it asks)."""
 
-    def __init__(self, url: str, headers: urllib3.HTTPHeaderDict | None = None) -> None:
-        import urllib.request
-
-        self.request = urllib.request.Request(url)
+    def __init__(self, headers: urllib3.HTTPHeaderDict) -> None:
         self._headers = headers
 
-    def info(self) -> urllib3.HTTPHeaderDict | None:
+    def info(self) -> urllib3.HTTPHeaderDict:
         return self._headers
 
 
@@ -428,10 +425,13 @@ class HttpProtocol(ProtocolSession):
         answer = auth.header(url) if auth is not None else None
         if answer:
             headers["Authorization"] = answer
-        cookies = _CookieRequest(url) if self._jar is not None else None
-        if cookies is not None:
-            self._jar.add_cookie_header(cookies.request)  # type: ignore[union-attr]
-            headers.update(cookies.request.unredirected_hdrs)
+        jar = self._jar
+        if jar is not None:  # the jar reads and writes cookies through urllib's view of the request
+            import urllib.request
+
+            request = urllib.request.Request(url)
+            jar.add_cookie_header(request)
+            headers.update(request.unredirected_hdrs)
         try:
             resp = self._manager(url).request("GET", url, headers=headers, redirect=False, retries=False,
                                               preload_content=False, decode_content=False, timeout=timeout)
@@ -442,8 +442,8 @@ class HttpProtocol(ProtocolSession):
         if guard.expired:  # cut while the headers arrived: http.client took the EOF for their end
             resp.close()
             raise _FetchError(_TOTAL_TIMEOUT)
-        if cookies is not None:
-            self._jar.extract_cookies(_CookieRequest(url, resp.headers), cookies.request)  # type: ignore[arg-type, union-attr]
+        if jar is not None:
+            jar.extract_cookies(_CookieResponse(resp.headers), request)  # type: ignore[arg-type]
         return resp
 
     @staticmethod

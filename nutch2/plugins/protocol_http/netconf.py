@@ -32,12 +32,6 @@ class ProxySettings:
     password: str = field(default="", repr=False)
     exceptions: tuple[str, ...] = ()  # hosts that are fetched directly; ".example.com" / "*.example.com": a domain
 
-    def url(self) -> str:
-        """The proxy URL (socks5h: host names are resolved by the proxy, as Java's SOCKS proxy)."""
-        scheme = "socks5h" if self.type == "SOCKS" else "http"
-        auth = f"{quote(self.username, safe='')}:{quote(self.password, safe='')}@" if self.username else ""
-        return f"{scheme}://{auth}{self.host}:{self.port}"
-
     def applies(self, url: str) -> bool:
         """Whether `url` is fetched through the proxy (its host is not in the exception list)."""
         host = (urlsplit(url).hostname or "").lower()
