@@ -66,8 +66,7 @@ def test_local_and_processes_give_the_same_crawl(tmp_path: Path) -> None:
 
 
 def _workers(pid: int) -> list[int]:
-    """The worker processes of a command: its children started by multiprocessing's spawn (not its resource
-    tracker)."""
+    """The worker processes of a command (nutch2/mapred/workers.py)."""
     kids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -75,7 +74,7 @@ def _workers(pid: int) -> list[int]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == pid and b"spawn_main" in cmdline:
+        if int(fields[1]) == pid and b"nutch2.mapred.workers" in cmdline:
             kids.append(int(stat.parent.name))
     return kids
 

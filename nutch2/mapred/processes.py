@@ -9,40 +9,33 @@ kept for the jobs that follow (they keep nothing between tasks); they die with t
 (kill -9, out of memory) fails the job with one line; every job can then be run again with the same command.
 
 Workers log as the driver does (its level and log file) and report, a few times a second, the records their
-tasks have done and their requests in flight into a slot of an array they share with the driver: the job's
-progress line and the stop line ("finishing N requests in flight") count them.
+tasks have done and their requests in flight (nutch2/mapred/workers.py): the job's progress line and the stop line
+("finishing N requests in flight") count them.
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
-import multiprocessing
 import os
 import pickle
 import signal
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import progress, stop
-from nutch2.mapred.runner import Job, Runner, TaskOutput, release_memory, run_map_task, run_reduce_task
+from nutch2.mapred.memory import release_memory
+from nutch2.mapred.runner import Job, Runner, TaskOutput, run_map_task, run_reduce_task
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
+from nutch2.mapred.workers import BrokenPool, WorkerPool
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Capability
 
-_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
-_REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
-_pool: ProcessPoolExecutor | None = None
-_pool_size = 0
-_reports: Any = None  # per worker slot i: [2i] records its tasks did, [2i + 1] requests in flight (-1: no fetcher)
+_pool: WorkerPool | None = None
 _uncount: Any = None  # removes the pool's count of requests in flight from the stop line
 
 
@@ -96,20 +89,16 @@ class ProcessRunner(Runner):
 
     def records_done(self) -> int:
         """Records of the driver's own tasks and of the workers' (as they last reported)."""
-        reports = _reports
-        return progress.records() + (sum(max(0, n) for n in reports[0::2]) if reports is not None else 0)
+        pool = _pool
+        return progress.records() + (sum(max(0, n) for n, _ in pool.reports) if pool is not None else 0)
 
-    def _pool(self) -> ProcessPoolExecutor:
-        global _pool, _pool_size, _reports, _uncount
+    def _pool(self) -> WorkerPool:
+        global _pool, _uncount
         workers = max(1, self.num_tasks - 1)  # the driver runs a task too
-        if _pool is None or _pool_size != workers:
+        if _pool is None or len(_pool.reports) != workers:
             shutdown_pool()
-            ctx = multiprocessing.get_context("spawn")  # not fork: the driver has threads (and a store client)
-            _reports = ctx.RawArray("q", [-1] * (2 * workers))  # -1: nothing reported yet
-            slots = ctx.Value("i", 0)
-            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                                        initargs=(os.getpid(), logs.settings(), _reports, slots))
-            _pool_size = workers
+            # fresh interpreters, not forks: the driver has threads (and a store client)
+            _pool = WorkerPool(workers, _init_worker, (logs.settings(),))
             _uncount = stop.count_in_flight(_workers_in_flight)
         return _pool
 
@@ -136,7 +125,7 @@ class ProcessRunner(Runner):
                     stop.reset()  # that stop was this job's, not a request for the next one
             shutdown_pool()  # its workers may have seen the stop: the next job gets fresh ones
             raise failed.exception()  # type: ignore[misc]
-        except BrokenProcessPool:
+        except BrokenPool:
             shutdown_pool()
             if stopped_by_user:
                 raise stop.Stopped() from None
@@ -157,10 +146,10 @@ def max_workers() -> int:
 
 def shutdown_pool() -> None:
     """Stop the worker processes (at exit, or after one died)."""
-    global _pool, _pool_size, _uncount
+    global _pool, _uncount
     if _pool is not None:
-        _pool.shutdown(wait=False, cancel_futures=True)
-        _pool, _pool_size = None, 0
+        _pool.shutdown()
+        _pool = None
     if _uncount is not None:
         _uncount()
         _uncount = None
@@ -168,8 +157,8 @@ def shutdown_pool() -> None:
 
 def _workers_in_flight() -> int | None:
     """Requests in flight in the workers (as they last reported), None when none of them runs a fetcher."""
-    reports = _reports
-    counts = [n for n in reports[1::2] if n >= 0] if reports is not None else []
+    pool = _pool
+    counts = [n for _, n in pool.reports if n >= 0] if pool is not None else []
     return sum(counts) if counts else None
 
 
@@ -180,9 +169,9 @@ def _forward_stop() -> None:
     """A stop request of the driver reaches every worker (a terminal's Ctrl-C reaches them too, and they ignore
     it: the driver decides)."""
     pool = _pool
-    for proc in list(getattr(pool, "_processes", {}).values()) if pool is not None else []:
+    for pid in pool.pids() if pool is not None else []:
         try:
-            os.kill(proc.pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -190,33 +179,11 @@ def _forward_stop() -> None:
 stop.on_request(_forward_stop)
 
 
-def _init_worker(driver: int, log_settings: tuple[str, Any], reports: Any, slots: Any) -> None:
-    """A worker dies with the command that started it (kill -9 of the command leaves nothing running), logs as
-    the driver does, and reports its progress into its slot of `reports`."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux/glibc: the pool's own pipes end the worker after its task
-        pass
-    if os.getppid() != driver:  # the command died before prctl took effect
-        os._exit(1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _init_worker(log_settings: tuple[str, Any]) -> None:
+    """A worker takes SIGTERM as a stop request (the driver forwards its own) and logs as the driver does."""
     signal.signal(signal.SIGTERM, lambda *_: stop.request())
     level, log_file = log_settings
     logs.setup(level, log_file, worker=True)
-    with slots.get_lock():
-        slot = slots.value
-        slots.value += 1
-    if slot < len(reports) // 2:
-        threading.Thread(target=_report, args=(reports, slot), name="report", daemon=True).start()
-
-
-def _report(reports: Any, slot: int) -> None:
-    """Write this worker's records done and requests in flight into its slot, a few times a second."""
-    while True:
-        n = stop.in_flight()
-        reports[2 * slot], reports[2 * slot + 1] = progress.records(), -1 if n is None else n
-        time.sleep(_REPORT_EVERY)
 
 
 def _open(job: Job, crawl_id: str | None) -> DataStore:

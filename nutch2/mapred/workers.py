@@ -1,0 +1,197 @@
+"""The worker processes of the `processes` runner: plain interpreters that run pickled tasks sent over a socket.
+
+A worker is `python -c "...serve(fd)"` with one end of a socket pair: the driver sends (task id, function,
+arguments), the worker sends back ("done" | "failed", task id, value) and, a few times a second, a ("report",
+records, requests in flight) line for the progress and stop lines. multiprocessing's pools would do the same with
+a resource-tracker process beside them (~14 MB for semaphores this pool never needs), so they are not used.
+
+A worker dies with the driver (PR_SET_PDEATHSIG), ignores Ctrl-C (the driver decides) and takes SIGTERM as a stop
+request. A worker that dies (kill -9, out of memory) breaks the pool: its task and every queued one fail with
+`BrokenPool`, and the runner starts fresh workers for the next job.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from multiprocessing.connection import Connection, Pipe
+from typing import Any
+
+from nutch2.mapred import progress, stop
+from nutch2.mapred.memory import limit_arenas
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+_REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
+_SERVE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+          "from nutch2.mapred.workers import serve; serve(int(sys.argv[2]))")
+
+
+class BrokenPool(Exception):
+    """A worker process died; its task and the queued ones cannot finish."""
+
+
+class WorkerPool:
+    """`size` worker processes; tasks wait in a queue for an idle one. `setup(slot)` is called in each worker
+    before its first task (a picklable function: logging, its report slot)."""
+
+    def __init__(self, size: int, setup: Callable[..., None], setup_args: tuple[Any, ...]) -> None:
+        self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._idle: list[int] = []
+        self._running: dict[int, Future[Any]] = {}
+        self._conns: list[Connection] = []
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._broken = False
+        self._closed = False
+        for slot in range(size):
+            here, there = Pipe(duplex=True)
+            proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())],
+                                    pass_fds=(there.fileno(),), stdin=subprocess.DEVNULL)
+            there.close()
+            here.send((os.getpid(), slot, setup, setup_args))
+            self._conns.append(here)
+            self._procs.append(proc)
+            self._idle.append(slot)
+            threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.returncode is None]
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._broken or self._closed:
+                raise BrokenPool("the worker pool is shut down")
+            self._queue.append((future, fn, args))
+            self._dispatch()
+        return future
+
+    def shutdown(self) -> None:
+        """Cancel the queued tasks and let the workers go: each ends after its current task (or dies with the
+        driver)."""
+        with self._lock:
+            self._closed = True
+            queued = list(self._queue)
+            self._queue.clear()
+            for conn in self._conns:
+                try:
+                    conn.send(None)  # the worker's last message: it exits, and its reader here sees the end
+                except (OSError, ValueError):
+                    pass
+        for future, _, _ in queued:
+            future.cancel()
+
+    def _dispatch(self) -> None:
+        """Hand queued tasks to idle workers (under the lock)."""
+        while self._queue and self._idle and not self._closed:
+            future, fn, args = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            slot = self._idle.pop()
+            try:
+                self._conns[slot].send((id(future), fn, args))
+            except (OSError, ValueError):  # the worker is gone: its reader fails the pool
+                future.set_exception(BrokenPool(f"worker {slot} is gone"))
+                continue
+            self._running[slot] = future
+
+    def _read(self, slot: int) -> None:
+        """One worker's messages, until it ends: results settle futures, reports update `reports`."""
+        conn = self._conns[slot]
+        try:
+            while True:
+                kind, *rest = conn.recv()
+                if kind == "report":
+                    self.reports[slot] = (rest[0], rest[1])
+                    continue
+                with self._lock:
+                    future = self._running.pop(slot)
+                    self._idle.append(slot)
+                    self._dispatch()
+                (future.set_result if kind == "done" else future.set_exception)(rest[1])
+        except (EOFError, OSError):
+            pass
+        conn.close()
+        self._procs[slot].wait()
+        with self._lock:
+            if self._closed:
+                return
+            self._broken = True
+            failed = [self._running.pop(slot)] if slot in self._running else []
+            failed += [f for f, _, _ in self._queue]
+            self._queue.clear()
+        for future in failed:
+            if not future.done():
+                future.set_exception(BrokenPool(f"worker process {self._procs[slot].pid} died"))
+
+
+def serve(fd: int) -> None:
+    """A worker's life: set up, then run each task sent until the driver closes the socket."""
+    limit_arenas()
+    conn = Connection(fd)
+    driver, slot, setup, setup_args = conn.recv()
+    send_lock = threading.Lock()
+    _die_with(driver)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    setup(*setup_args)
+    threading.Thread(target=_report, args=(conn, send_lock), name="report", daemon=True).start()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:  # the driver let this worker go
+            return
+        task_id, fn, args = task
+        try:
+            reply: tuple[Any, ...] = ("done", task_id, fn(*args))
+        except BaseException as e:  # noqa: BLE001 - every failure goes to the driver, which decides
+            reply = ("failed", task_id, _picklable(e))
+        with send_lock:
+            try:
+                conn.send(reply)
+            except OSError:
+                return
+
+
+def _die_with(driver: int) -> None:
+    """SIGKILL this worker when the driver dies (kill -9 of the command leaves nothing running)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux/glibc: the closed socket ends the worker after its task
+        pass
+    if os.getppid() != driver:  # the driver died before prctl took effect
+        os._exit(1)
+
+
+def _report(conn: Connection, send_lock: threading.Lock) -> None:
+    """Send this worker's records done and requests in flight, a few times a second."""
+    while True:
+        n = stop.in_flight()
+        with send_lock:
+            try:
+                conn.send(("report", progress.records(), -1 if n is None else n))
+            except OSError:
+                return
+        time.sleep(_REPORT_EVERY)
+
+
+def _picklable(e: BaseException) -> BaseException:
+    """The exception itself when it crosses to the driver intact, else a RuntimeError with its text."""
+    try:
+        pickle.loads(pickle.dumps(e))
+        return e
+    except Exception:  # noqa: BLE001 - any pickling failure
+        return RuntimeError(f"{type(e).__name__}: {e}")

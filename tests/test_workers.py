@@ -1,0 +1,77 @@
+"""The processes runner's worker pool (nutch2/mapred/workers.py): tasks in plain interpreters, no resource tracker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from nutch2.mapred.workers import BrokenPool, WorkerPool
+
+
+def _setup(tag: str) -> None:
+    os.environ["WORKER_TAG"] = tag
+
+
+def _task(x: int) -> tuple[int, int, str]:
+    return x * x, os.getpid(), os.environ.get("WORKER_TAG", "")
+
+
+def _fail(message: str) -> None:
+    raise KeyError(message)
+
+
+def _sleep(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def _kids() -> list[psutil.Process]:
+    return psutil.Process().children(recursive=True)
+
+
+def test_tasks_run_in_the_workers_set_up_once_with_their_failures_raised_here() -> None:
+    trackers = {p.pid for p in _kids() if "resource_tracker" in " ".join(p.cmdline())}
+    pool = WorkerPool(2, _setup, ("set up",))
+    try:
+        futures = [pool.submit(_task, i) for i in range(6)]
+        results = [f.result(timeout=60) for f in futures]
+        assert [r[0] for r in results] == [i * i for i in range(6)]
+        assert {r[1] for r in results} <= set(pool.pids()) and os.getpid() not in {r[1] for r in results}
+        assert {r[2] for r in results} == {"set up"}
+        with pytest.raises(KeyError, match="bad row"):
+            pool.submit(_fail, "bad row").result(timeout=60)
+        assert pool.submit(_task, 7).result(timeout=60)[0] == 49  # a failed task leaves its worker serving
+        new = {p.pid for p in _kids() if "resource_tracker" in " ".join(p.cmdline())} - trackers
+        assert not new  # multiprocessing's tracker process is not started
+    finally:
+        pool.shutdown()
+
+
+def test_a_killed_worker_breaks_the_pool_and_its_task_fails_at_once() -> None:
+    pool = WorkerPool(1, _setup, ("x",))
+    try:
+        running = pool.submit(_sleep, 60)
+        queued = pool.submit(_task, 2)
+        time.sleep(0.5)
+        os.kill(pool.pids()[0], signal.SIGKILL)
+        with pytest.raises(BrokenPool, match="died"):
+            running.result(timeout=30)
+        with pytest.raises(BrokenPool):
+            queued.result(timeout=30)
+        with pytest.raises(BrokenPool):
+            pool.submit(_task, 3)
+    finally:
+        pool.shutdown()
+
+
+def test_shutdown_lets_the_workers_go() -> None:
+    pool = WorkerPool(2, _setup, ("x",))
+    pool.submit(_task, 1).result(timeout=60)
+    procs = [psutil.Process(pid) for pid in pool.pids()]
+    pool.shutdown()
+    gone, alive = psutil.wait_procs(procs, timeout=30)
+    assert not alive
