@@ -20,6 +20,7 @@ from nutch2 import logs
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
 from nutch2.mapred import stop
+from nutch2.mapred.memory import limit_arenas
 from nutch2.tools import TOOLS, Run, Tool, tools
 from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
 
@@ -106,6 +107,7 @@ def resume_command(tool: Tool, argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    limit_arenas()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:

@@ -21,7 +21,7 @@ from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, rob
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress, Window
 from nutch2.mapred import stop
-from nutch2.mapred.runner import release_memory
+from nutch2.mapred.memory import release_memory
 from nutch2.plugins.points import ProtocolSession
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker, queue_id

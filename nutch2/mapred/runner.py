@@ -15,7 +15,6 @@ run the same task bodies (map_pairs, reduce_pairs).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import threading
@@ -35,6 +34,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.logs import debug, log
 from nutch2.mapred import progress, stop
+from nutch2.mapred.memory import release_memory
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir, merge
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.query import Partition, Query
@@ -467,23 +467,3 @@ def results(futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
 def task_copy(job: Job) -> Job:
     """The task's own copy of the job, made the way a worker process gets it (so local runs prove it ships)."""
     return pickle.loads(pickle.dumps(job, pickle.HIGHEST_PROTOCOL))
-
-
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
-_malloc_trim = _load_malloc_trim()
-
-
-def release_memory() -> None:
-    """Give the heap's free pages back to the OS (glibc malloc_trim) after a job or phase.
-
-    Python frees a phase's objects, but glibc keeps the freed pages mapped, so the process would stay at the
-    high-water mark of its biggest job for the rest of a crawl. No-op on other C libraries.
-    """
-    if _malloc_trim is not None:
-        _malloc_trim(0)

@@ -38,6 +38,7 @@ from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import stop
+from nutch2.mapred.memory import release_memory
 from nutch2.mapred.runner import (
     Counters,
     Job,
@@ -46,7 +47,6 @@ from nutch2.mapred.runner import (
     log,
     map_pairs,
     reduce_pairs,
-    release_memory,
     task_context,
 )
 from nutch2.stores import open_store
