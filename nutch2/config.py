@@ -33,6 +33,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "fetcher.progress.interval": (0.05, 86400), "log.progress.interval": (0, 86400),
     "http.timeout": (1, 3_600_000), "mapreduce.job.tasks": (0, 1024), "solr.timeout": (0.1, 86400),
     "storage.write.batch.size": (1, 1_000_000), "fetcher.write.batch.size": (1, 1_000_000),
+    "storage.write.batch.mb": (0.01, 100_000), "storage.sqlite.cache.mb": (0.1, 100_000),
     "log.file.max.size.mb": (0.001, 100_000), "log.file.backups": (0, 1000),
 }
 

@@ -105,6 +105,8 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
     cls = store_class(conf)
     store = cls.from_conf(conf, table_name(conf, crawl_id), create)
     store.crawl_id = crawl_id_of(conf, crawl_id)
+    if isinstance(store, base.BufferedStore):
+        store.batch_bytes = int(conf.get_float("storage.write.batch.mb") * 2**20)
     if create:
         store.create_schema()
     debug(f"store: opened {cls.name} table {store.table}" + (f" ({store.path})" if hasattr(store, "path") else ""))

@@ -207,7 +207,8 @@ def split_keys(keys: list[str], n: int) -> list[KeyRange]:
 
 
 class BufferedStore(DataStore):
-    """A store that buffers puts and deletes per key and writes them in batches of `batch_size` rows.
+    """A store that buffers puts and deletes per key and writes them in batches of `batch_size` rows, or fewer
+    once their values reach `batch_bytes` (strings and bytes by their length).
 
     Pending values per key merge (later puts win); a pending delete stays, so write_batch deletes the old row
     and then writes what was put after it. A failed write_batch keeps the rows for the next flush.
@@ -216,6 +217,8 @@ class BufferedStore(DataStore):
     def __init__(self, table: str, batch_size: int) -> None:
         super().__init__(table)
         self.batch_size = max(1, batch_size)
+        self.batch_bytes = 2 << 20
+        self._pending_bytes = 0
         self._lock = threading.RLock()  # guards _pending: held only for a moment by put/delete/flush
         self._flush_lock = threading.RLock()  # one batch written at a time, in order; puts go on meanwhile
         self._pending: dict[str, dict[str, Any]] = {}
@@ -231,9 +234,11 @@ class BufferedStore(DataStore):
     def put(self, key: str, page: WebPage) -> None:
         values = self.encode(page)
         page.clear_dirty()
+        size = value_size(values)
         with self._lock:
             self._pending.setdefault(key, {}).update(values)
-            full = len(self._pending) >= self.batch_size
+            self._pending_bytes += size
+            full = len(self._pending) >= self.batch_size or self._pending_bytes >= self.batch_bytes
         if full:
             self.flush()
 
@@ -250,6 +255,7 @@ class BufferedStore(DataStore):
                 if not self._pending:
                     return
                 pending, self._pending = self._pending, {}
+                self._pending_bytes = 0
             try:
                 self.write_batch(pending)
                 failpoints.reach("store.flush")
@@ -261,6 +267,7 @@ class BufferedStore(DataStore):
                             self._pending[key] = values
                         elif "__delete__" not in newer:
                             self._pending[key] = {**values, **newer}
+                    self._pending_bytes += value_size(pending)
                 raise
 
     def flush_key(self, key: str) -> None:
@@ -282,6 +289,18 @@ class BufferedStore(DataStore):
     def discard_pending(self) -> None:
         with self._lock:
             self._pending.clear()
+            self._pending_bytes = 0
+
+
+def value_size(value: Any) -> int:
+    """About the bytes a buffered value holds: strings and bytes by their length, containers by their items."""
+    if isinstance(value, str | bytes | bytearray):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(value_size(k) + value_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(value_size(v) for v in value)
+    return 8
 
 
 def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "bytes": "BLOB"}
 LARGE_FIELDS = ("content", "text")  # each in a table of its own
+_READ_AHEAD = 32  # rows a scan fetches at a time: 32 fetched pages with their content are ~1 MB
 
 
 class SqliteStore(BufferedStore):
@@ -51,14 +52,16 @@ class SqliteStore(BufferedStore):
             raise ConfigError(f"storage.sqlite.wal.autocheckpoint={checkpoint} must be at least 1 (pages of 4 KB of "
                               "write-ahead log between checkpoints), e.g. -D storage.sqlite.wal.autocheckpoint=1000")
         return cls(path, table, conf.get_int("storage.write.batch.size"),
-                   conf.get_float("storage.sqlite.busy.timeout"), checkpoint)
+                   conf.get_float("storage.sqlite.busy.timeout"), checkpoint,
+                   int(conf.get_float("storage.sqlite.cache.mb") * 1024))
 
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0,
-                 checkpoint_pages: int = 1000) -> None:
+                 checkpoint_pages: int = 1000, cache_kb: int = 512) -> None:
         super().__init__(table, batch_size)
         self.path = Path(path)
         self.busy_timeout = busy_timeout
         self.checkpoint_pages = checkpoint_pages
+        self.cache_kb = cache_kb
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -121,6 +124,7 @@ class SqliteStore(BufferedStore):
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA wal_autocheckpoint={int(self.checkpoint_pages)}")
+        conn.execute(f"PRAGMA cache_size=-{self.cache_kb}")
         with self._conns_lock:
             self._conns.append(conn)
         return conn
@@ -276,9 +280,10 @@ class SqliteStore(BufferedStore):
         # a private connection: the scan's cursor stays open while the caller writes through this store
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
+            conn.execute(f"PRAGMA cache_size=-{self.cache_kb}")
             cur = conn.execute(sql, params)
             while True:
-                rows = cur.fetchmany(256)
+                rows = cur.fetchmany(_READ_AHEAD)
                 if not rows:
                     break
                 for row in rows:

@@ -82,3 +82,29 @@ def test_wal_autocheckpoint_is_set_and_checked(tmp_path) -> None:
         assert store._writer_conn().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 2000
     with pytest.raises(ConfigError, match="storage.sqlite.wal.autocheckpoint=0 must be at least 1"):
         open_store(make_conf(tmp_path, "sqlite", **{"storage.sqlite.wal.autocheckpoint": 0}), "ck")
+
+
+def test_page_cache_per_connection_is_the_setting(tmp_path) -> None:
+    with open_store(make_conf(tmp_path, "sqlite", **{"storage.sqlite.cache.mb": 0.25}), "cache") as store:
+        store.put("com.a:http/", WebPage("com.a:http/", status=1))
+        store.flush()
+        assert store._writer_conn().execute("PRAGMA cache_size").fetchone()[0] == -256
+        assert store._conn().execute("PRAGMA cache_size").fetchone()[0] == -256
+
+
+def test_a_write_batch_is_written_once_its_values_reach_the_size_bound(tmp_path) -> None:
+    """storage.write.batch.mb bounds a batch as well as storage.write.batch.size: 500 parsed pages' text are
+    not all held before the first write."""
+    conf = make_conf(tmp_path, "sqlite", **{"storage.write.batch.size": 500, "storage.write.batch.mb": 0.25})
+    with open_store(conf, "bytes") as store:
+        text = "x" * 100_000
+        for i in range(5):
+            key = f"com.a:http/{i}"
+            store.put(key, WebPage(key, status=2, text=text))
+        written = sqlite3.connect(store.path).execute('SELECT count(*) FROM "bytes_webpage"').fetchone()[0]
+        assert written == 3  # the third page took the batch past 0.25 MB; two wait for the next write
+        store.flush()
+        assert store.count() == 5
+        for i in range(3):  # small rows: the row count bounds the batch as before
+            store.put(f"com.b:http/{i}", WebPage(f"com.b:http/{i}", status=1))
+        assert sqlite3.connect(store.path).execute('SELECT count(*) FROM "bytes_webpage"').fetchone()[0] == 5
