@@ -121,6 +121,7 @@ class DbUpdaterJob(Job):
         dist = (get_distance(page) or 0) + 1
         datums = [ScoreDatum(target, anchor, 0.0, dist) for _, target, anchor in targets]
         self.scoring.distribute_score_to_outlinks(url, page, datums)
+        page.unload("outlinks")  # the datums below carry them: not shuffled twice, not held by the reducer
         yield page.key, BatchRow(page, base)
         for (key, _target, anchor), datum in zip(targets, datums, strict=True):
             if key != page.key:

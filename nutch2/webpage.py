@@ -191,6 +191,12 @@ class WebPage:
         values[name] = value
         return value
 
+    def unload(self, name: str) -> None:
+        """Forget a clean field's value (it reads as its default again), e.g. before the page is shuffled."""
+        if name in self._dirty:
+            raise ValueError(f"{name} has a value not yet written; it cannot be unloaded")
+        self._values.pop(name, None)
+
     def loaded(self) -> set[str]:
         """Names of fields that hold a value (read from the store or set)."""
         return set(self._values)

@@ -79,6 +79,17 @@ def test_webpage_pickles_with_its_dirty_fields() -> None:
     assert copy.dirty_fields() == {"title", "outlinks"} and page.dirty_fields() == {"title"}
 
 
+def test_an_unloaded_field_is_not_shuffled_and_a_dirty_one_cannot_be_unloaded() -> None:
+    page = WebPage("com.example:http/", status=2, outlinks={"http://example.com/a": "a"})
+    page.clear_dirty()
+    page.unload("outlinks")  # updatedb: the link datums carry them
+    copy = pickle.loads(pickle.dumps(page, pickle.HIGHEST_PROTOCOL))
+    assert "outlinks" not in copy.loaded() and copy.outlinks == {} and not copy.is_dirty()
+    page.title = "T"
+    with pytest.raises(ValueError, match="title has a value not yet written"):
+        page.unload("title")
+
+
 class _WordCount(Job):
     """Counts words of rows' titles; the reduce writes the count of each word as a row's score."""
 

@@ -28,7 +28,8 @@ SortKey = Callable[[Pair], Any]
 Run = list[Pair] | Path  # sorted pairs in memory, or a spill file of them
 
 _PREFIX = "nutch2-shuffle-"  # spill folders are named <prefix><pid>-<random>
-_CHUNK = 1024  # pairs per pickle in a run file: class references are written once per chunk
+_CHUNK = 128  # pairs per pickle in a run file (class references are written once per chunk); a merge holds one
+# chunk of each run it reads: 1024 made a reduce over many small runs hold most of its input
 _SAMPLE_FIRST = 16  # records measured exactly before sampling starts
 _SAMPLE_EVERY = 64  # then one record in this many
 
