@@ -144,11 +144,11 @@ def max_workers() -> int:
     return max(2, 4 * (os.cpu_count() or 1))
 
 
-def shutdown_pool() -> None:
-    """Stop the worker processes (at exit, or after one died)."""
+def shutdown_pool(wait: bool = False) -> None:
+    """Stop the worker processes (after one died or the job failed; with wait, at exit)."""
     global _pool, _uncount
     if _pool is not None:
-        _pool.shutdown()
+        _pool.shutdown(wait)
         _pool = None
     if _uncount is not None:
         _uncount()
@@ -162,7 +162,7 @@ def _workers_in_flight() -> int | None:
     return sum(counts) if counts else None
 
 
-atexit.register(shutdown_pool)
+atexit.register(shutdown_pool, wait=True)
 
 
 def _forward_stop() -> None:

@@ -32,6 +32,7 @@ from nutch2.mapred.memory import limit_arenas
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 _REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
+_EXIT_WAIT = 10.0  # seconds a command at exit waits for a worker to end its task
 _SERVE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
           "from nutch2.mapred.workers import serve; serve(int(sys.argv[2]))")
 
@@ -77,9 +78,9 @@ class WorkerPool:
             self._dispatch()
         return future
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = False) -> None:
         """Cancel the queued tasks and let the workers go: each ends after its current task (or dies with the
-        driver)."""
+        driver). wait: until they have ended (a command at exit, so that it leaves nothing running)."""
         with self._lock:
             self._closed = True
             queued = list(self._queue)
@@ -91,6 +92,12 @@ class WorkerPool:
                     pass
         for future, _, _ in queued:
             future.cancel()
+        for proc in self._procs if wait else ():
+            try:
+                proc.wait(_EXIT_WAIT)
+            except subprocess.TimeoutExpired:  # stuck in a task that ignores its stop: the command ends anyway
+                proc.kill()
+                proc.wait()
 
     def _dispatch(self) -> None:
         """Hand queued tasks to idle workers (under the lock)."""
