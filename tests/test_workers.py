@@ -75,3 +75,28 @@ def test_shutdown_lets_the_workers_go() -> None:
     pool.shutdown()
     gone, alive = psutil.wait_procs(procs, timeout=30)
     assert not alive
+
+
+def _explode() -> None:
+    raise ValueError("not here")
+
+
+class _Unreadable:
+    """Pickles in the worker; unpickling it in the driver raises."""
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return _explode, ()
+
+
+def _unreadable() -> _Unreadable:
+    return _Unreadable()
+
+
+def test_a_result_that_cannot_be_read_fails_its_task_not_the_pool() -> None:
+    pool = WorkerPool(1, _setup, ("x",))
+    try:
+        with pytest.raises(RuntimeError, match="cannot read a worker's result.*not here"):
+            pool.submit(_unreadable).result(timeout=60)
+        assert pool.submit(_task, 5).result(timeout=60)[0] == 25
+    finally:
+        pool.shutdown(wait=True)

@@ -42,8 +42,8 @@ class BrokenPool(Exception):
 
 
 class WorkerPool:
-    """`size` worker processes; tasks wait in a queue for an idle one. `setup(slot)` is called in each worker
-    before its first task (a picklable function: logging, its report slot)."""
+    """`size` worker processes; tasks wait in a queue for an idle one. `setup(*setup_args)` runs in each worker
+    before its first task (a picklable function: its logging, its signal handlers)."""
 
     def __init__(self, size: int, setup: Callable[..., None], setup_args: tuple[Any, ...]) -> None:
         self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
@@ -118,7 +118,12 @@ class WorkerPool:
         conn = self._conns[slot]
         try:
             while True:
-                kind, *rest = conn.recv()
+                try:
+                    kind, *rest = conn.recv()
+                except (EOFError, OSError):
+                    raise
+                except Exception as e:  # noqa: BLE001 - a result this process cannot unpickle fails its task
+                    kind, rest = "failed", [None, RuntimeError(f"cannot read a worker's result: {e!r}")]
                 if kind == "report":
                     self.reports[slot] = (rest[0], rest[1])
                     continue
