@@ -83,15 +83,29 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
     """SIGINT/SIGTERM: the first asks the work to stop (one line), a second one exits at once; both lines name
     the command that goes on (`resume`)."""
 
+    handling = {"now": False, "again": False}  # a second signal may run this handler inside the first one
+
+    def quit_now() -> None:
+        logs.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
+        os._exit(130)
+
     def handler(signum: int, _frame: object) -> None:
+        if handling["now"]:  # arrived while the first one's line was written: quit once it is
+            handling["again"] = True
+            return
         if stop.requested():
-            logs.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
-            os._exit(130)
-        n = stop.in_flight()
-        what = "the work in hand" if n is None else f"{n} request{'s' if n != 1 else ''} in flight"
-        logs.log(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
-                 "again to quit now")
-        stop.request()
+            quit_now()
+        handling["now"] = True
+        try:
+            n = stop.in_flight()
+            what = "the work in hand" if n is None else f"{n} request{'s' if n != 1 else ''} in flight"
+            logs.log(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
+                     "again to quit now")
+            stop.request()
+        finally:
+            handling["now"] = False
+        if handling["again"]:
+            quit_now()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -374,3 +374,38 @@ def test_a_signal_stops_a_fetch_on_spark_and_resume_requests_nothing_twice(web: 
     rows = table(conf, "sp")
     assert all(Mark.FETCH.check(p) == "B" for p in rows.values())  # every URL has its outcome
     assert len(lost_keys(rows)) <= 2 * 4  # at most the requests in flight (threads of the two tasks)
+
+
+def test_a_second_signal_during_the_first_ones_line_still_quits_at_once(monkeypatch, capsys) -> None:
+    """Two signals delivered together (the TWICE cases above) can run the handler inside itself, while the first
+    call writes its line: the second must still quit at once, after that line, not log a second first stop."""
+    from nutch2 import cli, logs
+    from nutch2.mapred import stop
+
+    class Quit(Exception):
+        pass
+
+    def exit_(code: int) -> None:
+        raise Quit(code)
+
+    monkeypatch.setattr(cli.os, "_exit", exit_)
+    lines: list[str] = []
+    inner: list[Callable[[], None]] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        while inner:  # the second signal arrives while this line is written
+            inner.pop()()
+
+    monkeypatch.setattr(logs, "log", log)
+    monkeypatch.setattr(logs, "warning", lambda line: lines.append(line))
+    stop.reset()
+    try:
+        with cli.stop_on_signals("nutch2 crawl", "nutch2 crawl seeds"):
+            handler = signal.getsignal(signal.SIGTERM)
+            inner.append(lambda: handler(signal.SIGTERM, None))
+            with pytest.raises(Quit, match="130"):
+                handler(signal.SIGINT, None)
+    finally:
+        stop.reset()
+    assert [line.split(": ")[1].split(";")[0] for line in lines] == ["stopping", "stopped at once"], lines
