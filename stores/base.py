@@ -217,7 +217,7 @@ class BufferedStore(DataStore):
     def __init__(self, table: str, batch_size: int) -> None:
         super().__init__(table)
         self.batch_size = max(1, batch_size)
-        self.batch_bytes = 2 << 20
+        self.batch_bytes = 2 << 20  # storage.write.batch.mb's default; open_store sets the configured value
         self._pending_bytes = 0
         self._lock = threading.RLock()  # guards _pending: held only for a moment by put/delete/flush
         self._flush_lock = threading.RLock()  # one batch written at a time, in order; puts go on meanwhile
