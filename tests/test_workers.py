@@ -29,12 +29,20 @@ def _sleep(seconds: float) -> int:
     return os.getpid()
 
 
-def _kids() -> list[psutil.Process]:
-    return psutil.Process().children(recursive=True)
+def _trackers() -> set[int]:
+    """multiprocessing resource trackers under this process (a zombie left by an earlier test has no cmdline)."""
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" in " ".join(p.cmdline()):
+                found.add(p.pid)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_tasks_run_in_the_workers_set_up_once_with_their_failures_raised_here() -> None:
-    trackers = {p.pid for p in _kids() if "resource_tracker" in " ".join(p.cmdline())}
+    trackers = _trackers()
     pool = WorkerPool(2, _setup, ("set up",))
     try:
         futures = [pool.submit(_task, i) for i in range(6)]
@@ -45,7 +53,7 @@ def test_tasks_run_in_the_workers_set_up_once_with_their_failures_raised_here() 
         with pytest.raises(KeyError, match="bad row"):
             pool.submit(_fail, "bad row").result(timeout=60)
         assert pool.submit(_task, 7).result(timeout=60)[0] == 49  # a failed task leaves its worker serving
-        new = {p.pid for p in _kids() if "resource_tracker" in " ".join(p.cmdline())} - trackers
+        new = _trackers() - trackers
         assert not new  # multiprocessing's tracker process is not started
     finally:
         pool.shutdown()
