@@ -1,6 +1,7 @@
 """The two runners give the same crawl: a 3-round crawl of the test web (traps included) under `local` and under
-`processes` ends with identical rows and identical counters of every job; a worker process killed mid-job
-fails the job with one line and a rerun gives the rows of an uninterrupted run."""
+`processes` (its workers kept, or replaced by fresh ones after every task) ends with identical rows and identical
+counters of every job; a worker process killed mid-job fails the job with one line and a rerun gives the rows of
+an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -52,16 +53,23 @@ def test_local_and_processes_give_the_same_crawl(tmp_path: Path) -> None:
         seeds = tmp_path / "seeds.txt"
         seeds.write_text(web.seed_url + "\n")
         results = {}
-        for framework in ("local", "processes"):
+        # "recycled": every worker retires after its task (its RSS is over 1 MB) and a fresh one takes its place
+        for framework, max_mb in (("local", 0), ("processes", 0), ("recycled", 1)):
             backend = "sqlite" if framework == "local" else "sqlite:processes"
-            d = defines(tmp_path, backend, **{"fetcher.server.delay": 0.05})
+            d = defines(tmp_path, backend, **{"fetcher.server.delay": 0.05, "log.level": "DEBUG",
+                                              "mapreduce.processes.worker.max.mb": max_mb})
             p = nutch2("crawl", seeds, "-rounds", 3, "-crawlId", framework, *d)
             assert p.returncode == 0, p.stderr
+            retired = p.stderr.count("a fresh process takes its place")
+            assert (retired >= 12) if framework == "recycled" else (retired == 0), p.stderr
             conf = conf_for(tmp_path, backend)
             results[framework] = (table(conf, framework), counters(p.stderr), _names(conf, framework))
-    (rows_l, counters_l, names_l), (rows_p, counters_p, names_p) = results["local"], results["processes"]
-    assert len(counters_l) >= 13 and counters_l == counters_p
-    same_rows(rows_l, rows_p, names_l, names_p)
+    rows_l, counters_l, names_l = results["local"]
+    assert len(counters_l) >= 13
+    for framework in ("processes", "recycled"):
+        rows_p, counters_p, names_p = results[framework]
+        assert counters_l == counters_p, framework
+        same_rows(rows_l, rows_p, names_l, names_p)
     assert sum(p.status == CrawlStatus.FETCHED for p in rows_l.values()) > 20
 
 

@@ -108,3 +108,36 @@ def test_a_result_that_cannot_be_read_fails_its_task_not_the_pool() -> None:
         assert pool.submit(_task, 5).result(timeout=60)[0] == 25
     finally:
         pool.shutdown(wait=True)
+
+
+def _served_by(pool: WorkerPool, n: int) -> list[int]:
+    futures = [pool.submit(_task, i) for i in range(n)]  # queued at once: some wait for a retiring worker
+    results = [f.result(timeout=60) for f in futures]
+    assert [r[0] for r in results] == [i * i for i in range(n)]
+    assert {r[2] for r in results} == {"set up"}  # a fresh worker is set up as the first ones were
+    return [r[1] for r in results]
+
+
+def test_a_worker_over_its_memory_bound_retires_after_its_task_and_a_fresh_one_takes_its_place() -> None:
+    pool = WorkerPool(1, _setup, ("set up",), max_rss_mb=1)  # every interpreter is over 1 MB
+    try:
+        pids = _served_by(pool, 5)
+        assert len(set(pids)) == 5  # a task per process
+        deadline = time.monotonic() + 30
+        while pool.retired < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.retired == 5 and len(pool.pids()) == 1 and pool.pids()[0] not in pids
+        assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+        with pytest.raises(KeyError, match="bad row"):  # a failed task retires its worker too, the pool serves on
+            pool.submit(_fail, "bad row").result(timeout=60)
+        assert pool.submit(_task, 3).result(timeout=60)[0] == 9
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_a_worker_under_its_memory_bound_serves_every_task() -> None:
+    pool = WorkerPool(1, _setup, ("set up",), max_rss_mb=100_000)
+    try:
+        assert len(set(_served_by(pool, 5))) == 1 and pool.retired == 0
+    finally:
+        pool.shutdown(wait=True)

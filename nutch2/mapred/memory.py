@@ -35,3 +35,12 @@ def limit_arenas() -> None:
     before a process starts its threads. No-op on other C libraries."""
     if _LIBC is not None:
         _LIBC.mallopt(_M_ARENA_MAX, max(2, os.cpu_count() or 1))
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (Linux /proc; 0.0 where it cannot be read)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0

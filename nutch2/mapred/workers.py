@@ -8,6 +8,10 @@ a resource-tracker process beside them (~14 MB for semaphores this pool never ne
 A worker dies with the driver (PR_SET_PDEATHSIG), ignores Ctrl-C (the driver decides) and takes SIGTERM as a stop
 request. A worker that dies (kill -9, out of memory) breaks the pool: its task and every queued one fail with
 `BrokenPool`, and the runner starts fresh workers for the next job.
+
+A worker whose resident memory has grown past `max_rss_mb` after a task retires with its result, and the pool
+starts a fresh interpreter in its place (as Celery's max-memory-per-child): CPython keeps the arenas that a few
+long-lived objects pin, so a worker's memory only grows over a crawl, and a fresh one gives it back.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
+from nutch2.logs import debug
 from nutch2.mapred import progress, stop
-from nutch2.mapred.memory import limit_arenas
+from nutch2.mapred.memory import limit_arenas, rss_mb
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 _REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
@@ -45,8 +50,12 @@ class WorkerPool:
     """`size` worker processes; tasks wait in a queue for an idle one. `setup(*setup_args)` runs in each worker
     before its first task (a picklable function: its logging, its signal handlers)."""
 
-    def __init__(self, size: int, setup: Callable[..., None], setup_args: tuple[Any, ...]) -> None:
+    def __init__(self, size: int, setup: Callable[..., None], setup_args: tuple[Any, ...],
+                 max_rss_mb: float = 0.0) -> None:
         self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
+        self.retired = 0  # workers replaced after passing max_rss_mb
+        self.max_rss_mb = max_rss_mb
+        self._setup = (setup, setup_args, max_rss_mb)
         self._lock = threading.Lock()
         self._queue: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
         self._idle: list[int] = []
@@ -56,15 +65,20 @@ class WorkerPool:
         self._broken = False
         self._closed = False
         for slot in range(size):
-            here, there = Pipe(duplex=True)
-            proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())],
-                                    pass_fds=(there.fileno(),), stdin=subprocess.DEVNULL)
-            there.close()
-            here.send((os.getpid(), slot, setup, setup_args))
-            self._conns.append(here)
+            conn, proc = self._start(slot)
+            self._conns.append(conn)
             self._procs.append(proc)
             self._idle.append(slot)
             threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
+
+    def _start(self, slot: int) -> tuple[Connection, subprocess.Popen[bytes]]:
+        """A fresh worker interpreter for `slot`, sent its setup."""
+        here, there = Pipe(duplex=True)
+        proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())],
+                                pass_fds=(there.fileno(),), stdin=subprocess.DEVNULL)
+        there.close()
+        here.send((os.getpid(), slot, *self._setup))
+        return here, proc
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.returncode is None]
@@ -114,28 +128,16 @@ class WorkerPool:
             self._running[slot] = future
 
     def _read(self, slot: int) -> None:
-        """One worker's messages, until it ends: results settle futures, reports update `reports`."""
-        conn = self._conns[slot]
-        try:
-            while True:
-                try:
-                    kind, *rest = conn.recv()
-                except (EOFError, OSError):
-                    raise
-                except Exception as e:  # noqa: BLE001 - a result this process cannot unpickle fails its task
-                    kind, rest = "failed", [None, RuntimeError(f"cannot read a worker's result: {e!r}")]
-                if kind == "report":
-                    self.reports[slot] = (rest[0], rest[1])
-                    continue
-                with self._lock:
-                    future = self._running.pop(slot)
-                    self._idle.append(slot)
-                    self._dispatch()
-                (future.set_result if kind == "done" else future.set_exception)(rest[1])
-        except (EOFError, OSError):
-            pass
-        conn.close()
-        self._procs[slot].wait()
+        """One worker's messages, until it ends: results settle futures, reports update `reports`. A worker
+        that retires is replaced by a fresh one in its slot."""
+        while self._serve_slot(slot):
+            with self._lock:
+                if self._closed:
+                    return
+                self._conns[slot], self._procs[slot] = self._start(slot)
+                self.retired += 1
+                self._idle.append(slot)
+                self._dispatch()
         with self._lock:
             if self._closed:
                 return
@@ -147,12 +149,40 @@ class WorkerPool:
             if not future.done():
                 future.set_exception(BrokenPool(f"worker process {self._procs[slot].pid} died"))
 
+    def _serve_slot(self, slot: int) -> bool:
+        """Read the slot's worker until it ends; True when it retired (it said so with its last result)."""
+        conn = self._conns[slot]
+        retiring = False
+        try:
+            while True:
+                try:
+                    kind, *rest = conn.recv()
+                except (EOFError, OSError):
+                    raise
+                except Exception as e:  # noqa: BLE001 - a result this process cannot unpickle fails its task
+                    kind, rest = "failed", [None, RuntimeError(f"cannot read a worker's result: {e!r}"), False]
+                if kind == "report":
+                    self.reports[slot] = (rest[0], rest[1])
+                    continue
+                retiring = rest[2]
+                with self._lock:
+                    future = self._running.pop(slot)
+                    if not retiring:  # a retiring worker gets no more tasks: its successor will
+                        self._idle.append(slot)
+                        self._dispatch()
+                (future.set_result if kind == "done" else future.set_exception)(rest[1])
+        except (EOFError, OSError):
+            pass
+        conn.close()
+        self._procs[slot].wait()
+        return retiring and self._procs[slot].returncode == 0
+
 
 def serve(fd: int) -> None:
     """A worker's life: set up, then run each task sent until the driver closes the socket."""
     limit_arenas()
     conn = Connection(fd)
-    driver, slot, setup, setup_args = conn.recv()
+    driver, slot, setup, setup_args, max_rss_mb = conn.recv()
     send_lock = threading.Lock()
     _die_with(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -167,14 +197,21 @@ def serve(fd: int) -> None:
             return
         task_id, fn, args = task
         try:
-            reply: tuple[Any, ...] = ("done", task_id, fn(*args))
+            kind, value = "done", fn(*args)
         except BaseException as e:  # noqa: BLE001 - every failure goes to the driver, which decides
-            reply = ("failed", task_id, _picklable(e))
+            kind, value = "failed", _picklable(e)
+        size = rss_mb()
+        retiring = 0 < max_rss_mb < size
+        if retiring:
+            debug(f"worker {slot}: {size:.0f} MB after its task (mapreduce.processes.worker.max.mb={max_rss_mb:g}): "
+                  "a fresh process takes its place")
         with send_lock:
             try:
-                conn.send(reply)
+                conn.send((kind, task_id, value, retiring))
             except OSError:
                 return
+        if retiring:
+            return
 
 
 def _die_with(driver: int) -> None:
