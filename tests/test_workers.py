@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from nutch2.mapred import progress
 from nutch2.mapred.workers import BrokenPool, WorkerPool
 
 
@@ -17,6 +19,9 @@ def _setup(tag: str) -> None:
 
 
 def _task(x: int) -> tuple[int, int, str]:
+    ctx = SimpleNamespace(records=10)  # a task that did 10 records (the progress line counts them)
+    progress.task_started(ctx)
+    progress.task_ended(ctx)
     return x * x, os.getpid(), os.environ.get("WORKER_TAG", "")
 
 
@@ -127,6 +132,7 @@ def test_a_worker_over_its_memory_bound_retires_after_its_task_and_a_fresh_one_t
         while pool.retired < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert pool.retired == 5 and len(pool.pids()) == 1 and pool.pids()[0] not in pids
+        assert pool.records() == 50  # the records of the workers that retired still count
         assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
         with pytest.raises(KeyError, match="bad row"):  # a failed task retires its worker too, the pool serves on
             pool.submit(_fail, "bad row").result(timeout=60)

@@ -90,7 +90,7 @@ class ProcessRunner(Runner):
     def records_done(self) -> int:
         """Records of the driver's own tasks and of the workers' (as they last reported)."""
         pool = _pool
-        return progress.records() + (sum(max(0, n) for n, _ in pool.reports) if pool is not None else 0)
+        return progress.records() + (pool.records() if pool is not None else 0)
 
     def _pool(self) -> WorkerPool:
         global _pool, _uncount

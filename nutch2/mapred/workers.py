@@ -54,6 +54,7 @@ class WorkerPool:
                  max_rss_mb: float = 0.0) -> None:
         self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
         self.retired = 0  # workers replaced after passing max_rss_mb
+        self._retired_records = 0  # records done by the workers that retired (their last report)
         self.max_rss_mb = max_rss_mb
         self._setup = (setup, setup_args, max_rss_mb)
         self._lock = threading.Lock()
@@ -79,6 +80,11 @@ class WorkerPool:
         there.close()
         here.send((os.getpid(), slot, *self._setup))
         return here, proc
+
+    def records(self) -> int:
+        """Records done by this pool's workers so far, retired ones included (it only grows)."""
+        with self._lock:
+            return self._retired_records + sum(max(0, n) for n, _ in self.reports)
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.returncode is None]
@@ -134,6 +140,8 @@ class WorkerPool:
             with self._lock:
                 if self._closed:
                     return
+                self._retired_records += max(0, self.reports[slot][0])
+                self.reports[slot] = (-1, -1)
                 self._conns[slot], self._procs[slot] = self._start(slot)
                 self.retired += 1
                 self._idle.append(slot)
@@ -207,6 +215,8 @@ def serve(fd: int) -> None:
                   "a fresh process takes its place")
         with send_lock:
             try:
+                if retiring:  # its records so far, which the driver keeps counting after it has gone
+                    conn.send(("report", progress.records(), -1))
                 conn.send((kind, task_id, value, retiring))
             except OSError:
                 return
