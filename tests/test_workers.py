@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from types import SimpleNamespace
 
@@ -27,6 +28,11 @@ def _task(x: int) -> tuple[int, int, str]:
 
 def _fail(message: str) -> None:
     raise KeyError(message)
+
+
+def _leave_a_thread() -> int:
+    threading.Thread(target=time.sleep, args=(3600,), name="left-running").start()  # not a daemon: exit waits
+    return os.getpid()
 
 
 def _sleep(seconds: float) -> int:
@@ -145,5 +151,21 @@ def test_a_worker_under_its_memory_bound_serves_every_task() -> None:
     pool = WorkerPool(1, _setup, ("set up",), max_rss_mb=100_000)
     try:
         assert len(set(_served_by(pool, 5))) == 1 and pool.retired == 0
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_a_retiring_worker_that_does_not_end_is_killed_and_its_slot_still_served(monkeypatch) -> None:
+    """A task left a thread running, so the retiring interpreter cannot exit: the pool kills it after _EXIT_WAIT
+    rather than leave its slot (and the job) waiting."""
+    from nutch2.mapred import workers
+
+    monkeypatch.setattr(workers, "_EXIT_WAIT", 1.0)
+    pool = WorkerPool(1, _setup, ("set up",), max_rss_mb=1)
+    try:
+        stuck = pool.submit(_leave_a_thread).result(timeout=60)
+        result = pool.submit(_task, 4).result(timeout=30)
+        assert result[0] == 16 and result[1] != stuck
+        assert not psutil.pid_exists(stuck) or psutil.Process(stuck).status() == psutil.STATUS_ZOMBIE
     finally:
         pool.shutdown(wait=True)

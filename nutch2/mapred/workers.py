@@ -56,7 +56,7 @@ class WorkerPool:
         self.retired = 0  # workers replaced after passing max_rss_mb
         self._retired_records = 0  # records done by the workers that retired (their last report)
         self.max_rss_mb = max_rss_mb
-        self._setup = (setup, setup_args, max_rss_mb)
+        self._setup = (setup, setup_args)
         self._lock = threading.Lock()
         self._queue: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
         self._idle: list[int] = []
@@ -78,7 +78,7 @@ class WorkerPool:
         proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())],
                                 pass_fds=(there.fileno(),), stdin=subprocess.DEVNULL)
         there.close()
-        here.send((os.getpid(), slot, *self._setup))
+        here.send((os.getpid(), slot, *self._setup, self.max_rss_mb))
         return here, proc
 
     def records(self) -> int:
@@ -113,11 +113,7 @@ class WorkerPool:
         for future, _, _ in queued:
             future.cancel()
         for proc in self._procs if wait else ():
-            try:
-                proc.wait(_EXIT_WAIT)
-            except subprocess.TimeoutExpired:  # stuck in a task that ignores its stop: the command ends anyway
-                proc.kill()
-                proc.wait()
+            _reap(proc)
 
     def _dispatch(self) -> None:
         """Hand queued tasks to idle workers (under the lock)."""
@@ -179,11 +175,16 @@ class WorkerPool:
                         self._idle.append(slot)
                         self._dispatch()
                 (future.set_result if kind == "done" else future.set_exception)(rest[1])
+                if retiring:  # its last message: its records came just before
+                    break
         except (EOFError, OSError):
             pass
         conn.close()
-        self._procs[slot].wait()
-        return retiring and self._procs[slot].returncode == 0
+        if retiring:
+            _reap(self._procs[slot])
+        else:
+            self._procs[slot].wait()
+        return retiring  # its result is in: however it ended, its slot gets a fresh worker
 
 
 def serve(fd: int) -> None:
@@ -222,6 +223,16 @@ def serve(fd: int) -> None:
                 return
         if retiring:
             return
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for a worker that was let go (or retired) to end; kill it if it has not within _EXIT_WAIT (stuck in a
+    task that ignores its stop, or a thread a task left running)."""
+    try:
+        proc.wait(_EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _die_with(driver: int) -> None:
