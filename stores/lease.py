@@ -3,11 +3,12 @@ the same crawl or run the same batch at once (file locks only kept apart the com
 
 A lease is one crawl-state record, `lease/<scope>`, changed only by compare-and-set (DataStore.swap_state):
 
-    {"state": "held" | "released", "holder": id, "job": command, "host": name, "pid": n, "token": n,
-     "expires": unix seconds}
+    {"state": "held" | "released", "holder": id, "job": command, "host": name, "pid": n, "started": ticks,
+     "token": n, "expires": unix seconds}
 
 - taking it: absent, released or expired records are replaced by our own with the next fencing token; a record
-  whose holder runs on this machine with a pid that is gone (kill -9) is taken over at once; a live holder's
+  whose holder ran on this machine in a process that has ended (kill -9; its pid gone, a zombie not yet reaped,
+  or now another process's: the record keeps the holder's start time) is taken over at once; a live holder's
   record is refused with one line naming it. Taking over is said in one line naming the old holder.
 - holding it: a renewal thread pushes `expires` ahead every ttl/3; a renewal that finds the record changed
   means another command took the lease over: the lease is lost and fence() no longer holds.
@@ -33,14 +34,33 @@ from nutch2.stores.base import DataStore, Fence
 PREFIX = "lease/"
 
 
-def _alive(pid: int) -> bool:
+def _start_ticks(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), or None without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return -1 if fields[0] in (b"Z", b"X") else int(fields[19])  # a zombie has ended: -1 matches no start
+
+
+def _alive(pid: int, started: int | None = None) -> bool:
+    """Does the process that took a lease still run on this machine? A pid that ended and was not reaped yet (a
+    zombie: a command killed under a parent that has not waited for it) has gone, and so has one whose pid now
+    belongs to a process started later."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    ticks = _start_ticks(pid)
+    if ticks == -1:
+        return False
+    return started is None or ticks is None or ticks == started
+
+
+_OWN_START = _start_ticks(os.getpid())
 
 
 def holder_text(rec: dict) -> str:
@@ -93,11 +113,12 @@ class StoreLease:
         raise StoreLockedError(f"{self.job}: the {self.scope} lease keeps changing under this command; try again")
 
     def _gone(self, rec: dict) -> bool:
-        return rec.get("host") == self.host and isinstance(rec.get("pid"), int) and not _alive(rec["pid"])
+        return _gone(rec, self.host)
 
     def _record(self, token: int, state: str = "held") -> str:
         return json.dumps({"state": state, "holder": self.holder, "job": self.job, "host": self.host,
-                           "pid": os.getpid(), "token": token, "expires": round(time.time() + self.ttl, 3)})
+                           "pid": os.getpid(), "started": _OWN_START, "token": token,
+                           "expires": round(time.time() + self.ttl, 3)})
 
     def fence(self) -> Fence:
         return Fence(self.name, self.token)
@@ -142,6 +163,13 @@ class StoreLease:
             self._raw = None
 
 
+def _gone(rec: dict, host: str) -> bool:
+    """Was the record's holder a process of this machine that has ended?"""
+    pid, started = rec.get("pid"), rec.get("started")
+    return (rec.get("host") == host and isinstance(pid, int)
+            and not _alive(pid, started if isinstance(started, int) else None))
+
+
 def _parse(raw: str | None) -> dict | None:
     if raw is None:
         return None
@@ -162,7 +190,7 @@ def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:
             rec = _parse(raw)
             if rec is None or rec.get("state") != "held" or rec.get("expires", 0) < now:
                 continue
-            if rec.get("host") == host and isinstance(rec.get("pid"), int) and not _alive(rec["pid"]):
+            if _gone(rec, host):
                 continue
             out.append((name[len(PREFIX):], rec))
     return out

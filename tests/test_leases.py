@@ -110,12 +110,30 @@ def test_lease_of_a_killed_driver_is_taken_over_at_once(tmp_path: Path, backend:
         with pytest.raises(StoreLockedError, match=f"pid {proc.pid}"):
             BatchLock(conf, cid, "b1", "parse")
         proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        deadline = time.monotonic() + 30  # ended, and not reaped: a zombie still answers kill(pid, 0)
+        while b") Z " not in Path(f"/proc/{proc.pid}/stat").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         lines: list[str] = []
         with BatchLock(conf, cid, "b1", "parse", log=lines.append):
             pass
         assert len(lines) == 1 and f"fetch (pid {proc.pid} on " in lines[0] and "its process is gone" in lines[0]
     finally:
         proc.kill()
+        proc.wait(30)
         with open_store(conf, cid, create=False) as store:
             store.drop_schema()
+
+
+def test_a_lease_whose_pid_now_belongs_to_another_process_is_taken_over(store) -> None:
+    """The pid of a killed holder reused by a later process (here: this one) does not keep its lease."""
+    lease = StoreLease(store, "crawl", "generate")
+    assert lease.try_acquire() is None
+    rec = json.loads(store.get_state("lease/crawl"))
+    lease._stop.set()  # the holder "dies": no renewal, no release
+    dead = json.dumps({**rec, "started": rec["started"] - 1000})  # this pid, an older process's start time
+    assert store.swap_state("lease/crawl", store.get_state("lease/crawl"), dead)
+    lines: list[str] = []
+    second = StoreLease(store, "crawl", "inject", log=lines.append)
+    assert second.try_acquire() is None and "its process is gone" in lines[0]
+    second.release()
