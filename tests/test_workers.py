@@ -87,6 +87,22 @@ def test_a_killed_worker_breaks_the_pool_and_its_task_fails_at_once() -> None:
         pool.shutdown()
 
 
+def test_a_pool_started_by_a_thread_that_ended_keeps_serving() -> None:
+    """The job API runs each job in a thread of its own: the workers the first job's thread started serve the
+    next job after that thread has ended (PR_SET_PDEATHSIG fires with the thread that started a process)."""
+    made: list[WorkerPool] = []
+    first = threading.Thread(target=lambda: made.append(WorkerPool(2, _setup, ("x",))))
+    first.start()
+    first.join()
+    pool = made[0]
+    try:
+        time.sleep(0.5)
+        assert not pool.broken and len(pool.pids()) == 2
+        assert [pool.submit(_task, i).result(timeout=60)[0] for i in range(4)] == [0, 1, 4, 9]
+    finally:
+        pool.shutdown()
+
+
 def test_shutdown_lets_the_workers_go() -> None:
     pool = WorkerPool(2, _setup, ("x",))
     pool.submit(_task, 1).result(timeout=60)

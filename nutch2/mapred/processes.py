@@ -96,7 +96,7 @@ class ProcessRunner(Runner):
         global _pool, _uncount
         workers = max(1, self.num_tasks - 1)  # the driver runs a task too
         max_mb = self.conf.get_float("mapreduce.processes.worker.max.mb")
-        if _pool is None or len(_pool.reports) != workers or _pool.max_rss_mb != max_mb:
+        if _pool is None or _pool.broken or len(_pool.reports) != workers or _pool.max_rss_mb != max_mb:
             shutdown_pool()
             # fresh interpreters, not forks: the driver has threads (and a store client)
             _pool = WorkerPool(workers, _init_worker, (logs.settings(),), max_mb)

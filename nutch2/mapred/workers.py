@@ -20,6 +20,7 @@ import ctypes
 import json
 import os
 import pickle
+import queue
 import signal
 import subprocess
 import sys
@@ -75,8 +76,7 @@ class WorkerPool:
     def _start(self, slot: int) -> tuple[Connection, subprocess.Popen[bytes]]:
         """A fresh worker interpreter for `slot`, sent its setup."""
         here, there = Pipe(duplex=True)
-        proc = subprocess.Popen([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())],
-                                pass_fds=(there.fileno(),), stdin=subprocess.DEVNULL)
+        proc = _spawn([sys.executable, "-c", _SERVE, json.dumps(sys.path), str(there.fileno())], there.fileno())
         there.close()
         here.send((os.getpid(), slot, *self._setup, self.max_rss_mb))
         return here, proc
@@ -85,6 +85,11 @@ class WorkerPool:
         """Records done by this pool's workers so far, retired ones included (it only grows)."""
         with self._lock:
             return self._retired_records + sum(max(0, n) for n, _ in self.reports)
+
+    @property
+    def broken(self) -> bool:
+        """A worker died: the pool serves no more tasks (the runner starts a fresh one for the next job)."""
+        return self._broken
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.returncode is None]
@@ -223,6 +228,33 @@ def serve(fd: int) -> None:
                 return
         if retiring:
             return
+
+
+_spawner: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], list[str], int]] | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
+    """Start a worker from one long-lived thread of this process. PR_SET_PDEATHSIG fires when the *thread* that
+    started a child ends, not the process: a worker started from a job's own thread (the job API runs each job in
+    a thread of its own) would be killed with that thread, and the next job would find the pool broken."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = queue.SimpleQueue()
+            threading.Thread(target=_spawn_loop, args=(_spawner,), name="worker-spawner", daemon=True).start()
+    future: Future[subprocess.Popen[bytes]] = Future()
+    _spawner.put((future, argv, fd))
+    return future.result()
+
+
+def _spawn_loop(requests: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], list[str], int]]) -> None:
+    while True:
+        future, argv, fd = requests.get()
+        try:
+            future.set_result(subprocess.Popen(argv, pass_fds=(fd,), stdin=subprocess.DEVNULL))
+        except BaseException as e:  # noqa: BLE001 - the caller raises it
+            future.set_exception(e)
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
