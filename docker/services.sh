@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Local real services for tests and development, assembled from Maven Central jars (no Docker engine needed).
-#   docker/services.sh start|stop|status solr|cassandra|hbase|postgres|spark|tika|all
+#   docker/services.sh start|stop|status solr|cassandra|hbase|postgres|spark|tika|opensearch|all
 # Each service lives in docker/services/<name>.sh, which defines <name>_start, <name>_stop and <name>_status.
 # Jars, data and logs go to $NUTCH2_SERVICES_DIR (default: <repo>/.services, ignored by git).
 set -euo pipefail
@@ -12,13 +12,13 @@ mkdir -p "$NUTCH2_SERVICES_DIR"
 # shellcheck source=docker/services/common.sh
 source "$here/services/common.sh"
 
-usage() { echo "usage: $0 start|stop|status solr|cassandra|hbase|postgres|spark|tika|all" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status solr|cassandra|hbase|postgres|spark|tika|opensearch|all" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 action="$1"; target="$2"
 case "$action" in start|stop|status) ;; *) usage ;; esac
 case "$target" in
-  all) names="solr cassandra hbase postgres spark tika" ;;
-  solr|cassandra|hbase|postgres|spark|tika) names="$target" ;;
+  all) names="solr cassandra hbase postgres spark tika opensearch" ;;
+  solr|cassandra|hbase|postgres|spark|tika|opensearch) names="$target" ;;
   *) usage ;;
 esac
 rc=0
