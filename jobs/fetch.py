@@ -3,9 +3,10 @@ of their queue id); reduce: the fetch engine of nutch2/fetch/fetcher.py (a Queue
 FetchItemQueues, as Nutch 2's FetcherReducer); each outcome becomes the row's fetch state, with the FETCH mark
 (and, with fetcher.parse, the parse).
 
-Exactly once per batch: each request is claimed in the store first (nutch2/fetch/fetchclaim.py), so -resume and a
-retried, re-run or speculative task never request a URL twice; where the runner may run a task twice (Spark),
-one attempt at a time holds the task's hosts (nutch2/mapred/tasklease.py)."""
+Every URL of a batch, once: each request is claimed in the store first (nutch2/fetch/fetchclaim.py), so -resume and
+a retried, re-run or speculative task never request a finished URL again, and request once more a URL whose attempt
+died with it in flight; where the runner may run a task twice (Spark), one attempt at a time holds the task's hosts
+(nutch2/mapred/tasklease.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import Journal
-from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_value, this_run, verdict
+from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_of, next_claim, this_run, verdict
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.headers import stored_headers
 from nutch2.fetch.output import ProtocolOutput
@@ -88,13 +90,14 @@ class FetcherJob(Job):
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         v = verdict(page.markers, page.metadata, self.run, self.resume)
         item = self._item(page)
-        if v is not Verdict.FETCH and not this_run(page.metadata, self.run):
-            # -resume: an earlier run's work (its tasks are gone); this run's own is settled by its reducer
+        if not this_run(page.metadata, self.run):  # this run's own rows are settled by its reducer
+            # -resume: an earlier run's work (its tasks are gone); a claim it left without an outcome is taken over
             if v is Verdict.DONE:
                 ctx.incr("skipped_already_fetched")
-            else:
+                return
+            if v is Verdict.LOST:
                 self._lost(ctx, item)
-            return
+                return
         yield random.randint(0, 65535), item
 
     @staticmethod
@@ -137,13 +140,17 @@ class FetcherJob(Job):
 
     def _settle(self, items: Iterator[FetchItem], ctx: TaskContext) -> Iterator[FetchItem]:
         """The items of a task an earlier attempt of this run had: what it finished is counted, not fetched;
-        what it claimed without an outcome is a lost fetch (recorded, not requested)."""
+        what it claimed without an outcome is requested once more (taken over), or recorded as a lost fetch when
+        it was claimed MAX_CLAIMS times."""
         for item in items:
             row = ctx.store.get(item.key, ("markers", "metadata", "status"))
             if row is None:
                 continue
             v = verdict(row.markers, row.metadata, self.run, self.resume)
             if v is Verdict.FETCH:
+                yield item
+            elif v is Verdict.REFETCH:
+                item.metadata = dict(row.metadata)  # the claim it takes over
                 yield item
             elif v is Verdict.LOST:
                 item.metadata = dict(row.metadata)
@@ -166,7 +173,9 @@ class FetcherJob(Job):
                 if batch not in self._fetching:
                     Journal(ctx.store).fetching(batch)
                     self._fetching.add(batch)
-        item.metadata[CLAIM] = claim_value(batch, self.run)  # type: ignore[arg-type]
+        item.metadata[CLAIM] = next_claim(item.metadata, item.markers, batch or "", self.run, self.resume)
+        if (claim := claim_of(item.metadata)) is not None and claim.count > 1:
+            ctx.incr("refetched_in_flight")  # its earlier request may have reached the site: at most one more
         page = WebPage.from_store(item.key, {})
         page.metadata = dict(item.metadata)
         ctx.store.put(item.key, page)
@@ -176,8 +185,8 @@ class FetcherJob(Job):
         clear_leases(ctx.store, self.batch_id)  # every attempt has ended
 
     def _lost(self, ctx: TaskContext, item: FetchItem) -> None:
-        """A URL claimed without an outcome: its request may have been sent. Recorded once, as a request that got
-        no answer (a failed fetch: RETRY), not requested again."""
+        """A URL claimed MAX_CLAIMS times without an outcome: every attempt that requested it died. Recorded once,
+        as a request that got no answer (a failed fetch: RETRY), not requested again in this batch."""
         ctx.incr("result_lost")
         code = ProtocolStatusCode.EXCEPTION
         self._output(ctx, item, code, [LOST_REASON], ProtocolOutput(code, [LOST_REASON], final_url=item.url))
@@ -185,6 +194,7 @@ class FetcherJob(Job):
     # ---------------------------------------------------------------- output
     def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],
                 out: ProtocolOutput | None) -> None:
+        failpoints.reach("fetch.answered")  # crash tests: a request answered, its outcome not written
         status = protocol_to_crawl_status(code)
         if status is None:
             return

@@ -1,70 +1,96 @@
-"""Fetch claims: what makes a fetch exactly-once per batch when a task dies, is retried or runs twice.
+"""Fetch claims: what makes a fetch finish every URL of a batch, once, when a task dies, is retried or runs twice.
 
 Before a fetcher thread sends a URL's request, the fetch task writes a claim into the row's metadata,
-`_ftclaim_ = "<batch>/<run>"` (run: the id of this fetch command's run), and flushes the store; threads that
-claim at the same moment share one flush (the store's flush lock is a group commit), and a flush also makes
-durable the outcomes written before it. So the store knows every URL whose request may have been sent:
+`_ftclaim_ = "<batch>/<run>/<n>"` (run: the id of this fetch command's run; n: how many times this batch's fetches
+claimed the URL), and flushes the store; threads that claim at the same moment share one flush (the store's flush
+lock is a group commit), and a flush also makes durable the outcomes written before it. So the store knows every
+URL whose request may have been sent:
 
-- FETCHED-or-other outcome written: the row carries the fetch mark; nobody requests it again in this batch
-  (`-resume`, a retried or re-run task of the same run, a speculative one);
-- claimed but never written: its request may have gone out and its answer is lost (kill -9, a lost executor or
-  Worker). It is not requested again: it is recorded as a failed fetch — protocol status EXCEPTION
-  "fetch result lost", crawl status RETRY — so updatedb counts one retry and the fetch schedule requests it
-  again in a later batch, as after any failed fetch.
+- an outcome written (FETCHED or any other): the row carries the fetch mark; nobody requests it again in this
+  batch (`-resume`, a retried or re-run task of the same run, a speculative one);
+- claimed, no outcome: its owner is gone (kill -9, a lost executor or Worker) with the request unsent or in
+  flight. The next attempt takes the claim over and requests the URL once more (counted `refetched_in_flight`):
+  a site gets at most one extra request for a URL that was in flight, and the rows end as an uninterrupted
+  fetch's;
+- claimed MAX_CLAIMS times, no outcome: every attempt that requested it died (a page that kills its fetcher).
+  It is not requested again in this batch: it is recorded as a failed fetch — protocol status EXCEPTION "fetch
+  result lost", crawl status RETRY — so updatedb counts one retry and the fetch schedule decides when to try it.
 
 A fetch without -resume means "fetch this batch again": claims and marks of earlier runs are ignored, those of
-its own run are not (its retried attempts skip what its earlier attempts did). updatedb drops the claim.
+its own run are not (its retried attempts go on from what its earlier attempts did). updatedb drops the claim.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import NamedTuple
 
 from nutch2.marks import Mark
 
-CLAIM = "_ftclaim_"  # metadata key: "<batch>/<run>" of the fetch that may have requested the URL
-LOST_REASON = "fetch result lost: the task ended after requesting the URL (a retry is counted)"
+CLAIM = "_ftclaim_"  # metadata key: "<batch>/<run>/<n>" of the fetch that may have requested the URL
+MAX_CLAIMS = 2  # requests of one URL in one batch whose answers were lost before it is recorded as failed
+LOST_REASON = "fetch result lost: every fetch that requested the URL ended before its answer (a retry is counted)"
 
 
 class Verdict(Enum):
     """What a fetch task does with a generated row."""
 
     FETCH = "fetch"  # request it
+    REFETCH = "refetch"  # claimed by an attempt that is gone, no outcome: request it once more
     DONE = "done"  # an outcome is written: skip it
-    LOST = "lost"  # claimed, no outcome: record a failed fetch without a request
+    LOST = "lost"  # claimed MAX_CLAIMS times, no outcome: record a failed fetch without a request
 
 
-def claim_value(batch: str, run: str) -> bytes:
-    return f"{batch}/{run}".encode()
+class Claim(NamedTuple):
+    batch: str
+    run: str
+    count: int  # claims of the URL in this batch so far
 
 
-def claim_of(metadata: dict[str, bytes]) -> tuple[str, str] | None:
-    """(batch, run) of a row's claim, or None."""
+def claim_value(batch: str, run: str, count: int = 1) -> bytes:
+    return f"{batch}/{run}/{count}".encode()
+
+
+def claim_of(metadata: dict[str, bytes]) -> Claim | None:
+    """A row's claim, or None (a claim written before counts were kept counts as one)."""
     raw = metadata.get(CLAIM)
     if not raw:
         return None
-    batch, _, run = bytes(raw).decode("utf-8", "replace").partition("/")
-    return batch, run
+    batch, _, rest = bytes(raw).decode("utf-8", "replace").partition("/")
+    run, _, count = rest.partition("/")
+    return Claim(batch, run, int(count) if count.isdigit() else 1)
+
+
+def _counts(claim: Claim | None, markers: dict[str, str], run: str, resume: bool) -> bool:
+    """Does the claim belong to this fetch of the batch (with `resume` every run's, else this run's)?"""
+    return (claim is not None and claim.batch == markers.get(Mark.GENERATE.value)
+            and (resume or claim.run == run))
 
 
 def verdict(markers: dict[str, str], metadata: dict[str, bytes], run: str, resume: bool) -> Verdict:
     """The verdict for a row of the batch as last written: `run` is this fetch's run id; with `resume`, every
     earlier run's work counts, without it only this run's (its earlier attempts)."""
-    fetched = markers.get(Mark.FETCH.value) is not None
     claim = claim_of(metadata)
-    in_batch = claim is not None and claim[0] == markers.get(Mark.GENERATE.value)
-    if resume or (in_batch and claim is not None and claim[1] == run):
-        if fetched:
+    if resume or (claim is not None and claim.run == run):
+        if markers.get(Mark.FETCH.value) is not None:
             return Verdict.DONE
-        if in_batch:
-            return Verdict.LOST
+        if _counts(claim, markers, run, resume):
+            return Verdict.LOST if claim.count >= MAX_CLAIMS else Verdict.REFETCH  # type: ignore[union-attr]
     return Verdict.FETCH
+
+
+def next_claim(metadata: dict[str, bytes], markers: dict[str, str], batch: str, run: str, resume: bool) -> bytes:
+    """The claim this run writes before requesting a URL: one more than the claim it takes over, if any."""
+    claim = claim_of(metadata)
+    taken = claim.count if _counts(claim, markers, run, resume) and claim is not None else 0
+    return claim_value(batch, run, taken + 1)
 
 
 def this_run(metadata: dict[str, bytes], run: str) -> bool:
     """Was the row claimed by this run (an earlier attempt of the same task)?"""
     claim = claim_of(metadata)
-    return claim is not None and claim[1] == run
+    return claim is not None and claim.run == run
 
 
-__all__ = ["CLAIM", "LOST_REASON", "Verdict", "claim_value", "claim_of", "verdict", "this_run"]
+__all__ = ["CLAIM", "MAX_CLAIMS", "LOST_REASON", "Claim", "Verdict", "claim_value", "claim_of", "verdict",
+           "next_claim", "this_run"]
