@@ -34,14 +34,24 @@ def port_props(backend: str, port: int) -> dict[str, object]:
     return {PORT_KEY[backend]: port}
 
 
-# job tests run on each store with the local runner, and on sqlite with the processes runner too
-JOB_BACKENDS = [*STORE_BACKENDS, "sqlite:processes"]
+# A backend is a store, run with the runner the machine takes by default (mapreduce.framework.name=auto: the
+# processes runner on 2+ cores with a store worker processes share, else local), or "<store>:<runner>" where a
+# test is about one runner. Job tests run on each store with the default, and on sqlite with the local runner too.
+JOB_BACKENDS = [*STORE_BACKENDS, "sqlite:local"]
 
 
 def split_backend(backend: str) -> tuple[str, str]:
-    """"sqlite:processes" -> ("sqlite", "processes"): a store and the runner (mapreduce.framework.name)."""
+    """"sqlite:local" -> ("sqlite", "local"): a store and the runner ("auto" when none is named)."""
     store, _, framework = backend.partition(":")
-    return store, framework or "local"
+    return store, framework or "auto"
+
+
+def runner_of(backend: str) -> str:
+    """The runner a backend's jobs run on: the named one, or the one nutch2 takes by default on this machine."""
+    from nutch2.mapred.runners import framework
+
+    store, runner = split_backend(backend)
+    return framework(Configuration(CONF_DIR, {"storage.data.store.class": store, "mapreduce.framework.name": runner}))
 
 
 def make_conf(tmp_path: Path, backend: str = "sqlite", **props: object) -> Configuration:

@@ -25,11 +25,12 @@ def seed_file(tmp: Path, *urls: str) -> Path:
 
 
 def defines(tmp: Path, backend: str, **props: object) -> list[str]:
-    """-D options for a crawl on `backend` ("sqlite", or "sqlite:processes" for the processes runner)."""
+    """-D options for a crawl on `backend`: "sqlite" runs with the machine's default runner, "sqlite:local" (or
+    :processes, :spark) names one."""
     store, _, framework = backend.partition(":")
     base = {
         "storage.data.store.class": store,
-        "mapreduce.framework.name": framework or "local",
+        "mapreduce.framework.name": framework or "auto",
         "storage.data.dir": str(tmp / "crawl"),
         "http.agent.name": "nutch2-test",
         "fetcher.server.delay": 0.1,

@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
-from tests.conftest import STORE_BACKENDS
+from tests.conftest import STORE_BACKENDS, runner_of
 from tests.crawlutil import conf_for, defines
 from tests.test_crash_safety import KILLED
 from tests.test_crash_safety import nutch2 as crash_nutch2
@@ -22,7 +22,7 @@ from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite:processes"]
+BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite"]
 
 
 def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -32,7 +32,7 @@ def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subproc
 def killed(proc: subprocess.CompletedProcess[str], backend: str, in_task: bool) -> bool:
     """Killed where the point is: this process, or (processes runner, a point in a task) the process that ran the
     task: the command itself (it runs task 0) or a worker, which the command reports in one line."""
-    if backend.endswith(":processes") and in_task and proc.returncode == 1:
+    if runner_of(backend) == "processes" and in_task and proc.returncode == 1:
         return "a worker process died" in proc.stderr
     return proc.returncode == KILLED
 

@@ -33,7 +33,7 @@ def web():
 BACKEND = "sqlite"
 
 
-@pytest.fixture(autouse=True, params=["sqlite", "sqlite:processes"])
+@pytest.fixture(autouse=True, params=["sqlite:local", "sqlite"])
 def framework(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every test with the local runner and with the processes runner."""
     global BACKEND

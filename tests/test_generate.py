@@ -21,7 +21,7 @@ from tests.crawlutil import cli, defines
 DAY_MS = 24 * 3600 * 1000
 
 
-@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
+@pytest.fixture(params=["memory", "sqlite:local", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 

@@ -52,7 +52,7 @@ def _fetched_batch(tmp: Path, web: TestWeb, backend: str = "sqlite") -> tuple[li
     return d, crawl_id, batch
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "sqlite:processes"])
+@pytest.mark.parametrize("backend", ["sqlite:local", "sqlite"])
 def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: TestWeb, tmp_path: Path,
                                                                           backend: str) -> None:
     d, crawl_id, batch = _fetched_batch(tmp_path, web, backend)

@@ -26,7 +26,7 @@ from tests.crawlutil import cli, defines
 HTML = "text/html; charset=utf-8"
 
 
-@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
+@pytest.fixture(params=["memory", "sqlite:local", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 

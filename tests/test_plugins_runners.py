@@ -23,7 +23,7 @@ from tests.testweb import TestWeb
 pytestmark = pytest.mark.slow
 SUMMARY = re.compile(r"^(\w+): finished in [\d.]+ s: (.*)$", re.M)
 RUNNERS = {
-    "local": ("sqlite", {}),
+    "local": ("sqlite:local", {}),
     "processes": ("sqlite:processes", {"mapreduce.job.tasks": 2}),
     "spark": ("sqlite", {"mapreduce.framework.name": "spark", "spark.master": "local[2]", "spark.ui.enabled": "false",
                          "mapreduce.job.tasks": 2}),

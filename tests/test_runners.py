@@ -55,7 +55,7 @@ def test_local_and_processes_give_the_same_crawl(tmp_path: Path) -> None:
         results = {}
         # "recycled": every worker retires after its task (its RSS is over 1 MB) and a fresh one takes its place
         for framework, max_mb in (("local", 0), ("processes", 0), ("recycled", 1)):
-            backend = "sqlite" if framework == "local" else "sqlite:processes"
+            backend = "sqlite:local" if framework == "local" else "sqlite:processes"
             d = defines(tmp_path, backend, **{"fetcher.server.delay": 0.05, "log.level": "DEBUG",
                                               "mapreduce.processes.worker.max.mb": max_mb})
             p = nutch2("crawl", seeds, "-rounds", 3, "-crawlId", framework, *d)

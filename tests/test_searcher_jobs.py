@@ -14,6 +14,7 @@ import requests
 from nutch2.marks import Mark
 from nutch2.stores import crawl_lock
 from nutch2.urls.tableutil import reverse_url
+from tests.conftest import runner_of
 from tests.crawlutil import conf_for, defines, passes_filters, rows, seed_file
 from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import TestWeb
@@ -179,7 +180,7 @@ def big_web():
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("backend", "sig"), [("sqlite:processes", signal.SIGTERM), ("sqlite", signal.SIGINT)])
+@pytest.mark.parametrize(("backend", "sig"), [("sqlite", signal.SIGTERM), ("sqlite:local", signal.SIGINT)])
 def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: TestWeb, tmp_path: Path, backend: str,
                                                                      sig: int) -> None:
     import psutil
@@ -207,7 +208,7 @@ def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: Tes
             time.sleep(0.05)
         assert requests.get(f"{server.url}/api/jobs/{r.json()['id']}", timeout=30).json()["state"] == "RUNNING"
         children = psutil.Process(server.proc.pid).children(recursive=True)
-        assert children or backend == "sqlite", "the processes runner's workers should be children of the server"
+        assert children or runner_of(backend) == "local", "the processes runner's workers: children of the server"
         server.proc.send_signal(sig)
         server.proc.wait(HTTP_TIMEOUT + 35)  # in-flight requests end, then uvicorn's graceful shutdown
     finally:

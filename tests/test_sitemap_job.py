@@ -17,7 +17,7 @@ from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.testweb import HOSTILE_SITEMAPS, TestWeb
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["sqlite", "sqlite:processes"]
+BACKENDS = ["sqlite:local", "sqlite"]
 DELAY = 0.2
 
 

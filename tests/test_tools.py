@@ -175,8 +175,9 @@ def test_progress_off_a_terminal_is_a_periodic_log_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("level", ["-v", "log.level=DEBUG"])
 def test_debug_lines_say_what_a_run_did(tmp_path: Path, level: str) -> None:
     """-v (or log.level=DEBUG) adds the configuration read, the store opened, the locks, the runner, its tasks
-    (worker processes' too); without it none of them shows."""
-    d = defines(tmp_path, "sqlite", **{"mapreduce.job.tasks": 2})
+    (worker processes' too); without it none of them shows. Each runner says its own: local here, processes
+    for the generate."""
+    d = defines(tmp_path, "sqlite:local", **{"mapreduce.job.tasks": 2})
     verbose = ["-v"] if level == "-v" else ["-D", level]
     seeds = seed_file(tmp_path, *[f"http://h{i}.test/" for i in range(6)])
     quiet = run("inject", seeds, *d)

@@ -27,7 +27,7 @@ INTERVAL = 30 * DAY
 BATCH_MARKS = {Mark.GENERATE.value: "B", Mark.FETCH.value: "B", Mark.PARSE.value: "B"}
 
 
-@pytest.fixture(params=["memory", "sqlite", "sqlite:processes"])
+@pytest.fixture(params=["memory", "sqlite:local", "sqlite"])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 

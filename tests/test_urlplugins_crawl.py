@@ -148,7 +148,7 @@ def test_a_nutch_users_conf_dir_works_unchanged(tmp_path: Path, runner: str,
         # without the domain filter the crawl would go there: host 1's home page links to host 2's
         assert web.url(2, "/") in web.pages[web.url(1, "/")].links
         crawl_id = f"urlp{runner[0]}{uuid.uuid4().hex[:8]}"
-        backend = "sqlite" if runner == "local" else "sqlite:processes"
+        backend = "sqlite:local" if runner == "local" else "sqlite:processes"
         d = defines(tmp_path, backend)
         at = d.index("http.agent.name=nutch2-test")
         d = d[:at - 1] + d[at + 1:]  # the agent name is the one of nutch-site.xml

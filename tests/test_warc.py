@@ -30,7 +30,7 @@ from tests.crawlutil import cli, conf_for, defines, rows
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["sqlite", "sqlite:processes"]
+BACKENDS = ["sqlite:local", "sqlite"]
 COMPARED = ("status", "content", "content_type", "headers", "signature", "title", "text", "outlinks", "fetch_time",
             "modified_time", "fetch_interval", "parse_status", "repr_url", "base_url")
 
