@@ -442,13 +442,13 @@ async def api_jobs_create(request: Request) -> Response:
     body = await _json_body(request)
     if not isinstance(body, dict) or "type" not in body:
         raise ParamError('give {"type": "inject|generate|fetch|...", "args": {...}} (GET /api/jobs/types lists them)')
-    extra = sorted(set(body) - {"type", "args", "crawlId", "confId"})
+    extra = sorted(set(body) - {"type", "args", "conf", "crawlId", "confId"})
     if extra:
-        raise ParamError(f"unknown field(s) {', '.join(extra)}; a job has type and args")
+        raise ParamError(f"unknown field(s) {', '.join(extra)[:200]}; a job has type, args and conf")
     s: Searcher = request.app.state.searcher
     if body.get("crawlId") not in (None, s.crawl_id):
         raise ParamError(f"this server runs jobs for crawl {s.crawl_id!r}, not {body['crawlId']!r}")
-    info = jobs.submit(body["type"], body.get("args") or {})
+    info = jobs.submit(body["type"], body.get("args") or {}, body.get("conf"))
     return JSONResponse(info.to_json(), status_code=201, headers={"Location": f"/api/jobs/{info.id}"})
 
 

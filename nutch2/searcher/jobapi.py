@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import NutchError, StoreLockedError
+from nutch2.errors import ConfigError, NutchError, StoreLockedError
 from nutch2.logs import LOGGER, clear_progress, last_progress
 from nutch2.mapred import stop
 from nutch2.searcher.params import ParamError
@@ -111,6 +111,14 @@ class JobInfo:
                 "error": msg if failed else None, "exitCode": self.returncode}
 
 
+_DEFINE = re.compile(r"\bwith -D ([\w.-]+)=(\S+?)([,;)]|\s|$)")
+
+
+def as_job_advice(message: str) -> str:
+    """A command's advice to set a property "with -D key=value", as a job of the API takes it."""
+    return _DEFINE.sub(lambda m: f'with "conf": {{"{m.group(1)}": "{m.group(2)}"}} in the job{m.group(3)}', message)
+
+
 def types_json() -> dict[str, Any]:
     """Every job type with its help and the JSON schema of its args."""
     return {name: {"help": TOOLS[name].help, "args": json_schema(TOOLS[name].Args)} for name in job_types()}
@@ -129,13 +137,15 @@ class JobManager:
         self._lock = threading.Lock()
         self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"))
 
-    def build(self, job: Any, args: Any) -> tuple[Tool, ToolArgs, dict[str, Any]]:
+    def build(self, job: Any, args: Any, conf: Any = None) -> tuple[Tool, ToolArgs, dict[str, Any]]:
         """The tool of a request, its args checked (ParamError naming what is wrong), and the args as the client
-        sent them (what the API shows: no path of the files folder, no Solr URL)."""
+        sent them (what the API shows: no path of the files folder, no Solr URL). `conf`: properties the job sets
+        for itself (server.jobs.conf.allow says which)."""
         types = job_types()
         if not isinstance(job, str) or job not in types:
             raise ParamError(f"unknown job type {str(job)[:40]!r}; use one of {', '.join(types)}")
         cls = TOOLS[job]
+        job_conf = self.job_conf(conf)
         try:
             sent = from_json(cls.Args, args if args is not None else {})
             checked = in_folder(sent, self.files_dir)
@@ -145,11 +155,33 @@ class JobManager:
             if not self.solr:
                 raise ParamError(f"{job} needs Solr: start the server with -solr")
             checked = dataclasses.replace(checked, solr=self.solr)
-        return cls(self.conf, self.crawl_id if cls.crawl else None, checked), checked, sent.to_json()
+        return cls(job_conf, self.crawl_id if cls.crawl else None, checked), checked, sent.to_json()
 
-    def submit(self, job: Any, args: Any) -> JobInfo:
-        """Start a job; ParamError for bad args, JobConflict while another job runs."""
-        tool, _, shown = self.build(job, args)
+    def job_conf(self, props: Any) -> Configuration:
+        """The server's configuration with the job's own properties (Nutch 2's job config), each one allowed by
+        server.jobs.conf.allow and checked as -D would check it."""
+        if not props:
+            return self.conf
+        example = '{"http.agent.name": "MyBot"}'
+        if not isinstance(props, dict):
+            raise ParamError(f"conf must be an object of properties, e.g. {example}")
+        allow = re.compile(self.conf.get_str("server.jobs.conf.allow"))
+        conf = self.conf.copy()
+        for key, value in props.items():
+            if not allow.fullmatch(key):
+                raise ParamError(f"conf.{key[:80]}: a job cannot set this property (server.jobs.conf.allow lists "
+                                 "those it can); set it with -D when starting the server")
+            if not isinstance(value, (str, int, float, bool)):
+                raise ParamError(f"conf.{key}: give a string, number or boolean")
+            try:
+                conf.set(key, value)
+            except ConfigError as e:
+                raise ParamError(f"conf.{key}: {e}") from None
+        return conf
+
+    def submit(self, job: Any, args: Any, conf: Any = None) -> JobInfo:
+        """Start a job; ParamError for bad args or conf, JobConflict while another job runs."""
+        tool, _, shown = self.build(job, args, conf)
         with self._lock:
             running = [j for j in self._jobs.values() if j.state == "RUNNING"]
             if running:
@@ -194,7 +226,7 @@ class JobManager:
         except stop.Stopped:
             code, state, msg = 130, "KILLED", "stopped on request"
         except NutchError as e:
-            code, state, msg = 1, "FAILED", f"nutch2 {info.type}: error: {e}"
+            code, state, msg = 1, "FAILED", f"nutch2 {info.type}: error: {as_job_advice(str(e))}"
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
             LOGGER.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: internal error: {type(e).__name__}"

@@ -297,7 +297,9 @@ def from_json(cls: type[ToolArgs], data: Any) -> ToolArgs:
     by_json = {json_name(f): (f, o) for f, o, _, _ in opts(cls)}
     unknown = sorted(set(data) - set(by_json))
     if unknown:
-        raise ArgError(f"unknown args {', '.join(unknown)[:200]}; this job takes {', '.join(sorted(by_json))}")
+        takes = sorted(name for name, (_, o) in by_json.items() if o.api != "no")
+        hint = " (properties go in the job's \"conf\", beside its args)" if "D" in unknown or "conf" in unknown else ""
+        raise ArgError(f"unknown args {', '.join(unknown)[:200]}; this job takes {', '.join(takes) or 'none'}{hint}")
     values = {}
     for name, raw in data.items():
         f, o = by_json[name]
