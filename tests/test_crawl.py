@@ -129,10 +129,19 @@ def test_generate_nothing_exits_1(web: TestWeb, tmp_path: Path) -> None:
     assert cli("generate", "-crawlId", "g1", *d) == 1  # the only row is already generated
 
 
-def test_stop_file_stops_crawl(web: TestWeb, tmp_path: Path) -> None:
+def test_stop_file_stops_its_crawl_once(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """<data dir>/<crawlId>.STOP stops that crawl before its next round (exit 130, the command that goes on), is
+    removed, and touches no other crawl; the same command then goes on."""
     d = defines(tmp_path, "sqlite")
     (tmp_path / "crawl").mkdir()
-    (tmp_path / "crawl" / "STOP").touch()
+    stop_file = tmp_path / "crawl" / "st.STOP"
+    stop_file.touch()
     web.reset_log()
-    assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "st", "-rounds", "2", *d) == 0
-    assert web.requests() == []
+    args = ("crawl", seed_file(tmp_path, web.seed_url), "-rounds", "2")
+    assert cli(*args, "-crawlId", "other", *d) == 0 and web.requests()  # another crawl is not stopped
+    web.reset_log()
+    assert cli(*args, "-crawlId", "st", *d) == 130
+    err = capsys.readouterr().err
+    assert f"crawl: {stop_file} found (and removed): stopping before round 1" in err, err
+    assert "run `nutch2 crawl " in err and web.requests() == [] and not stop_file.exists()
+    assert cli(*args, "-crawlId", "st", *d) == 0 and web.requests()

@@ -13,6 +13,7 @@ from pathlib import Path
 from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
 from nutch2.logs import log
+from nutch2.mapred import stop
 from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
 from nutch2.plugins import POINTS
@@ -57,13 +58,14 @@ class Crawl(Tool):
         with open_store(self.conf, self.crawl_id):  # and the store (created here, as inject would)
             pass
         self.inject(run)
-        stop_file = Path(self.conf.get_str("storage.data.dir")) / "STOP"
+        stop_file = self.stop_file()
         top_n = a.topN or self.conf.get_int("crawl.topN")
         first = self.finish_interrupted(run)
         for r in range(first, (a.rounds or 1) + 1):
-            if stop_file.exists():
-                log(f"crawl: {stop_file} exists, stopping before round {r}")
-                break
+            if stop_file.exists():  # obeyed once: the same command goes on from this round
+                stop_file.unlink(missing_ok=True)
+                log(f"crawl: {stop_file} found (and removed): stopping before round {r}")
+                raise stop.Stopped()
             log(f"crawl: round {r} of {a.rounds}")
             self.record_crawl({"round": r, "rounds": a.rounds})
             if self.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks)) != 0:
@@ -87,6 +89,10 @@ class Crawl(Tool):
         run.values["status"] = dict(job.status)
         run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
         return 0
+
+    def stop_file(self) -> Path:
+        """`<storage.data.dir>/<crawlId>.STOP`: made by the user, it stops this crawl (only) before its next round."""
+        return Path(self.conf.get_str("storage.data.dir")) / f"{self.crawl_id or 'webpage'}.STOP"
 
     def step(self, run: Run, cls: type[Tool], args: ToolArgs) -> int:
         args.check()
