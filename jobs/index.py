@@ -12,7 +12,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.index.filters import IndexingFilters
 from nutch2.index.solr import SolrClient, crawl_filter, document_id
-from nutch2.index.writers import IndexWriters
+from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.runner import Counters, Job, Runner, TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import NOINDEX_KEY
@@ -42,10 +42,11 @@ class IndexingJob(Job):
     """Map over rows carrying the UPDATEDB mark; each task builds documents with the indexing filters and writes
     them through its own index writers; the final step commits every writer.
 
-    Rows get the INDEX mark (= their UPDATEDB mark) only after the writers committed them, by MarkIndexedJob, which
-    selects the same rows again — so a failed run marks nothing and a rerun sends what is missing. `-all`
-    sends rows whose INDEX mark differs from their UPDATEDB mark (updated since last indexed); `-reindex`
-    sends every indexable row.
+    Rows get the INDEX mark and the mark of each writer (= their UPDATEDB mark; index.writers.writer_mark) only
+    after the writers committed them, by MarkIndexedJob, which selects the same rows again — so a failed run marks
+    nothing and a rerun sends what is missing. `-all` sends rows that some active writer does not hold as last
+    updated (updated since, or never indexed there: a new writer gets every document); `-reindex` sends every
+    indexable row.
 
     Documents carry their crawl: the crawlId field, and ids `<crawlId>!<row key>` (index.solr.document_id), so
     crawls share a core without overwriting each other. `-reindex` also deletes the document a row had under its
@@ -60,6 +61,7 @@ class IndexingJob(Job):
         self.batch_id = batch_id
         self.crawl_id = crawl_id
         self.writers = writers
+        self.marks = list(writers.marks)
         self.reindex = reindex
         self.run = run_name(crawl_id, batch_id, reindex)
         self.filters = IndexingFilters.from_conf(conf)  # built here too: a plugin that cannot load stops the job
@@ -75,9 +77,15 @@ class IndexingJob(Job):
         """Why the row is not sent (and then not marked), or None: the same answer in both passes."""
         if not indexable(page):
             return "skipped_not_indexable"
-        if self.batch_id is None and not self.reindex and Mark.INDEX.check(page) == Mark.UPDATEDB.check(page):
+        if self.batch_id is None and not self.reindex and self.indexed(page):
             return "skipped_already_indexed"
         return None
+
+    def indexed(self, page: WebPage) -> bool:
+        """Does every writer of this run hold the row's document as last updated?"""
+        updated = Mark.UPDATEDB.check(page)
+        marks = self.marks or [Mark.INDEX.value]
+        return all(page.markers.get(m) == updated for m in marks)
 
     def map_setup(self, ctx: TaskContext) -> None:
         self.filters = IndexingFilters.from_conf(ctx.conf)
@@ -121,6 +129,7 @@ class MarkIndexedJob(IndexingJob):
                  crawl_id: str | None = None) -> None:
         Job.__init__(self, conf)
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, reindex, crawl_id
+        self.marks = list(writers.marks)
         self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "mark indexed"
@@ -131,7 +140,10 @@ class MarkIndexedJob(IndexingJob):
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if self.skip(page) is None:
             marked = WebPage(page.key, markers=dict(page.markers))
-            Mark.INDEX.put(marked, page.markers.get(Mark.UPDATEDB.value, self.batch_id))
+            updated = page.markers.get(Mark.UPDATEDB.value, self.batch_id) or ""
+            Mark.INDEX.put(marked, updated)
+            for mark in self.marks:
+                marked.markers[mark] = updated
             ctx.write(marked)
         return iter(())
 
@@ -153,8 +165,8 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
 
 class CleaningJob(Job):
     """Delete from the index the rows that were indexed and are now GONE, redirects, or noindex: the tasks find
-    them, the final step deletes them through every index writer, commits, and only then takes their INDEX mark
-    off."""
+    them, the final step deletes them through every active index writer, commits, and only then takes those
+    writers' marks off (and the INDEX mark, once no writer holds the row)."""
 
     name = "clean"
     fields = ("status", "markers", "metadata", "parse_status")
@@ -162,6 +174,7 @@ class CleaningJob(Job):
     def __init__(self, conf: Configuration, writers: IndexWriters, crawl_id: str | None = None) -> None:
         super().__init__(conf)
         self.writers = writers
+        self.marks = list(writers.marks)
         self.crawl_id = crawl_id
 
     def mark_filter(self) -> MarkFilter | None:
@@ -192,7 +205,10 @@ class CleaningJob(Job):
                 out.close()
         for key, markers in deleted:
             page = WebPage(key, markers=markers)
-            Mark.INDEX.remove(page)
+            for mark in self.marks:
+                page.markers.pop(mark, None)
+            if not writer_marks(page.markers):  # no other writer holds it
+                Mark.INDEX.remove(page)
             ctx.write(page)
         ctx.incr("deleted", len(deleted))
 

@@ -23,6 +23,7 @@ import requests
 
 from nutch2.index.files import DELETED, committed_runs
 from nutch2.index.solr import crawl_filter, document_id
+from nutch2.index.writers import writer_marks
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
@@ -178,6 +179,45 @@ def test_one_crawl_into_solr_csv_and_jsonl_and_clean_reaches_every_writer(
     last = committed_runs(tmp_path / "csv")[-1]
     assert (last / ("part-final" + DELETED)).read_text() == a + "\n"
     assert Mark.INDEX.check(rows(conf, crawl_id)[reverse_url(site + "a.html")]) is None
+
+
+def test_a_new_writer_gets_every_document_and_clean_keeps_the_other_writers_mark(
+        site: str, solr_up: str, crawl_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The indexed mark is kept per writer and destination: after Solr, `index -all` into JSON Lines sends every
+    document (not `skipped_already_indexed`); again, nothing; a clean through JSON Lines alone deletes there and
+    leaves the row marked as held by Solr."""
+    d = defines(tmp_path, "sqlite", **{"plugin.includes": PLUGINS + "|indexer-solr"})
+    assert cli("crawl", seed_file(tmp_path, site), "-crawlId", crawl_id, "-rounds", "2", "-solr", solr_up, *d) == 0
+    capsys.readouterr()
+    jsonl = tmp_path / "jsonl"
+    only_jsonl = tmp_path / "jsonl-writer.xml"
+    only_jsonl.write_text(f"""<writers><writer id="jsonl" class="indexer-jsonl">
+      <parameters><param name="outpath" value="{jsonl}"/></parameters></writer></writers>""")
+    d_files = defines(tmp_path, "sqlite", **{"plugin.includes": PLUGINS + "|indexer-jsonl",
+                                             "indexer.indexwriters.file": only_jsonl})
+    assert cli("index", "-all", "-crawlId", crawl_id, *d_files) == 0
+    assert " indexed=3" in capsys.readouterr().err
+    assert set(jsonl_docs(jsonl)) == set(solr_docs(solr_up, crawl_id))
+    assert cli("index", "-all", "-crawlId", crawl_id, *d_files) == 0
+    assert "skipped_already_indexed=3" in capsys.readouterr().err  # each writer has them now
+    assert cli("index", "-all", "-crawlId", crawl_id, "-solr", solr_up, *d) == 0
+    assert "skipped_already_indexed=3" in capsys.readouterr().err
+
+    conf = conf_for(tmp_path, "sqlite")
+    key = reverse_url(site + "a.html")
+    with open_store(conf, crawl_id) as store:
+        row = store.get(key, ["status"])
+        row.status = int(CrawlStatus.GONE)
+        store.put(row.key, row)
+    assert cli("clean", "-crawlId", crawl_id, *d_files) == 0
+    assert document_id(crawl_id, key) not in jsonl_docs(jsonl)
+    assert document_id(crawl_id, key) in solr_docs(solr_up, crawl_id)  # not the active writer
+    marked = rows(conf, crawl_id)[key]
+    assert Mark.INDEX.check(marked) and len(writer_marks(marked.markers)) == 1  # Solr holds it still
+    assert cli("clean", "-crawlId", crawl_id, "-solr", solr_up, *d) == 0
+    assert document_id(crawl_id, key) not in solr_docs(solr_up, crawl_id)
+    marked = rows(conf, crawl_id)[key]
+    assert Mark.INDEX.check(marked) is None and not writer_marks(marked.markers)
 
 
 def test_response_headers_reach_solr(site: str, solr_up: str, crawl_id: str, tmp_path: Path) -> None:

@@ -100,6 +100,9 @@ class FileIndexWriter(IndexWriter):
         self.run = run
         self.configure(spec.params)
 
+    def destination(self) -> str:
+        return str(self.outpath.absolute())
+
     # ---------------------------------------------------------------- what a subclass says
     def configure(self, params: dict[str, str]) -> None:
         """Read the writer's parameters (a ConfigError naming the writer and the parameter when one is bad)."""

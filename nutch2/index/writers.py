@@ -20,13 +20,15 @@ default parameters.
 
 from __future__ import annotations
 
+import hashlib
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.marks import Mark
 from nutch2.plugins import Plugins, descriptor, extension_class
 from nutch2.plugins.points import WriterSpec
 
@@ -76,11 +78,25 @@ def field_name(name: str) -> str:
     return "meta_" + name[len("metatag."):] if name.startswith("metatag.") and len(name) > 8 else name
 
 
+def writer_mark(plugin_id: str, destination: str) -> str:
+    """The mark a row carries (its updatedb batch) once the writer of this plugin and destination committed its
+    document: `_idxmrk_@<hash>`, beside the INDEX mark every indexed row carries."""
+    digest = hashlib.sha1(f"{plugin_id}|{destination}".encode()).hexdigest()[:12]
+    return f"{Mark.INDEX.value}@{digest}"
+
+
+def writer_marks(markers: dict[str, str]) -> list[str]:
+    """The writer marks a row carries."""
+    return [k for k in markers if k.startswith(f"{Mark.INDEX.value}@")]
+
+
 @dataclass
 class IndexWriters:
-    """The writers a job uses: (plugin id, spec) pairs, resolved on the driver; a task opens its own instances."""
+    """The writers a job uses: (plugin id, spec) pairs, resolved on the driver; a task opens its own instances.
+    `marks`: each writer's mark (writer_mark), known once they were opened on the driver (check)."""
 
     writers: list[tuple[str, WriterSpec]]
+    marks: list[str] = field(default_factory=list)
 
     @classmethod
     def from_conf(cls, conf: Configuration, overrides: dict[str, dict[str, str]] | None = None) -> IndexWriters:
@@ -125,6 +141,17 @@ class IndexWriters:
 
     def describe(self) -> str:
         return ", ".join(f"{spec.id} ({descriptor(pid).id})" for pid, spec in self.writers)
+
+    def check(self, conf: Configuration) -> None:
+        """Open every writer on the driver and check it can work now (a dead Solr fails here, before any work);
+        learn each one's mark."""
+        out = self.open(conf, None, "check")
+        try:
+            out.check()
+            self.marks = [writer_mark(pid, w.destination()) for (pid, _), (w, _) in zip(self.writers, out.writers,
+                                                                                       strict=True)]
+        finally:
+            out.close()
 
 
 class OpenWriters:

@@ -167,6 +167,11 @@ class IndexWriter(Extension):
         """One line for logs: which writer, where to (no credentials)."""
         return self.plugin_id
 
+    def destination(self) -> str:
+        """Where the documents go (a core's URL, a folder), once opened: rows keep a mark per destination, so a
+        writer with another destination gets every document."""
+        return self.spec.id
+
 
 # ---------------------------------------------------------------- fetching
 # a resource a rendered page asks for: (url, until: time.monotonic() deadline) -> (ProtocolOutput | None, refusal)

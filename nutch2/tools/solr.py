@@ -28,11 +28,7 @@ def index_writers(conf: Configuration, solr: str | None):
     from nutch2.index.writers import IndexWriters
 
     writers = IndexWriters.from_conf(conf, {"indexer-solr": {"url": solr}} if solr else None)
-    out = writers.open(conf, None, "check")
-    try:
-        out.check()
-    finally:
-        out.close()
+    writers.check(conf)
     return writers
 
 

@@ -49,3 +49,6 @@ class SolrIndexWriter(IndexWriter):
 
     def describe(self) -> str:
         return f"{self.spec.id} (Solr at {self.url})"
+
+    def destination(self) -> str:
+        return self.url.rstrip("/")
