@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -97,6 +98,12 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
     assert cli("search", spec.unique_word, "-solr", solr, "-rows", "3", "-crawlId", SX, *d) == 0
     out = capsys.readouterr().out
     assert spec.url in out and f"*{spec.unique_word}*" in out
+    # a search of another crawl (no -crawlId: crawl "webpage") finds nothing and says which crawls the core holds
+    assert cli("search", spec.unique_word, "-solr", solr, *d) == 0
+    found = capsys.readouterr()
+    assert found.out.startswith(f"0 hits for '{spec.unique_word}'"), found.out
+    assert "the core holds no document of crawl webpage; it holds " in found.err, found.err
+    assert re.search(r"it holds \S+ \(\d+ documents?\)", found.err) and "give -crawlId" in found.err
     # index -all again sends nothing new
     assert cli("index", "-all", "-crawlId", SX, "-solr", solr, *d) == 0
     assert " indexed=" not in capsys.readouterr().err  # nothing sent

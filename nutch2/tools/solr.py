@@ -6,6 +6,7 @@ import html
 import re
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import has_rows
@@ -16,6 +17,9 @@ from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import BatchTool
+
+if TYPE_CHECKING:
+    from nutch2.index.solr import SolrClient
 
 
 def solr_opt() -> object:
@@ -144,7 +148,9 @@ class Search(Tool):
                                       "hl": "true",
                                       "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 160})
         bold = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("*", "*")
-        run.out(f"{res.hits} hits for {a.query!r}")
+        run.out(f"{res.hits} {'hit' if res.hits == 1 else 'hits'} for {a.query!r}")
+        if res.hits == 0:
+            self.say_where(solr)
         for i, doc in enumerate(res.docs, 1):
             hl = res.highlighting.get(doc["id"], {})
             snippet = (hl.get("content") or hl.get("title") or [""])[0]
@@ -154,3 +160,20 @@ class Search(Tool):
             if snippet:
                 run.out(f"     {snippet}")
         return 0
+
+    def say_where(self, solr: SolrClient) -> None:
+        """No hit: which crawls the core holds, so that a search of the wrong crawl says so."""
+        from nutch2.logs import warning
+
+        facets = solr.search("*:*", **{"rows": 0, "facet": "true", "facet.field": "crawlId", "facet.mincount": 1,
+                                       "facet.limit": 6})
+        counts = facets.facets.get("facet_fields", {}).get("crawlId", [])
+        held = {counts[i]: counts[i + 1] for i in range(0, len(counts) - 1, 2)}
+        crawl = self.crawl_id or "webpage"
+        if not held:
+            warning("search: the core holds no document of any crawl yet (index a batch: nutch2 index B -solr URL)")
+        elif crawl not in held:
+            listed = ", ".join(f"{c} ({n} document{'' if n == 1 else 's'})" for c, n in list(held.items())[:5])
+            if len(held) > 5:
+                listed += ", ..."
+            warning(f"search: the core holds no document of crawl {crawl}; it holds {listed}: give -crawlId")
