@@ -49,7 +49,9 @@ def test_one_crawl_with_everything_on(web: TestWeb, tmp_path: Path) -> None:
     the resources the browser asked for included, came through the proxy, which saw nothing else."""
     require_chromium()
     tika, solr = require_tika(), require_solr()
-    requests.post(f"{solr}/update?commit=true", json={"delete": {"query": "*:*"}}, timeout=30).raise_for_status()
+    # the core is shared (other tests, run side by side): this crawl's documents only
+    requests.post(f"{solr}/update?commit=true", json={"delete": {"query": "crawlId:bh"}},
+                  timeout=30).raise_for_status()
     proxy = ForwardProxy(("proxyuser", "proxy-S3cret-pw"))
     web.reset_log()
     resources_page = web.url(web.docs_host, BROWSER_HOSTILE["resources"])
@@ -68,7 +70,8 @@ def test_one_crawl_with_everything_on(web: TestWeb, tmp_path: Path) -> None:
     for kind, spec in web.documents.items():
         page = table[reverse_url(spec.url)]
         assert page.status == CrawlStatus.FETCHED and page.parse_status.major_code == ParseMajor.SUCCESS, kind
-        hits = select(solr, spec.unique_word, fl="url,title,type,meta_author,meta_language,meta_created")
+        hits = select(solr, spec.unique_word, fl="url,title,type,meta_author,meta_language,meta_created",
+                      fq="crawlId:bh")
         assert hits["numFound"] == 1, kind  # the document's own word finds the document
         doc = hits["docs"][0]
         assert doc["url"] == spec.url and doc["title"] == spec.title
