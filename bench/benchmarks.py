@@ -38,6 +38,12 @@ def _defines(data_dir: Path, **extra: object) -> list[str]:
     return out
 
 
+def _job_seconds(logged: str) -> float:
+    """A job's own seconds from its summary line ("finished in 0.0 s" for a tiny run: it logs tenths, so at
+    least half of one)."""
+    return max(float(logged), 0.05)
+
+
 def _tmp(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"nutch2-bench-{prefix}-"))
 
@@ -460,7 +466,7 @@ def bench_parse(quick: bool = False, runs: int = 3, rows: int | None = None) -> 
                 load = loadavg()
                 r = run(NUTCH2 + ["parse", "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
                 m = re.search(r"^parse: finished in ([\d.]+) s", r.stderr, re.M)
-                results[name].append((n / float(m.group(1)), r.seconds, r.peak_rss_mb, load))
+                results[name].append((n / _job_seconds(m.group(1)), r.seconds, r.peak_rss_mb, load))
                 print(f"parse {name}: {results[name][-1]}", file=sys.stderr, flush=True)
             finally:
                 shutil.rmtree(data, ignore_errors=True)

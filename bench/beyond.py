@@ -10,7 +10,17 @@ import threading
 import time
 from collections import defaultdict
 
-from bench.benchmarks import NUTCH2, REPO, _defines, _emit, _header, _inject_generate, _put_rows, _tmp
+from bench.benchmarks import (
+    NUTCH2,
+    REPO,
+    _defines,
+    _emit,
+    _header,
+    _inject_generate,
+    _job_seconds,
+    _put_rows,
+    _tmp,
+)
 from bench.measure import loadavg, median, run
 from bench.web import Nginx, generate_web, host_addr
 
@@ -111,7 +121,7 @@ def bench_beyond(quick: bool = False, runs: int = 3) -> str:
                     r = run(NUTCH2 + ["parse", "b1", "-crawlId", "bench"] + _defines(data, **extra), cwd=REPO)
                 m = re.search(r"^parse: finished in ([\d.]+) s: (.*)$", r.stderr, re.M)
                 assert m and f"parsed={n}" in m.group(2), r.stderr[-500:]
-                results[name].append((n / float(m.group(1)), r.peak_rss_mb, server.peak / 2**20, load))
+                results[name].append((n / _job_seconds(m.group(1)), r.peak_rss_mb, server.peak / 2**20, load))
                 print(f"beyond {name}: {results[name][-1]}", file=sys.stderr, flush=True)
             finally:
                 shutil.rmtree(data, ignore_errors=True)
@@ -161,7 +171,7 @@ def _chromium(quick: bool, runs: int, web) -> list[str]:
                     assert f"chromium_rendered={len(urls)}" in m.group(2) or (
                         failed and f"chromium_rendered={len(urls) - len(failed)}" in m.group(2)), r.stderr[-1500:]
                     failures += failed
-                results[name].append((len(urls) / float(m.group(1)), r.peak_rss_mb, load))
+                results[name].append((len(urls) / _job_seconds(m.group(1)), r.peak_rss_mb, load))
                 print(f"beyond {name}: {results[name][-1]}", file=sys.stderr, flush=True)
             finally:
                 nginx.cleanup()
