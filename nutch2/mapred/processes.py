@@ -28,7 +28,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import progress, stop
 from nutch2.mapred.memory import release_memory
-from nutch2.mapred.runner import Job, Runner, TaskOutput, run_map_task, run_reduce_task
+from nutch2.mapred.runner import Counters, Job, Runner, TaskOutput, run_map_task, run_reduce_task
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
 from nutch2.mapred.workers import BrokenPool, WorkerPool
 from nutch2.stores import open_store
@@ -79,13 +79,32 @@ class ProcessRunner(Runner):
         if not tasks:  # a job with no input splits (e.g. an empty seed list)
             return []
         futures: list[Future[TaskOutput]] = []
+        pool: WorkerPool | None = None
         if len(tasks) > 1:
             pool = self._pool()
             futures = [pool.submit(fn, *args) for fn, args in tasks[1:]]
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
-            fn, args = tasks[0]
-            futures.insert(0, here.submit(fn, *args))
-            return self._gather(job, futures)
+            self._count_live(pool, futures)
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
+                fn, args = tasks[0]
+                futures.insert(0, here.submit(fn, *args, live=self.counters.task()))
+                return self._gather(job, futures)
+        finally:
+            if pool is not None:
+                pool.forget(futures)
+
+    def _count_live(self, pool: WorkerPool, futures: list[Future[TaskOutput]]) -> None:
+        """The job's counters count the workers' tasks while they run (the job API shows them live): each task's
+        counters as it last reported them, then its final ones, until the phase settles them."""
+        final: dict[int, dict[str, int]] = {}
+
+        def ended(future: Future[TaskOutput]) -> None:
+            if not future.cancelled() and future.exception() is None:
+                final[id(future)] = future.result().counters
+
+        for future in futures:
+            future.add_done_callback(ended)
+        self.counters.watch(lambda: [final.get(id(f)) or pool.live_counts(f) for f in futures])
 
     def records_done(self) -> int:
         """Records of the driver's own tasks and of the workers' (as they last reported)."""
@@ -192,12 +211,13 @@ def _open(job: Job, crawl_id: str | None) -> DataStore:
 
 
 def _map_worker(data: bytes, split: Any, task: int, crawl_id: str | None, parts: int, budget: int,
-                spill: SpillDir) -> TaskOutput:
+                spill: SpillDir, live: Counters | None = None) -> TaskOutput:
+    """A map task in a worker, or in the driver (task 0: `live`, the job's counters for it, counted as it runs)."""
     job: Job = pickle.loads(data)
     store = _open(job, crawl_id)
     try:
         out = MapOutput(parts, job.sort_key(0), budget, spill, to_disk=True) if parts else None
-        result = run_map_task(job, split, task, store, out, remote=True)
+        result = run_map_task(job, split, task, store, out, remote=True, counters=live)
         store.flush()
         return result
     finally:
@@ -206,12 +226,12 @@ def _map_worker(data: bytes, split: Any, task: int, crawl_id: str | None, parts:
 
 
 def _reduce_worker(data: bytes, step: int, runs: list[Run], task: int, crawl_id: str | None, parts: int,
-                   budget: int, spill: SpillDir) -> TaskOutput:
+                   budget: int, spill: SpillDir, live: Counters | None = None) -> TaskOutput:
     job: Job = pickle.loads(data)
     store = _open(job, crawl_id)
     try:
         out = MapOutput(parts, job.sort_key(step + 1), budget, spill, to_disk=True) if parts else None
-        result = run_reduce_task(job, step, runs, task, store, out, remote=True)
+        result = run_reduce_task(job, step, runs, task, store, out, remote=True, counters=live)
         store.flush()
         return result
     finally:

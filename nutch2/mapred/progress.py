@@ -33,6 +33,17 @@ def task_ended(ctx: Any) -> None:
             _finished[0] += ctx.records
 
 
+def live_counts() -> dict[str, int]:
+    """The counters of the tasks running in this process now (a worker reports them to the driver)."""
+    with _lock:
+        running = list(_running)
+    out: dict[str, int] = {}
+    for ctx in running:
+        for name, n in ctx.counters.as_dict().items():
+            out[name] = out.get(name, 0) + n
+    return out
+
+
 def records() -> int:
     """Records done by every task of this process so far (it only grows)."""
     with _lock:

@@ -50,6 +50,7 @@ class Counters:
         self._c: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         self._tasks: list[Counters] = []  # of the tasks running here, until settle() takes their final counts
+        self._remote: list[Callable[[], list[dict[str, int]]]] = []  # counts of tasks running elsewhere
         self.started = time.monotonic()
 
     def task(self) -> Counters:
@@ -59,10 +60,17 @@ class Counters:
             self._tasks.append(counters)
         return counters
 
+    def watch(self, counts: Callable[[], list[dict[str, int]]]) -> None:
+        """Counts of tasks that run in other processes, as they last reported them (each task's only grow),
+        counted live until settle()."""
+        with self._lock:
+            self._remote.append(counts)
+
     def settle(self, counts: list[dict[str, int]]) -> None:
         """The tasks of a phase ended: their final counts (from wherever they ran) replace the live ones."""
         with self._lock:
             self._tasks.clear()
+            self._remote.clear()
             for task in counts:
                 for name, n in task.items():
                     self._c[name] += n
@@ -81,9 +89,10 @@ class Counters:
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:
-            out, tasks = dict(self._c), list(self._tasks)
-        for task in tasks:
-            for name, n in task.as_dict().items():
+            out, tasks, remote = dict(self._c), list(self._tasks), list(self._remote)
+        live = [task.as_dict() for task in tasks] + [counts for fn in remote for counts in fn()]
+        for counts in live:
+            for name, n in counts.items():
                 out[name] = out.get(name, 0) + n
         return out
 

@@ -54,6 +54,7 @@ class WorkerPool:
     def __init__(self, size: int, setup: Callable[..., None], setup_args: tuple[Any, ...],
                  max_rss_mb: float = 0.0) -> None:
         self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
+        self.live: dict[int, dict[str, int]] = {}  # per task (id of its future): its counters as last reported
         self.retired = 0  # workers replaced after passing max_rss_mb
         self._retired_records = 0  # records done by the workers that retired (their last report)
         self.max_rss_mb = max_rss_mb
@@ -93,6 +94,15 @@ class WorkerPool:
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.returncode is None]
+
+    def live_counts(self, future: Future[Any]) -> dict[str, int]:
+        """The counters a task (its future) last reported while it ran; {} before its first report."""
+        return self.live.get(id(future), {})
+
+    def forget(self, futures: list[Future[Any]]) -> None:
+        """Drop what these tasks reported (their phase has its final counts)."""
+        for future in futures:
+            self.live.pop(id(future), None)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -172,6 +182,8 @@ class WorkerPool:
                     kind, rest = "failed", [None, RuntimeError(f"cannot read a worker's result: {e!r}"), False]
                 if kind == "report":
                     self.reports[slot] = (rest[0], rest[1])
+                    if len(rest) > 2 and rest[2] is not None:
+                        self.live[rest[2][0]] = rest[2][1]
                     continue
                 retiring = rest[2]
                 with self._lock:
@@ -201,7 +213,8 @@ def serve(fd: int) -> None:
     _die_with(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup(*setup_args)
-    threading.Thread(target=_report, args=(conn, send_lock), name="report", daemon=True).start()
+    running: list[int | None] = [None]  # the id of the task this worker runs (its counters are reported live)
+    threading.Thread(target=_report, args=(conn, send_lock, running), name="report", daemon=True).start()
     while True:
         try:
             task = conn.recv()
@@ -210,10 +223,12 @@ def serve(fd: int) -> None:
         if task is None:  # the driver let this worker go
             return
         task_id, fn, args = task
+        running[0] = task_id
         try:
             kind, value = "done", fn(*args)
         except BaseException as e:  # noqa: BLE001 - every failure goes to the driver, which decides
             kind, value = "failed", _picklable(e)
+        running[0] = None  # its final counters go with its result
         size = rss_mb()
         retiring = 0 < max_rss_mb < size
         if retiring:
@@ -278,13 +293,17 @@ def _die_with(driver: int) -> None:
         os._exit(1)
 
 
-def _report(conn: Connection, send_lock: threading.Lock) -> None:
-    """Send this worker's records done and requests in flight, a few times a second."""
+def _report(conn: Connection, send_lock: threading.Lock, running: list[int | None]) -> None:
+    """Send this worker's records done, requests in flight and the running task's counters, a few times a
+    second (under the send lock, so a report never follows its task's result)."""
     while True:
         n = stop.in_flight()
         with send_lock:
+            task_id = running[0]
+            counts = progress.live_counts() if task_id is not None else {}
+            live = (task_id, counts) if task_id is not None and counts else None
             try:
-                conn.send(("report", progress.records(), -1 if n is None else n))
+                conn.send(("report", progress.records(), -1 if n is None else n, live))
             except OSError:
                 return
         time.sleep(_REPORT_EVERY)
