@@ -149,6 +149,7 @@ def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.
         LOGGER.setLevel(min(stderr_level, file_level))
         _state["file"] = log_file
         _state["level"] = level.upper()
+        _state["worker"] = worker
 
 
 def settings() -> tuple[str, Path | None]:
@@ -159,6 +160,11 @@ def settings() -> tuple[str, Path | None]:
 def log_file() -> Path | None:
     """The log file in use, if any."""
     return _state.get("file")  # type: ignore[return-value]
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 row`, `2 rows` (`plural` for nouns that do not take an s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def log(msg: str, level: int = logging.INFO) -> None:
@@ -172,6 +178,12 @@ def debug(msg: str) -> None:
 
 def warning(msg: str) -> None:
     LOGGER.warning(msg)
+
+
+def config_warning(msg: str) -> None:
+    """A warning about the configuration (an unknown plugin id...): the command's driver says it; a worker
+    process, which reads the same configuration, keeps it to DEBUG rather than saying it once more."""
+    LOGGER.log(logging.DEBUG if _state.get("worker") else logging.WARNING, msg)
 
 
 def error(msg: str) -> None:

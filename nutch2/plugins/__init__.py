@@ -27,7 +27,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import warning
+from nutch2.logs import config_warning
 
 GROUP = "nutch2.plugins"
 
@@ -155,7 +155,7 @@ def active_ids(includes: str, excludes: str) -> tuple[str, ...]:
             except re.error:
                 missing = []
         for name in missing:
-            warning(f"warning: plugin.includes names {name!r}, which is no installed plugin; ignored "
+            config_warning(f"warning: plugin.includes names {name!r}, which is no installed plugin; ignored "
                     f"(installed: {', '.join(ids)})")
     return tuple(i for i in ids if inc.fullmatch(i) and not (exc is not None and exc.fullmatch(i)))
 
@@ -184,7 +184,7 @@ class Plugins:
         for prop in (only_prop, order_prop or POINTS[point]):
             for name in self._names_in(prop):
                 if not any(name in _names(i, c) for i, c in active):
-                    warning(f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
+                    config_warning(f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
         only = set(self._names_in(only_prop))
         if only:
             found = [(i, c) for i, c in active if only & _names(i, c)]

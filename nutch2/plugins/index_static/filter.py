@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.logs import warning
+from nutch2.logs import config_warning
 from nutch2.plugins.points import IndexingFilter
 from nutch2.webpage import WebPage
 
@@ -26,7 +26,7 @@ def static_fields(spec: str, fieldsep: str = ",", keysep: str = ":", valuesep: s
         parts = entry.split(keysep)
         values = [v.strip() for v in parts[-1].split(valuesep) if v.strip()]
         if len(parts) != 2 or not parts[0].strip() or not values:
-            warning(f"warning: index.static entry {entry.strip()!r} is not name{keysep}value; ignored (write "
+            config_warning(f"warning: index.static entry {entry.strip()!r} is not name{keysep}value; ignored (write "
                     f"collection{keysep}docs{fieldsep}source{keysep}web{valuesep}crawl; the separators are "
                     "index.static.fieldsep, index.static.keysep and index.static.valuesep)")
             continue

@@ -28,7 +28,7 @@ from lxml import etree
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import warning
+from nutch2.logs import config_warning
 from nutch2.plugins.points import URLNormalizer
 from nutch2.plugins.urlnormalizer_regex.javaregex import JavaRegexError, translate_pattern, translate_replacement
 from nutch2.urls.normalizers import SCOPES
@@ -69,7 +69,7 @@ def read_rules(data: bytes, source: str) -> list[Rule]:
         fields = {child.tag: child.text or "" for child in element if isinstance(child.tag, str)}
         if not fields.get("pattern") or "substitution" not in fields:
             missing = "substitution" if fields.get("pattern") else "pattern"
-            warning(f"warning: {where}: a <regex> without <{missing}> is skipped (as Nutch skips it)")
+            config_warning(f"warning: {where}: a <regex> without <{missing}> is skipped (as Nutch skips it)")
             continue
         java = (fields["pattern"], fields["substitution"])
         try:
