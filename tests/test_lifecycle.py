@@ -5,7 +5,9 @@ nothing, and `crawl -solr` checks Solr first and indexes every updated batch aft
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -14,10 +16,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.crawldb.journal import FETCHING, GENERATING, INDEXED, UPDATING, Journal
+from nutch2.crawldb.journal import FETCHING, GENERATING, INDEXED, UPDATED, UPDATING, Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ParseMajor
 from nutch2.stores import open_store
+from nutch2.urls.tableutil import reverse_url
 from tests.conftest import require_solr
 from tests.crawlutil import conf_for, defines, rows, seed_file
 from tests.proxy import Proxy
@@ -25,6 +28,7 @@ from tests.test_crash_safety import KILLED, build_batch, nutch2, same_rows, tabl
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
 
 
 def one_line(p: subprocess.CompletedProcess[str]) -> str:
@@ -58,8 +62,9 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
     d, crawl_id, batch = _fetched_batch(tmp_path, web, backend)
     again = nutch2("fetch", batch, "-crawlId", crawl_id, *d)
     assert again.returncode == 1
-    line = one_line(again)
-    assert f"batch {batch} was fetched" in line and "-resume" in line and "-force" in line
+    line = one_line(again)  # fetched to its end: -resume would do nothing; what goes on is parse
+    assert f"batch {batch} is already fetched: nothing is left to fetch in it" in line and "-resume" not in line
+    assert f"go on with `nutch2 parse {batch}`" in line and "-force" in line
     # so is a fetch of every batch, which would fetch this one again; with -resume it finds nothing left to fetch
     web.reset_log()
     every = nutch2("fetch", "-all", "-crawlId", crawl_id, *d)
@@ -81,6 +86,8 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
     for page in rows(conf, crawl_id).values():
         assert Mark.PARSE.check(page) == batch and page.parse_status.major_code == ParseMajor.SUCCESS, page.key
         assert page.title and page.text, page.key
+    line = one_line(nutch2("fetch", batch, "-crawlId", crawl_id, *d))
+    assert f"batch {batch} is already fetched and parsed" in line and f"`nutch2 updatedb {batch}`" in line
     assert nutch2("updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
 
 
@@ -100,6 +107,58 @@ def test_a_partly_fetched_batch_is_refused_without_resume(web: TestWeb, tmp_path
     assert nutch2("fetch", batch, "-resume", "-crawlId", crawl_id, *d).returncode == 0
     conf = conf_for(tmp_path, "sqlite")
     assert all(Mark.FETCH.check(p) == batch for p in rows(conf, crawl_id).values())
+
+
+def test_updatedb_of_a_batch_whose_fetch_was_stopped_is_refused_until_it_is_resumed(web: TestWeb,
+                                                                                    tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM in a fetch (exit 130, `fetch B -resume` goes on), then updatedb: refused in one line, also
+    after a parse of what was fetched (the batch stays unfinished); `crawl` resumes the fetch itself; -force
+    updates what a killed fetch fetched."""
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 1.0})
+    crawl_id = f"st{uuid.uuid4().hex[:8]}"
+    seeds = seed_file(tmp_path, *[web.page_url(h, i) for h in range(3) for i in range(1, 6)])
+    assert nutch2("inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", crawl_id, *d).stdout.strip()
+    web.reset_log()
+    fetch = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "fetch", batch, "-crawlId", crawl_id, *d],
+                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len([r for r in web.requests() if r.path != "/robots.txt"]) < 3 and fetch.poll() is None:
+        assert time.monotonic() < deadline, "the fetch sent no request"
+        time.sleep(0.02)
+    fetch.send_signal(signal.SIGTERM)
+    err = fetch.communicate(timeout=60)[1]
+    assert fetch.returncode == 130 and f"run `nutch2 fetch {batch} " in err and "-resume` to go on" in err, err
+    conf = conf_for(tmp_path, "sqlite")
+    for step in ("updatedb", "parse"):  # a parse of what was fetched does not finish the batch
+        refused = nutch2("updatedb", batch, "-crawlId", crawl_id, *d)
+        assert refused.returncode == 1
+        assert one_line(refused) == (
+            f"nutch2 updatedb: error: updatedb: the fetch of batch {batch} did not finish (it was stopped or killed); "
+            f"updating it now would leave the URLs it did not fetch for a later batch: run `nutch2 fetch {batch} "
+            f"-resume` (then `nutch2 parse {batch}`) first, or give -force to update what was fetched")
+        if step == "parse":
+            assert nutch2("parse", batch, "-crawlId", crawl_id, *d).returncode == 0
+        with open_store(conf, crawl_id, create=False) as store:
+            assert Journal(store).batch(batch).state == FETCHING
+    assert all(Mark.GENERATE.check(p) == batch for p in rows(conf, crawl_id).values())  # nothing was updated
+    rerun = nutch2("crawl", seeds, "-rounds", 1, "-topN", 1, "-crawlId", crawl_id, *d)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"finishing batch {batch}" in rerun.stderr
+    with open_store(conf, crawl_id, create=False) as store:
+        assert Journal(store).batch(batch).state == UPDATED
+    seeded = {reverse_url(u) for u in seeds.read_text().split()}
+    assert {p.status for k, p in rows(conf, crawl_id).items() if k in seeded} == {CrawlStatus.FETCHED}
+    # killed, not stopped: the same; -force updates what was fetched
+    killed_id = f"sk{uuid.uuid4().hex[:8]}"
+    assert nutch2("inject", seeds, "-crawlId", killed_id, *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", killed_id, *d).stdout.strip()
+    assert nutch2("fetch", batch, "-crawlId", killed_id, *d, failpoints="store.flush=3").returncode == KILLED
+    assert "did not finish" in one_line(nutch2("updatedb", batch, "-crawlId", killed_id, *d))
+    forced = nutch2("updatedb", batch, "-force", "-crawlId", killed_id, *d)
+    assert forced.returncode == 0, forced.stderr
+    with open_store(conf, killed_id, create=False) as store:
+        assert Journal(store).batch(batch).state == UPDATED
 
 
 def test_updatedb_of_an_unparsed_batch_is_refused_and_force_keeps_pages_parseable(web: TestWeb,
@@ -130,7 +189,9 @@ def test_an_updatedb_of_every_batch_is_journalled_apart_from_the_batches(tmp_pat
     build_batch(conf, "ref", 120)
     assert nutch2("updatedb", "-all", "-crawlId", "ref", *d).returncode == 0
     build_batch(conf, "ua", 120)
-    assert nutch2("updatedb", "-all", "-crawlId", "ua", *d, failpoints="updatedb.commit=50").returncode == KILLED
+    killed = nutch2("updatedb", "-all", "-crawlId", "ua", *d, failpoints="updatedb.commit=50")
+    # the point is in a task: the command is killed, or (processes runner) the worker that ran the task
+    assert killed.returncode == KILLED or "a worker process died" in killed.stderr, killed.stderr
     with open_store(conf, "ua", create=False) as store:
         journal = Journal(store)
         assert journal.updating() == [None] and journal.batches() == []  # no batch named "-all"
@@ -177,7 +238,20 @@ def test_generate_with_nothing_selected_says_why(web: TestWeb, tmp_path: Path) -
     batch = nutch2("generate", "-crawlId", "why", *d).stdout.strip()
     again = nutch2("generate", "-crawlId", "why", *d)
     assert again.returncode == 1 and again.stdout == ""
-    assert f"1 are in a batch not yet updated (batch {batch})" in again.stderr, again.stderr
+    assert f"1 is in a batch not yet updated (batch {batch})" in again.stderr, again.stderr
+
+
+def test_counts_in_lines_are_singular_for_one(web: TestWeb, tmp_path: Path) -> None:
+    """`1 URL`, not `1 URLs`; `an updatedb mark`, not `a updatedb mark`."""
+    d = defines(tmp_path, "sqlite")
+    assert nutch2("inject", seed_file(tmp_path, web.seed_url), "-crawlId", "one", *d).returncode == 0
+    gen = nutch2("generate", "-crawlId", "one", *d)
+    batch = gen.stdout.strip()
+    assert f"generate: batch id {batch}: 1 URL\n" in gen.stderr, gen.stderr
+    solr = require_solr()
+    index = nutch2("index", batch, "-solr", solr, "-crawlId", "one", *d)  # generated, not updated: no row to index
+    assert index.returncode == 0, index.stderr
+    assert f"no row of batch {batch} carries an updatedb mark (the batch is generated): nothing to do" in index.stderr
 
 
 # ---------------------------------------------------------------------------------------------------- Solr outages

@@ -184,7 +184,8 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
                          f"`nutch2 generate` (or use -all)")
     counters.incr(f"{_PAST[producer]}_rows", 0)
     state = f" (the batch is {rec.state})" if rec is not None else ""
-    log(f"{job}: no row of batch {batch} carries a {producer} mark{state}: nothing to do")
+    article = "an" if producer[0] in "aeiou" else "a"
+    log(f"{job}: no row of batch {batch} carries {article} {producer} mark{state}: nothing to do")
     return False
 
 

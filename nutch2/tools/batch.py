@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
-from nutch2.logs import log
+from nutch2.logs import counted, log
 from nutch2.mapred.runner import Counters
 from nutch2.mapred.runners import make_runner
 from nutch2.stores.base import DataStore
@@ -95,23 +95,24 @@ def generate(conf: Configuration, crawl_id: str | None, run: Run, top_n: int | N
     if counters.get("generated") == 0:
         log(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending)}")
         return None
-    log(f"generate: batch id {job.batch_id}: {counters.get('generated')} URLs")
+    log(f"generate: batch id {job.batch_id}: {counted(counters.get('generated'), 'URL')}")
     return job.batch_id
 
 
 def why_nothing(c: Counters, pending: list[str]) -> str:
     """Why generate selected nothing, from its counters and the batches still under way."""
     reasons = []
-    if c.get("already_generated"):
+    if n := c.get("already_generated"):
         where = f" (batch {', '.join(pending[:3])}{' ...' if len(pending) > 3 else ''})" if pending else ""
-        reasons.append(f"{c.get('already_generated')} are in a batch not yet updated{where}: fetch, parse and "
+        reasons.append(f"{n} {'is' if n == 1 else 'are'} in a batch not yet updated{where}: fetch, parse and "
                        "updatedb it first")
-    for name, text in (("not_due", "are not due yet (db.fetch.interval.default; -adddays D looks ahead)"),
-                       ("filtered", "are filtered out (conf/regex-urlfilter.txt; -noFilter)"),
-                       ("too_distant", "are beyond generate.max.distance"),
-                       ("low_score", "score below generate.min.score")):
-        if c.get(name):
-            reasons.append(f"{c.get(name)} {text}")
+    for name, one, many, text in (
+            ("not_due", "is", "are", "not due yet (db.fetch.interval.default; -adddays D looks ahead)"),
+            ("filtered", "is", "are", "filtered out (conf/regex-urlfilter.txt; -noFilter)"),
+            ("too_distant", "is", "are", "beyond generate.max.distance"),
+            ("low_score", "scores", "score", "below generate.min.score")):
+        if n := c.get(name):
+            reasons.append(f"{n} {one if n == 1 else many} {text}")
     return "; ".join(reasons) if reasons else ("no row is due (db.fetch.interval.default; -adddays D looks ahead), "
                                                "or the table has no rows (inject seeds first)")
 
@@ -187,8 +188,10 @@ class Parse(BatchTool):
         if self.args.reparse:  # type: ignore[attr-defined]
             return
         if counters.get("retry_later"):  # a parser server was down: those pages must be parsed before updatedb
-            log(f"parse: {counters.get('retry_later')} pages could not be parsed now (their parser did not answer); "
-                f"they stay in the batch: run `nutch2 parse {batch or '-all'} -resume` once it is back")
+            n = counters.get("retry_later")
+            log(f"parse: {counted(n, 'page')} could not be parsed now ({'its' if n == 1 else 'their'} parser did not "
+                f"answer); {'it stays' if n == 1 else 'they stay'} in the batch: run `nutch2 parse {batch or '-all'} "
+                "-resume` once it is back")
             return
         super().done(store, batch, counters)
 

@@ -5,9 +5,12 @@
 (the states are the journal's ORDER, nutch2/crawldb/journal.py; each Step below names the state it requires and the one
 it records). A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line;
 `-force` to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
-(its pages would be fetched again before they were parsed), and updating a batch whose fetched pages were not
-parsed (Nutch 1 skips unparsed segments). A batch whose generate was interrupted is refused by every step: run
-generate again. Once a step ran to its end the journal records its state and the rows it left with its mark.
+(its pages would be fetched again before they were parsed; one fetched to its end is told the step that goes on),
+updating a batch whose fetch was stopped and not resumed (the URLs it did not fetch would wait for a later batch),
+and updating a batch whose fetched pages were not parsed (Nutch 1 skips unparsed segments). A batch whose generate
+was interrupted is refused by every step: run generate again. Once a step ran to its end the journal records its
+state and the rows it left with its mark; a parse of a batch whose fetch was stopped records its rows only, so the
+batch stays `fetching` until its fetch is resumed.
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = Fal
         _check_refetch(store, batch, records[0] if batch is not None else None)
     if step is UPDATE:
         for r in records:
+            if r is not None and r.state == FETCHING:
+                raise Refused(_unfetched(r))
             if r is not None and not r.reached(PARSED) and _any(store, Mark.FETCH, r.batch_id):
                 raise Refused(_unparsed(r))
 
@@ -90,12 +95,32 @@ def _check_refetch(store: DataStore, batch: str | None, rec: BatchRecord | None)
                           "fetching every batch again now would replace pages before they are parsed: finish "
                           "them with `nutch2 fetch -all -resume`, or give -force to fetch every page again")
         return
-    done = rec is not None and rec.reached(FETCHED)
-    if done or rec is not None and rec.state == FETCHING or _any(store, Mark.FETCH, batch):
-        what = "was fetched" if done else "was partly fetched (the fetch was interrupted)"
-        raise Refused(f"fetch: batch {batch} {what}; fetching it again now would replace pages before they "
-                      f"are parsed: finish it with `nutch2 fetch {batch} -resume`, or give -force to fetch "
-                      "every page again")
+    if rec is not None and rec.reached(FETCHED):
+        since = {PARSED: " and parsed", UPDATING: " and its updatedb did not finish", UPDATED: " and updated",
+                 INDEXED: " and indexed"}.get(rec.state, "")
+        raise Refused(f"fetch: batch {batch} is already fetched{since}: nothing is left to fetch in it; go on with "
+                      f"`{_next_step(rec)}`, or give -force to fetch every page again")
+    if rec is not None and rec.state == FETCHING or _any(store, Mark.FETCH, batch):
+        raise Refused(f"fetch: batch {batch} was partly fetched (the fetch was interrupted); fetching it again now "
+                      f"would replace pages before they are parsed: finish it with `nutch2 fetch {batch} -resume`, "
+                      "or give -force to fetch every page again")
+
+
+def _next_step(rec: BatchRecord) -> str:
+    """The command that goes on with a batch fetched to its end."""
+    b = rec.batch_id
+    if not rec.reached(PARSED):
+        return f"nutch2 parse {b}"
+    if not rec.reached(UPDATED):
+        return f"nutch2 updatedb {b}"
+    return "nutch2 generate"  # updated: the next round is a new batch
+
+
+def _unfetched(rec: BatchRecord) -> str:
+    b = rec.batch_id
+    return (f"updatedb: the fetch of batch {b} did not finish (it was stopped or killed); updating it now would "
+            f"leave the URLs it did not fetch for a later batch: run `nutch2 fetch {b} -resume` (then `nutch2 "
+            f"parse {b}`) first, or give -force to update what was fetched")
 
 
 def _unparsed(rec: BatchRecord) -> str:
@@ -117,7 +142,11 @@ def record(step: Step, store: DataStore, batch: str | None, counters: Counters, 
             n = store.count(mark=(step.count_mark.value, b))
         else:
             n = counters.get(step.count)
-        journal.advance(b, state or step.records, {step.count: n})
+        rec = journal.batch(b)
+        if step is PARSE and rec is not None and rec.state == FETCHING:  # a parse of a batch whose fetch was
+            journal.advance(b, rec.state, {step.count: n})  # stopped: the batch is not parsed until it is fetched
+        else:
+            journal.advance(b, state or step.records, {step.count: n})
 
 
 def record_empty(step: Step, store: DataStore, batch: str, counters: Counters) -> None:
