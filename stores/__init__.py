@@ -3,7 +3,8 @@
 A store is one module of this package holding one DataStore subclass, found by its short name (`sqlite` is the
 class in nutch2.stores.sqlite whose `name` is "sqlite"), by a Gora class name it lists in `aliases`, or by a
 dotted path to any DataStore subclass (`mypackage.mymodule.MyStore`). Each class builds itself from the
-configuration (from_conf) and declares its capabilities. Locks are leases kept in the store (stores/lease.py).
+configuration (from_conf) and declares its capabilities; crawl_ids(conf) names the crawls whose tables it holds
+(each class lists its tables). Locks are leases kept in the store (stores/lease.py).
 """
 
 from __future__ import annotations
@@ -98,6 +99,18 @@ def table_name(conf: Configuration, crawl_id: str | None) -> str:
         raise ConfigError(f"storage.schema.webpage={base_name!r} is not a valid table name; use letters, digits, "
                           "'_', '-' or '.' (max 64)")
     return f"{cid}_{base_name}" if cid else base_name
+
+
+def crawl_ids(conf: Configuration) -> list[str] | None:
+    """The crawl ids whose webpage table the configured store holds, sorted ("" for the table of no crawl id);
+    None when the store cannot list its tables. A StoreError when it cannot be reached."""
+    tables = store_class(conf).tables(conf)
+    if tables is None:
+        return None
+    base_name = conf.get_str("storage.schema.webpage") or "webpage"
+    ids = {"" if t == base_name else t.removesuffix(f"_{base_name}") for t in tables
+           if t == base_name or t.endswith(f"_{base_name}")}
+    return sorted(i for i in ids if i == "" or _CRAWL_ID.fullmatch(i))
 
 
 def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = True) -> DataStore:
@@ -198,4 +211,4 @@ def BatchLock(conf: Configuration, crawl_id: str | None, batch: str | None, job:
 
 
 __all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "BatchLock", "table_name",
-           "backend_name", "store_class", "find_store_class", "known_stores"]
+           "backend_name", "store_class", "find_store_class", "known_stores", "crawl_ids"]

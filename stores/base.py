@@ -75,6 +75,12 @@ class DataStore(ABC):
     def has(cls, capability: Capability) -> bool:
         return capability in cls.capabilities
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str] | None:
+        """The webpage tables the configured store holds, every crawl's, sorted (stores/__init__.py crawl_ids
+        names their crawls); None: this store cannot list them."""
+        return None
+
     @abstractmethod
     def create_schema(self) -> None:
         """Create the table if it does not exist."""

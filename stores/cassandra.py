@@ -93,6 +93,17 @@ class CassandraStore(BufferedStore, EntryStorage):
                    conf.get_float("storage.cassandra.timeout"), conf.get_int("storage.write.batch.size"),
                    conf.get_int("storage.cassandra.retries"))
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str]:
+        """The keyspace's tables with a state or index table beside them (an older one: its marks table)."""
+        store = cls.from_conf(conf, "webpage", create=False)
+        try:
+            rows = store._run("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", (store.keyspace,))
+            names = {row[0] for row in rows}
+        finally:
+            store.close()
+        return sorted(t for t in names if any(f"{t}{side}" in names for side in ("_state", "_idx", "_marks")))
+
     def __init__(self, table: str, contact_points: list[str], port: int, keyspace: str, replication: str,
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
                  batch_size: int = 500, retries: int = 5) -> None:

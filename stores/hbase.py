@@ -126,6 +126,17 @@ class HBaseStore(BufferedStore, EntryStorage):
                    conf.get_int("storage.hbase.pool.size"), conf.get_int("storage.hbase.timeout"),
                    conf.get_int("storage.hbase.batch.size"), conf.get_int("storage.hbase.retries"))
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str]:
+        """The tables with a state or index table beside them (an older one: its marks table)."""
+        store = cls.from_conf(conf, "webpage", create=False)
+        try:
+            raw = store._with_retry("list tables", lambda t: t.connection.tables())
+        finally:
+            store.close()
+        names = {n.decode("utf-8", "replace") for n in raw}
+        return sorted(t for t in names if any(f"{t}{side}" in names for side in ("_state", "_idx", "_marks")))
+
     def __init__(self, table: str, host: str, port: int, transport: str = "buffered", protocol: str = "binary",
                  pool_size: int = 8, timeout_ms: int = 60000, batch_size: int = 1000, retries: int = 5) -> None:
         super().__init__(table, batch_size)

@@ -45,6 +45,12 @@ class MemoryStore(DataStore):
     def from_conf(cls, conf: Configuration, table: str, create: bool) -> MemoryStore:
         return cls(table)
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str]:
+        """The tables of this process."""
+        with _TABLES_LOCK:
+            return sorted(_TABLES)
+
     def create_schema(self) -> None:
         with _TABLES_LOCK:
             self._t = _TABLES.setdefault(self.table, _Table())

@@ -49,6 +49,17 @@ class PostgresStore(BufferedStore):
     def from_conf(cls, conf: Configuration, table: str, create: bool) -> PostgresStore:
         return cls(table, conf.get_str("storage.postgres.url"), conf.get_int("storage.write.batch.size"))
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str]:
+        """The tables of the connection's schema that have their marks and state tables beside them."""
+        store = cls.from_conf(conf, "webpage", create=False)
+        try:
+            names = {row[0] for row in store._exec("SELECT tablename FROM pg_tables WHERE schemaname = "
+                                                   "current_schema()").fetchall()}
+        finally:
+            store.close()
+        return sorted(t for t in names if f"{t}_marks" in names and f"{t}_state" in names)
+
     def __init__(self, table: str, url: str, batch_size: int = 500) -> None:
         super().__init__(table, batch_size)
         try:

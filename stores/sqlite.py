@@ -55,6 +55,17 @@ class SqliteStore(BufferedStore):
                    conf.get_float("storage.sqlite.busy.timeout"), checkpoint,
                    int(conf.get_float("storage.sqlite.cache.mb") * 1024))
 
+    @classmethod
+    def tables(cls, conf: Configuration) -> list[str]:
+        """One file per table, `<table>.sqlite` in storage.data.dir, that holds it (a dropped table leaves its file;
+        a file that cannot be read now is listed)."""
+        folder = Path(conf.get_str("storage.data.dir"))
+        try:
+            files = sorted(p for p in folder.glob("*.sqlite") if p.is_file())
+        except OSError as e:
+            raise StoreError(f"cannot list the crawl dbs in {folder}: {e.strerror}; check storage.data.dir") from None
+        return [p.name.removesuffix(".sqlite") for p in files if _holds_table(p, p.name.removesuffix(".sqlite"))]
+
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0,
                  checkpoint_pages: int = 1000, cache_kb: int = 512) -> None:
         super().__init__(table, batch_size)
@@ -511,6 +522,19 @@ def add_group(agg: Aggregate, status: int, retries: int, n: int, total: float, l
     agg.score_sum += float(total or 0.0)
     agg.score_min = float(lo) if agg.score_min is None else min(agg.score_min, float(lo))
     agg.score_max = float(hi) if agg.score_max is None else max(agg.score_max, float(hi))
+
+
+def _holds_table(path: Path, table: str) -> bool:
+    """The file holds the table (True when it cannot be read now: it may, and listing it is the safe side)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                (table,)).fetchone() is not None
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        return True
 
 
 def _describe(path: Path, e: sqlite3.DatabaseError) -> str:

@@ -355,6 +355,62 @@ def test_server_refuses_what_cannot_work(tmp_path: Path, capsys: pytest.CaptureF
     assert "-port 70000 is out of range: it must be between 0 and 65535" in capsys.readouterr().err
     assert cli("server", "-crawlId", "x", *d, "-solr", "localhost:8983") == 1
     assert "must start with http://" in capsys.readouterr().err
+    # -sslCert / -sslKey naming files that are not there: the option and the file, as the other file options
+    cert, key = tmp_path / "nope.pem", tmp_path / "nope.key"
+    assert cli("server", "-crawlId", "x", *d, "-sslCert", str(cert), "-sslKey", str(key)) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"nutch2 server: error: -sslCert {cert} does not exist; give -sslCert FILE and -sslKey FILE as PEM files "
+        "(a certificate chain and its private key)"]
+    cert.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert cli("server", "-crawlId", "x", *d, "-sslCert", str(cert), "-sslKey", str(key)) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"nutch2 server: error: -sslKey {key} does not exist; give -sslCert FILE and -sslKey FILE as PEM files "
+        "(a certificate chain and its private key)"]
+
+
+def test_the_server_says_at_start_what_will_not_work(tmp_path: Path) -> None:
+    """A dead Solr and a crawl id the store has no table for: the server starts (its pages say so until they
+    come), with one warning line each naming the cause and the fix; the store's crawls are named."""
+    import requests
+
+    from tests.searchapp import SearchServer
+
+    d = ["-D", f"storage.data.dir={tmp_path / 'crawl'}"]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    for crawl_id in ("alpha", "beta"):
+        assert cli("inject", seeds, "-crawlId", crawl_id, *d) == 0
+    users = tmp_path / "users"
+    add_user(users, "ann", "correct horse battery")
+    dead = "http://127.0.0.1:1/solr/x"
+    with SearchServer(["-crawlId", "nosuch", "-solr", dead, "-users", str(users), *d], tmp_path / "s1.log") as server:
+        pass
+    lines = server.output().splitlines()
+    assert any(x.startswith("server: crawl nosuch at http://127.0.0.1:") and "login: 1 user)" in x for x in lines)
+    warned = [x for x in lines if "warning" in x]
+    assert warned == [
+        f"server: warning: Solr at {dead} failed to answer a ping: connection refused; start it "
+        "(docker/services.sh start solr) or fix -solr / solr.server.url; searches fail until it answers",
+        "server: warning: the sqlite store holds no crawl nosuch (table nosuch_webpage); it holds alpha, beta: serve "
+        "one of them, or run `nutch2 inject SEEDS -crawlId nosuch` first"], lines
+    with SearchServer(["-crawlId", "alpha", "-solr", dead, *d], tmp_path / "s2.log") as server:
+        page = requests.get(f"{server.url}/crawl", timeout=30).text  # its dashboard counts one URL as one
+    assert [x for x in server.output().splitlines() if "warning" in x] == warned[:1]  # alpha is there
+    assert "<b>1</b> URL in the table now" in page, page
+
+
+def test_crawl_ids_name_the_tables_a_store_holds(tmp_path: Path) -> None:
+    from nutch2.stores import crawl_ids
+
+    conf = make_conf(tmp_path, "sqlite", **{"storage.crawl.id": ""})
+    assert crawl_ids(conf) == []
+    for cid in ("b", "a", None):
+        open_store(conf, cid).close()
+    (tmp_path / "crawl" / "notes.sqlite").touch()  # not a webpage table's file
+    assert crawl_ids(conf) == ["", "a", "b"]  # "": the table of no crawl id (webpage)
+    with open_store(conf, "b") as store:
+        store.drop_schema()
+    assert crawl_ids(conf) == ["", "a"]
 
 
 def test_the_page_view_shows_at_most_4096_characters_of_a_header() -> None:

@@ -29,6 +29,16 @@ def fill(store, n: int, prefix: str = "com.example") -> list[str]:
     return keys
 
 
+def test_crawl_ids_lists_every_crawl_the_store_holds(store, backend: str, tmp_path) -> None:
+    from nutch2.stores import crawl_ids
+
+    conf = make_conf(tmp_path, backend)  # the fixture's store: the same database, keyspace, folder or process
+    assert store.crawl_id in crawl_ids(conf)
+    store.drop_schema()
+    assert store.crawl_id not in crawl_ids(conf)
+    store.create_schema()
+
+
 def test_get_missing_is_none(store) -> None:
     assert store.get("com.nothing:http/") is None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import shlex
 import signal
 import socket
 import ssl
@@ -11,11 +12,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2 import logs
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
+from nutch2.errors import ConfigError, NutchError, StoreError
+from nutch2.index.solr import SolrClient, SolrUnavailable, solr_url
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
-from nutch2.stores import Capability, store_class, table_name
+from nutch2.stores import Capability, crawl_id_of, crawl_ids, store_class, table_name
 
 
 def _is_loopback(host: str) -> bool:
@@ -90,14 +93,47 @@ def _ssl_check(opts: ServerOptions) -> None:
         raise ConfigError("give both -sslCert FILE and -sslKey FILE (a PEM certificate chain and its private key)")
     if not opts.ssl_cert:
         return
+    for flag, name in (("-sslCert", opts.ssl_cert), ("-sslKey", opts.ssl_key)):
+        path = Path(name or "")
+        if not path.is_file():
+            what = "is a folder" if path.is_dir() else "does not exist"
+            raise ConfigError(f"{flag} {name} {what}; give -sslCert FILE and -sslKey FILE as PEM files (a certificate "
+                              "chain and its private key)")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         ctx.load_cert_chain(opts.ssl_cert, opts.ssl_key)
-    except FileNotFoundError as e:
-        raise ConfigError(f"{e.filename} does not exist; give -sslCert and -sslKey as PEM files") from None
+    except FileNotFoundError as e:  # gone since the check
+        raise ConfigError(f"{e.filename or opts.ssl_cert} does not exist; give -sslCert and -sslKey as PEM "
+                          "files") from None
     except (ssl.SSLError, OSError) as e:
         raise ConfigError(f"-sslCert {opts.ssl_cert} / -sslKey {opts.ssl_key} cannot be used "
                           f"({getattr(e, 'reason', None) or e}); give a PEM certificate chain and its key") from None
+
+
+def startup_warnings(conf: Configuration, crawl_id: str | None, solr: SolrClient) -> list[str]:
+    """What will not work until the operator acts, each in one line: Solr does not answer, the store holds no
+    table for the crawl (the server starts either way: its pages say so until Solr answers or the crawl exists)."""
+    found = []
+    try:
+        solr.ping()
+    except SolrUnavailable as e:
+        found.append(f"server: warning: {e}; searches fail until it answers")
+    cid = crawl_id_of(conf, crawl_id)
+    try:
+        held = crawl_ids(conf)
+    except StoreError as e:
+        found.append(f"server: warning: {e}; pages of the crawl fail until the store answers")
+        return found
+    if held is not None and cid not in held:
+        table = table_name(conf, crawl_id)
+        names = [i or f"{table.removeprefix(f'{cid}_')} (no -crawlId)" for i in held]
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        others = f"it holds {shown}: serve one of them, or" if held else "it holds no crawl yet:"
+        inject = shlex.join(["nutch2", "inject", "SEEDS", *(["-crawlId", cid] if cid else [])])
+        what = f"crawl {cid} (table {table})" if cid else f"table {table} (no -crawlId)"
+        found.append(f"server: warning: the {store_class(conf).name} store holds no {what}; {others} run "
+                     f"`{inject}` first")
+    return found
 
 
 def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: ServerOptions) -> int:
@@ -108,7 +144,6 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     except ImportError as e:
         raise ConfigError(f"the server needs starlette, jinja2 and uvicorn ({e.name} is missing): "
                           "pip install 'nutch2[server]'") from None
-    from nutch2.index.solr import SolrClient, solr_url
     from nutch2.searcher.jobapi import JobManager
 
     if not store_class(conf).has(Capability.SHARED_PROCESSES):
@@ -127,6 +162,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
         raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0")
     url = solr_url(conf, solr)
     client = SolrClient(url, min(conf.get_float("solr.timeout"), 30.0))
+    warnings = startup_warnings(conf, crawl_id, SolrClient(url, min(conf.get_float("solr.timeout"), 5.0)))
     files = conf.get_str("server.files.dir").strip()
     manager = JobManager(conf, crawl_id, url, Path(files) if files else None) if opts.jobs else None
     app = create_app(conf, crawl_id, client, manager, policy=policy)
@@ -134,10 +170,13 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     bound = sock.getsockname()[1]
     shown = f"[{opts.host}]" if ":" in opts.host else opts.host
     scheme = "https" if opts.ssl_cert else "http"
-    login = ", ".join([*(["token"] if creds.token else []), *([f"{len(creds.users)} users"] if creds.users else [])])
+    login = ", ".join([*(["token"] if creds.token else []),
+                       *([logs.counted(len(creds.users), "user")] if creds.users else [])])
     print(f"server: crawl {crawl_id or 'webpage'} at {scheme}://{shown}:{bound}/ (Solr {url}"
           f"{', job API on' if opts.jobs else ''}, login: {login or 'none'}); Ctrl-C stops",
           file=sys.stderr, flush=True)
+    for line in warnings:
+        logs.warning(line)
     if not _is_loopback(opts.host):
         if not creds.required:
             print(f"server: warning: -insecure: anyone who reaches {opts.host} can read the crawl"
