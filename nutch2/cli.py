@@ -21,6 +21,7 @@ from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
+from nutch2.stores import Capability, open_store, store_class
 from nutch2.tools import TOOLS, Run, Tool, tools
 from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
 
@@ -98,7 +99,8 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
         handling["now"] = True
         try:
             n = stop.in_flight()
-            what = "the work in hand" if n is None else f"{n} request{'s' if n != 1 else ''} in flight"
+            what = ("the work in hand" if n is None else "the work in hand (no request in flight)" if n == 0
+                    else f"{logs.counted(n, 'request')} in flight")
             logs.log(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
                      "again to quit now")
             stop.request()
@@ -120,8 +122,28 @@ def resume_command(tool: Tool, argv: list[str]) -> str:
     return shlex.join(["nutch2", *argv, *extra])
 
 
+def warn_rows_end_here(prog: str, conf: Configuration, tool: Tool) -> None:
+    """A command that leaves rows in a store that keeps them only within this process (memory), which ends with
+    it: one warning line (its rows end too)."""
+    cls = store_class(conf)
+    if not tool.crawl or cls.has(Capability.DURABLE):
+        return
+    try:
+        with open_store(conf, tool.crawl_id, create=False) as store:
+            n = store.count()
+    except NutchError:
+        return
+    if n:
+        rows = "the 1 row of this crawl is" if n == 1 else f"the {n} rows of this crawl are"
+        steps = "" if tool.name == "crawl" else " (or run every step in one `nutch2 crawl`)"
+        logs.warning(f"{prog}: warning: storage.data.store.class={cls.name} keeps rows only within one process: "
+                     f"{rows} gone once this command ends; use sqlite (the default) for a crawl that lasts{steps}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """`nutch2 <argv>`; argv None: this process's own command line (the process ends with the command)."""
     limit_arenas()
+    standalone = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -152,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
             return tool.execute(Run())
         with stop_on_signals(prog, resume_command(tool, argv)):
-            return tool.execute(Run())
+            rc = tool.execute(Run())
+        if standalone and rc == 0:
+            warn_rows_end_here(prog, conf, tool)
+        return rc
     except stop.Stopped:
         resume = resume_command(tool, argv) if tool is not None else shlex.join(["nutch2", *argv])
         logs.warning(f"{prog}: stopped; what was done is kept: run `{resume}` to go on")

@@ -162,11 +162,50 @@ def test_stats_from_another_process(results) -> None:
 def test_readdb_url(results) -> None:
     p = results["url"]
     assert p.returncode == 0, p.stderr
-    assert "https://www.example.org/news/" in p.stdout
-    assert "INJECTED" in p.stdout and "2.5" in p.stdout
+    lines = p.stdout.splitlines()
+    assert "url:\thttps://www.example.org/news/" in lines and "status:\t0 (INJECTED)" in lines
+    assert "score:\t2.5" in lines and "fetchInterval:\t2592000 s (30 days)" in lines
+    assert "marker inject (_injmrk_):\ty" in lines and "marker distance (dist):\t0" in lines
+    assert "metadata category:\tnews" in lines and "metadata cash (_csh_):\t2.5" in lines  # text, OPIC's cash
+    assert all(re.fullmatch(r"[A-Za-z][\w ()]*:\t\S.*", line) for line in lines), lines  # one `name: value` a line
+    assert not re.search(r"b'|\{'|None|<\w+\.|[A-Za-z0-9+/]{8,}=", p.stdout), p.stdout  # no repr, no base64
     p = results["url_missing"]
     assert p.returncode != 0
     assert "not-injected.example.com" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_readdb_url_shows_binary_values_in_hex_and_bookkeeping_readably(tmp_path: Path) -> None:
+    from nutch2.archive.warc import IP_KEY
+    from nutch2.crawldb.rowjson import RESERVED_METADATA
+    from nutch2.fetch.fetchclaim import CLAIM
+    from nutch2.jobs.sitemap import LASTMOD_KEY
+    from nutch2.jobs.updatedb import STAGE_KEY, UPDATE_RUN
+    from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY
+    from nutch2.plugins.scoring_opic.opic import CASH_KEY
+    from nutch2.stores import open_store
+    from nutch2.webpage import ParseStatus, ProtocolStatus, WebPage
+
+    assert set(RESERVED_METADATA) == {CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, NOINDEX_KEY, IP_KEY,
+                                      LASTMOD_KEY}  # the keys readdb names are the ones the project keeps
+    page = WebPage("com.example:http/a", status=0x22, score=0.25, fetch_time=1_700_000_000_000,
+                   title="Two\nlines", signature=bytes.fromhex("00ff10"), protocol_status=ProtocolStatus(16, ["boom"]),
+                   parse_status=ParseStatus(2, 200, ["bad"]), headers={"X-A": "1"},
+                   outlinks={"http://example.com/b": "to b"}, markers={"_gnmrk_": "B1"},
+                   metadata={"_csh_": b"0.125", "_ftclaim_": b"B1/run7/2", "_trunc_": b"y", "bin": b"\x00\xff\x10",
+                             "lang": "fran\u00e7ais".encode()})
+    with open_store(make_conf(tmp_path, "sqlite"), "bin") as store:
+        store.put(page.key, page)
+    p = run(tmp_path, "readdb", "-url", "http://example.com/a", "-crawlId", "bin",
+            "-D", f"storage.data.dir={tmp_path / 'crawl'}")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    for line in ("status:\t34 (RETRY)", "fetchTime:\t2023-11-14T22:13:20Z", "title:\tTwo\\nlines",
+                 "signature:\t00ff10", "protocolStatus:\t16 (EXCEPTION), args boom",
+                 "parseStatus:\t2/200 (FAILED/EXCEPTION), args bad", "marker generate (_gnmrk_):\tB1",
+                 "metadata cash (_csh_):\t0.125", "metadata fetch claim (_ftclaim_):\tbatch B1, run run7, claim 2",
+                 "metadata truncated (_trunc_):\tyes", "metadata bin:\t0x00ff10", "metadata lang:\tfran\u00e7ais",
+                 "outlink:\thttp://example.com/b\tto b", "header:\tX-A\t1"):
+        assert line in lines, (line, lines)
 
 
 def test_reinject_counts_known(crawl, tmp_path: Path) -> None:
@@ -354,6 +393,25 @@ def test_python_m_nutch2_cli(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "nutch2.cli", "--help"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0 and "inject" in p.stdout and "readdb" in p.stdout
+
+
+def test_a_command_that_leaves_rows_in_the_memory_store_says_they_end_with_it(
+        crawl, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d, _ = crawl
+    mem = ["-D", "storage.data.store.class=memory", "-D", f"storage.data.dir={tmp_path / 'crawl'}"]
+    p = run(d, "inject", "seeds.txt", "-crawlId", "m", *mem)
+    assert p.returncode == 0, p.stderr
+    warned = [x for x in p.stderr.splitlines() if "warning" in x]
+    assert warned == ["nutch2 inject: warning: storage.data.store.class=memory keeps rows only within one process: "
+                      "the 4 rows of this crawl are gone once this command ends; use sqlite (the default) for a "
+                      "crawl that lasts (or run every step in one `nutch2 crawl`)"], p.stderr
+    p = run(d, "readdb", "-stats", "-crawlId", "m", *mem)  # they are gone; a command that leaves none says nothing
+    assert p.returncode == 0 and re.search(r"^TOTAL urls:\s+0$", p.stdout, re.M) and "warning" not in p.stderr
+    from tests.crawlutil import cli  # in one process (tests, the job API) the rows stay: no warning
+
+    capsys.readouterr()
+    assert cli("inject", str(d / "seeds.txt"), "-crawlId", "m2", *mem) == 0
+    assert "warning" not in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ processes sharing one crawl

@@ -76,7 +76,7 @@ class Readdb(Tool):
             log(f"readdb: the counts are not kept for the dashboard this time (the table is being written: {e})")
 
     def _row(self, run: Run, store, raw: str) -> int:
-        from nutch2.crawldb.rowjson import row_to_json
+        from nutch2.crawldb.rowjson import row_lines, row_to_json
         from nutch2.urls.checker import UrlChecker
 
         url = UrlChecker(self.conf, "inject", filter=False).normalize(raw)  # the form inject stored it in
@@ -90,15 +90,9 @@ class Readdb(Tool):
         page = store.get(key)
         if page is None:
             raise NutchError(f"readdb: {url} is not in the table (key {key})")
-        doc = row_to_json(page, text=True)
-        run.values["row"] = doc
-        for k, v in doc.items():
-            if isinstance(v, dict) and v and k not in ("protocolStatus", "parseStatus"):
-                run.out(f"{k}:")
-                for kk, vv in v.items():
-                    run.out(f"\t{kk}\t{vv}")
-            else:
-                run.out(f"{k}:\t{v}")
+        run.values["row"] = row_to_json(page, text=True)  # the job API's
+        for line in row_lines(page):
+            run.out(line)
         return 0
 
     def _dump(self, run: Run, store, runner, out: Path) -> int:
