@@ -15,6 +15,7 @@ from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
 from nutch2.crawldb.schedule import fetch_schedule
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
+from nutch2.logs import counted
 from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
 from nutch2.marks import Mark, get_distance
 from nutch2.stores.base import DataStore
@@ -173,8 +174,8 @@ def run_generate(job: GeneratorJob, store: DataStore, runner: Runner, counters: 
         if rec.state == GENERATING:
             released = runner.run(ReleaseJob(job.conf, rec.batch_id), store).get("released")
             journal.forget(rec.batch_id)
-            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its {released} rows "
-                "can be generated again")
+            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its "
+                f"{counted(released, 'row')} can be generated again")
     if journal.batch(job.batch_id) is not None:
         raise NutchError(f"generate: batch id {job.batch_id} is already used in this crawl; give a new one")
     journal.record(job.batch_id, GENERATING)

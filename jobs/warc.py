@@ -43,6 +43,7 @@ from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.fetcher import user_agent
 from nutch2.fetch.headers import stored_headers
+from nutch2.logs import counted
 from nutch2.mapred.runner import Counters, Job, Runner, TaskContext, log
 from nutch2.marks import Mark, set_distance
 from nutch2.parse.parseutil import TRUNCATED_KEY
@@ -127,7 +128,7 @@ def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | No
     for path in stale:  # what an earlier (killed or finished) run of this export wrote: replaced whole
         path.unlink()
     if stale:
-        log(f"warc: removed {len(stale)} files of an earlier run of this export from {out_dir}")
+        log(f"warc: removed {counted(len(stale), 'file')} of an earlier run of this export from {out_dir}")
     counters = runner.run(job, store)
     return counters, job.files
 
@@ -288,11 +289,12 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
     rows = counters.get("imported") + counters.get("already_imported")
     if rows == 0:
         journal.forget(batch)
-        raise NutchError(f"no HTTP response record could be imported from {len(paths)} file(s) "
-                         f"({counters.get('records')} responses read); check that they are WARC files of a web crawl")
+        raise NutchError(f"no HTTP response record could be imported from {counted(len(paths), 'file')} "
+                         f"({counted(counters.get('records'), 'response')} read); check that they are WARC files of a "
+                         "web crawl")
     journal.record(batch, FETCHED, rows)
     elapsed = max(time.monotonic() - started, 1e-6)
-    log(f"warcimport: batch {batch}: {rows} rows in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
+    log(f"warcimport: batch {batch}: {counted(rows, 'row')} in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
 
 
 def _http_date_ms(value: str) -> int | None:

@@ -327,7 +327,7 @@ def test_login_and_tls_over_a_real_socket(crawl: list[str], tmp: Path, capsys: p
             "-sslCert", str(cert), "-sslKey", str(key)]
     with SearchServer(args, tmp / "server-tls.log") as server:
         assert server.url.startswith("https://127.0.0.1:")
-        assert "login: token, 1 users" in server.output()
+        assert "login: token, 1 user)" in server.output()
         get = lambda path, **kw: requests.get(server.url + path, verify=str(cert), timeout=30, **kw)  # noqa: E731
         for path in ("/", "/api/stats", "/static/style.css", f"/api/page?url={ARCHIVE}/page.html"):
             r = get(path)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,45 @@ def test_progress_off_a_terminal_is_a_periodic_log_line(tmp_path: Path) -> None:
     assert len(lines) >= 2 and "\r" not in p.stderr, p.stderr
     assert " errors, " in lines[-1] and " pages/s (" in lines[-1] and " avg), " in lines[-1] and "kB/s" in lines[-1]
     assert sum(x.startswith("fetch: finished in") for x in p.stderr.splitlines()) == 1  # one summary
+
+
+@pytest.mark.slow
+def test_progress_shows_no_speed_before_a_page_and_counts_one_in_the_singular(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite:local", **{"log.progress.interval": 0.3, "fetcher.progress.interval": 0.1})
+    with TestWeb(hosts=1, pages_per_host=3, traps=False, page_delay=1.5) as web:  # each page 1.5 s late
+        seeds = seed_file(tmp_path, web.page_url(0, 1), web.page_url(0, 2))
+        assert run("inject", seeds, *d).returncode == 0
+        batch = run("generate", *d).stdout.strip()
+        p = run("fetch", batch, *d)
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.startswith("fetch: ") and " threads active" in x]
+    before = [x for x in lines if x.startswith("fetch: 0 pages, 0 errors, ")]
+    assert before and not any("/s" in x for x in before), lines  # no speed of nothing
+    after = [x for x in lines if x.startswith("fetch: 1 page, 0 errors, ")]  # "1 page", not "1 pages"
+    assert after and all(" pages/s (" in x and " kB/s (" in x for x in after), lines
+    assert not any(re.search(r"(?<![\d.])0 (kB/s|avg\))|\b1 (pages|errors|queues)\b", x) for x in lines), lines
+    assert any(x.endswith(" queued in 1 queue") for x in lines), lines
+
+
+@pytest.mark.slow
+def test_a_stop_with_no_request_in_flight_says_so(tmp_path: Path) -> None:
+    d = defines(tmp_path, "sqlite:local", **{"fetcher.server.delay": 30})
+    with TestWeb(hosts=1, pages_per_host=3, traps=False) as web:
+        seeds = seed_file(tmp_path, web.page_url(0, 1), web.page_url(0, 2))
+        assert run("inject", seeds, *d).returncode == 0
+        batch = run("generate", *d).stdout.strip()
+        fetch = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "fetch", batch, *d], cwd=REPO,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not [r for r in web.requests() if r.path != "/robots.txt"]:  # the first page is answered; the next
+            assert time.monotonic() < deadline and fetch.poll() is None, "no page was fetched"  # waits 30 s
+            time.sleep(0.05)
+        time.sleep(1.0)
+        fetch.send_signal(signal.SIGINT)
+        err = fetch.communicate(timeout=60)[1]
+    assert fetch.returncode == 130, err
+    assert "nutch2 fetch: stopping: finishing the work in hand (no request in flight); Ctrl-C again to quit now" \
+        in err.splitlines(), err
 
 
 @pytest.mark.parametrize("level", ["-v", "log.level=DEBUG"])

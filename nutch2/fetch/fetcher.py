@@ -19,7 +19,7 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.fetch.watchdog import WATCHDOG
-from nutch2.logs import Progress, Window
+from nutch2.logs import Progress, Window, counted
 from nutch2.mapred import stop
 from nutch2.mapred.memory import release_memory
 from nutch2.plugins.points import ProtocolSession
@@ -687,10 +687,17 @@ class _Stats:
         return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)
 
     def line(self, threads: int, queued: int, queues: int) -> str:
-        """One progress line: counts, then pages/s and kB/s over the window and since the start."""
+        """One progress line: counts, then (once a page was fetched) pages/s and kB/s over the window and since the
+        start."""
         with self.lock:
             pages, nbytes, errors, active = self.pages, self.bytes, self.errors, self.active
         window, since_start = self._window.rates(pages, nbytes / 1024)
         (rate, kbs), (avg, kb_avg) = window, since_start
-        return (f"fetch: {pages} pages, {errors} errors, {rate:.1f} pages/s ({avg:.1f} avg), {kbs:.0f} kB/s "
-                f"({kb_avg:.0f} avg), {active}/{threads} threads active, {queued} queued in {queues} queues")
+        speed = f"{rate:.1f} pages/s ({avg:.1f} avg), {_kb(kbs)} kB/s ({_kb(kb_avg)} avg), " if pages else ""
+        return (f"fetch: {counted(pages, 'page')}, {counted(errors, 'error')}, {speed}{active}/{threads} threads "
+                f"active, {queued} queued in {counted(queues, 'queue')}")
+
+
+def _kb(rate: float) -> str:
+    """kB/s for the progress line: one decimal below 1 (a slow polite fetch is not 0 kB/s)."""
+    return f"{rate:.1f}" if rate < 1 else f"{rate:.0f}"

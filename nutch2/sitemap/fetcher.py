@@ -26,6 +26,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.logs import counted
 from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker
@@ -297,7 +298,8 @@ class SitemapFetcher:
             self.task.incr("found", parser.invalid)
             self.task.incr("rejected", parser.invalid)
             self.task.incr("rejected_invalid", parser.invalid)
-        what = f"{read} URLs read before that ({kept} accepted)" if parser.kind != "index" else "sitemaps before that"
+        what = f"{counted(read, 'URL')} read before that ({kept} accepted)" if parser.kind != "index" else \
+            "sitemaps before that"
         if parser.truncated:
             self.task.incr("sitemaps_truncated")
             self._log(f"sitemap: {url}: cut at sitemap.size.max={self.size_max} bytes (or by the fetch time limit); "
