@@ -4,6 +4,7 @@ runners and on every service store in NUTCH2_TEST_STORES."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -22,7 +23,7 @@ from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite"]
+BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite:local"]
 
 
 def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -125,7 +126,7 @@ def test_warc_kill_9_leaves_no_half_file_and_a_rerun_replaces_it(crawled: dict, 
         rerun = nutch2("warc", out, "-all", "-crawlId", crawl_id, "-maxSize", 0.01, *d)
         assert rerun.returncode == 0, (point, rerun.stderr)
         assert responses(out) == expected and not list(out.glob("*.open")), point
-        assert "removed" in rerun.stderr and "files of an earlier run" in rerun.stderr
+        assert re.search(r"removed \d+ files? of an earlier run", rerun.stderr), rerun.stderr
 
 
 @pytest.mark.timeout(600)

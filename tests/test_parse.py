@@ -383,16 +383,21 @@ def test_timeout_with_slow_inner_function(monkeypatch: pytest.MonkeyPatch) -> No
         return original(markup)
 
     monkeypatch.setattr(parse_mod, "_parse_tree", slow)
+    before = {t for t in threading.enumerate() if t.name == "nutch2-parse"}  # other threads' parsers (earlier tests)
     start = time.monotonic()
     result = parse_html(page().encode(), URL, timeout=0.05)
     assert time.monotonic() - start < 0.4
     assert (result.status_major, result.status_minor) == (ParseMajor.FAILED, ParseMinor.EXCEPTION)
     assert result.status_args == ["parser timeout"]
+
+    def abandoned() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "nutch2-parse"} - before
+
     # the abandoned thread is a daemon and finishes on its own
     deadline = time.monotonic() + 5
-    while any(t.name == "nutch2-parse" for t in threading.enumerate()) and time.monotonic() < deadline:
+    while abandoned() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(t.name == "nutch2-parse" for t in threading.enumerate())
+    assert not abandoned()
 
 
 def test_parser_thread_reused_until_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
