@@ -143,6 +143,7 @@ def warn_rows_end_here(prog: str, conf: Configuration, tool: Tool) -> None:
 def main(argv: list[str] | None = None) -> int:
     """`nutch2 <argv>`; argv None: this process's own command line (the process ends with the command)."""
     limit_arenas()
+    stop.reset()  # a command starts with no stop request (one run in a process that ran others: tests, a shell)
     standalone = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -62,9 +62,19 @@ def make_conf(tmp_path: Path, backend: str = "sqlite", **props: object) -> Confi
         "mapreduce.framework.name": framework,
         "storage.data.dir": str(tmp_path / "crawl"),
         "http.agent.name": "nutch2-test",
+        "fetcher.address.allow": "127.0.1.0/24",  # the test webs' hosts (tests/crawlutil.py defines says why)
     }
     overrides.update({k: str(v) for k, v in props.items()})
     return Configuration(CONF_DIR, overrides)
+
+
+@pytest.fixture(autouse=True)
+def _no_stop_left() -> object:
+    """A test that asked this process to stop (in-process stop tests) leaves no request for the next one."""
+    yield
+    from nutch2.mapred import stop
+
+    stop.reset()
 
 
 @pytest.fixture
