@@ -29,6 +29,7 @@ def _defines(data_dir: Path, **extra: object) -> list[str]:
         "fetcher.threads.per.queue": 1,
         "mapreduce.job.tasks": 1,  # one fetch reducer: -threads T is the whole crawl's concurrency
         "fetcher.progress.interval": 3600,
+        "fetcher.address.allow": "127.77.0.0/16",  # the bench webs' hosts (bench/web.py host_addr), for the guard
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     out: list[str] = []

@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             seeds.write_text("\n".join(nginx.seeds()) + "\n")
             props = {"storage.data.dir": data / "crawl", "http.agent.name": "bench", "fetcher.server.delay": 0,
                      "fetcher.server.min.delay": 0, "fetcher.threads.per.queue": 1, "mapreduce.job.tasks": 1,
-                     "fetcher.progress.interval": 3600, "mapreduce.framework.name": "local"}  # jobs in this process
+                     "fetcher.progress.interval": 3600, "mapreduce.framework.name": "local",  # jobs in this process
+                     "fetcher.address.allow": "127.77.0.0/16"}  # the bench web's hosts, for the address guard
             defines = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
             for d in args.defines:
                 defines += ["-D", d]

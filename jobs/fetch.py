@@ -20,6 +20,7 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import Journal
+from nutch2.fetch.addresses import AddressPolicy, seed_origins
 from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_of, next_claim, this_run, verdict
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.headers import stored_headers
@@ -123,8 +124,9 @@ class FetcherJob(Job):
         if ctx.attempt is not None:
             lease = TaskLease(ctx.store, self.batch_id, ctx.task, self.run, ctx.attempt, self.lease_timeout,
                               ctx.log).acquire()
+        addresses = AddressPolicy.from_conf(ctx.conf, seed_origins(ctx.store))  # the seeds' hosts pass the guard
         fetcher = Fetcher(self.conf, self.threads, lambda *outcome: self._output(ctx, *outcome), ctx, self.progress,
-                          claim=lambda item: self._claim(ctx, lease, item))
+                          claim=lambda item: self._claim(ctx, lease, item), addresses=addresses)
         feed = (item for _, item in items)
         try:
             if lease is not None:

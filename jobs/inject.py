@@ -13,6 +13,8 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
+from nutch2.fetch.addresses import guarded_seeds, origin_of, record_seeds
+from nutch2.logs import log
 from nutch2.mapred.runner import Job, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.status import CrawlStatus
@@ -95,7 +97,11 @@ class InjectorJob(Job):
         self.default_score = conf.get_float("db.score.injected")
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.chunk = max(1, conf.get_int("storage.write.batch.size"))
+        self.dns_seconds = conf.get_float("inject.address.check.seconds")
         seed_files(seeds)  # fail before the job starts when the path is wrong
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        self._origins: set[tuple[str, int]] = set()  # hosts and ports of this task's seeds
 
     def inputs(self, store: DataStore, n: int) -> list[Any]:
         """The seed lines, read here on the driver and shipped to the tasks in chunks (a task in another
@@ -110,11 +116,29 @@ class InjectorJob(Job):
 
     def map(self, record: list[SeedLine], ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
         seeds = [s for line in record if (s := self._seed(line, ctx)) is not None]
+        self._origins.update(o for s in seeds if (o := origin_of(s[1])) is not None)
         # metadata is read so that -update merges the seed's keys into it (a map is written whole)
         existing = ctx.store.get_many(list(dict.fromkeys(s[0] for s in seeds)), ["status", "markers", "metadata"])
         for key, url, meta, score, interval in seeds:
             self._inject(ctx, existing, key, url, meta, score, interval)
         return ()
+
+    def result(self, ctx: TaskContext) -> Any:
+        return sorted(self._origins)
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        """The seeds' hosts that resolve to this machine's network: the address guard lets them through (the
+        user chose them), recorded in the crawl once every row is written."""
+        origins = {tuple(o) for part in results for o in part}
+        found, late = guarded_seeds(origins, self.dns_seconds)  # type: ignore[arg-type]
+        record_seeds(ctx.store, found)
+        if found:
+            log(f"inject: the address guard lets through the seed host{'' if len(found) == 1 else 's'} "
+                f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's)")
+        if late:
+            log(f"inject: {late} seed host{'' if late == 1 else 's'} not resolved within "
+                "inject.address.check.seconds: one of this machine's network must be listed in "
+                "fetcher.address.allow")
 
     def _seed(self, record: SeedLine, ctx: TaskContext) -> tuple[str, str, dict[str, str], float | None,
                                                                   int | None] | None:

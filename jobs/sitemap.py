@@ -28,6 +28,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
+from nutch2.fetch.addresses import AddressPolicy, seed_origins
 from nutch2.fetch.fetcher import fetcher_threads
 from nutch2.fetch.protocols import protocol_for
 from nutch2.mapred.runner import Job, Step, TaskContext
@@ -174,7 +175,8 @@ class SitemapJob(Job):
         if not sources:
             return
         ctx.incr("hosts", len({queue_id(s.url, "byHost") for s in sources}))
-        for found in SitemapFetcher(self.conf, ctx, self.threads).found(sources):
+        addresses = AddressPolicy.from_conf(ctx.conf, seed_origins(ctx.store))
+        for found in SitemapFetcher(self.conf, ctx, self.threads, addresses).found(sources):
             try:
                 key = reverse_url(found.url)
             except ValueError:

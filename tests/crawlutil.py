@@ -35,6 +35,9 @@ def defines(tmp: Path, backend: str, **props: object) -> list[str]:
         "http.agent.name": "nutch2-test",
         "fetcher.server.delay": 0.1,
         "http.timeout": 5000,
+        # the test webs' hosts (tests/testweb.py) are 127.0.1.x: listed for the address guard, as a user lists an
+        # intranet's; this machine's services on 127.0.0.1 (Solr, Tika...) stay guarded
+        "fetcher.address.allow": "127.0.1.0/24",
     }
     base.update(props)
     out: list[str] = []

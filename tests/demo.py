@@ -30,8 +30,10 @@ def main() -> None:
         seeds = data / "seeds.txt"
         data.mkdir(parents=True, exist_ok=True)
         seeds.write_text(f"# the home page of the first test host\n{web.seed_url}\n")
+        # the test web's hosts are 127.0.1.x, this machine's: listed for the address guard, which refuses requests
+        # to the crawler's own machine and network unless a host is a seed or listed
         common = ["-D", f"storage.data.dir={data / 'crawl'}", "-D", "http.agent.name=nutch2-demo",
-                  "-D", "fetcher.server.delay=0.2"]
+                  "-D", "fetcher.server.delay=0.2", "-D", "fetcher.address.allow=127.0.1.0/24"]
         run("crawl", str(seeds), "-crawlId", "demo", "-rounds", "3", "-threads", "8", *common)
         run("readdb", "-stats", "-crawlId", "demo", *common)
         run("readdb", "-url", web.seed_url, "-crawlId", "demo", *common)

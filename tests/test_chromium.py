@@ -37,6 +37,7 @@ def web() -> Iterator[TestWeb]:
 def run_fetch(urls: list[str], threads: int = 4, **props: object) -> tuple[Outputs, dict[str, int]]:
     """One fetch task of `urls` with protocol-chromium; what it output per URL and its counters."""
     base: dict[str, object] = {"http.agent.name": "nutch2-test", "http.timeout": 5000, "page.load.delay": 0,
+                               "fetcher.address.allow": "127.0.1.0/24",  # the test web, for the address guard
                                "fetcher.server.delay": 0.1}
     conf = Configuration(CONF_DIR, {k: str(v) for k, v in {**base, **props}.items()})
     outputs: Outputs = {}

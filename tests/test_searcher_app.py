@@ -64,11 +64,9 @@ def crawl(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     solr = require_solr()
     wipe_solr(CRAWL)
     tmp = tmp_path_factory.mktemp("searcher")
-    # stylesheets and images fetched into the crawl, for snapshots: the shipped filter drops .css/.gif and the
+    # stylesheets and images fetched into the crawl, for snapshots: urlfilter-suffix drops .css/.gif and the
     # parser leaves img links out by default
-    shipped = (Path(__file__).resolve().parent.parent / "conf" / "regex-urlfilter.txt").read_text()
-    (tmp / "urlfilter.txt").write_text("\n".join(ln for ln in shipped.splitlines() if "css|js" not in ln) + "\n")
-    d = defines(tmp, "sqlite", **{"urlfilter.regex.file": tmp / "urlfilter.txt",
+    d = defines(tmp, "sqlite", **{"plugin.excludes": "urlfilter-suffix",
                                   "parser.html.outlinks.ignore_tags": "script,source"})
     seeds = tmp / "seeds.txt"
     seeds.write_text(web.seed_url + "\n")

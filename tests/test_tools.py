@@ -338,8 +338,10 @@ def test_checker_options_as_nutch_has_them(tmp_path: Path) -> None:
     (conf / "regex-urlfilter.txt").write_text("-\\.gif$\n+^http://keep\\.example/\n")
     listed = run("filterchecker", "-listFilters", "--conf", conf)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines() == ["urlfilter.max.length\tURLs longer than 2048 characters are dropped",
-                                          f"urlfilter-regex\t{conf / 'regex-urlfilter.txt'} (2 rules)"]
+    lines = listed.stdout.splitlines()
+    assert lines[:2] == ["urlfilter.max.length\tURLs longer than 2048 characters are dropped",
+                         f"urlfilter-regex\t{conf / 'regex-urlfilter.txt'} (2 rules)"]
+    assert re.fullmatch(r"urlfilter-suffix\t\S*suffix-urlfilter.txt \(\d+ suffixes, rejected\)", lines[2]), lines
     # -stdin: URLs from stdin after those given as arguments; -filterName: that filter alone (no length check)
     long_url = "http://keep.example/" + "a" * 3000
     p = run("filterchecker", "http://keep.example/x.gif", "-stdin", "--conf", conf,

@@ -8,6 +8,7 @@ import pytest
 
 from nutch2.plugins.urlfilter_regex.filter import RegexURLFilter, parse_rule
 from nutch2.urls.filters import URLFilters
+from tests.conftest import make_conf
 
 SHIPPED = Path(__file__).parent.parent / "conf" / "regex-urlfilter.txt"
 
@@ -121,8 +122,22 @@ def test_shipped_rules_accept(shipped: RegexURLFilter, url: str) -> None:
         "http://foo.com/x/y/x/y/x/y/z",
     ],
 )
-def test_shipped_rules_reject(shipped: RegexURLFilter, url: str) -> None:
-    assert shipped.filter(url) is None
+def test_shipped_rules_reject(shipped_chain: URLFilters, url: str) -> None:
+    assert shipped_chain.filter(url) is None
+
+
+@pytest.fixture(scope="module")
+def shipped_chain() -> URLFilters:
+    """The URL filters of the shipped configuration (urlfilter-regex, then urlfilter-suffix for file types)."""
+    return URLFilters.from_conf(make_conf(Path("/tmp")))
+
+
+@pytest.mark.parametrize("url", ["http://foo.com/style.css", "http://foo.com/app.js?v=2", "http://foo.com/a.png"])
+def test_file_types_are_the_suffix_filters_not_the_regex_files(shipped: RegexURLFilter, shipped_chain: URLFilters,
+                                                                url: str) -> None:
+    """A rendered page's resources pass every filter but urlfilter-suffix: the regex file holds no type rule."""
+    assert shipped.filter(url) == url and shipped_chain.filter(url) is None
+    assert shipped_chain.without("urlfilter-suffix").filter(url) == url
 
 
 def test_shipped_session_id_rule_is_commented_out(shipped: RegexURLFilter) -> None:
@@ -157,4 +172,4 @@ def test_url_filters_no_length_limit() -> None:
 def test_url_filters_from_shipped_file() -> None:
     chain = URLFilters([RegexURLFilter.from_file(SHIPPED)])
     assert chain.filter("http://foo.com/") == "http://foo.com/"
-    assert chain.filter("http://foo.com/a.png") is None
+    assert chain.filter("gopher://foo.com/a") is None

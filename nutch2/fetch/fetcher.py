@@ -15,6 +15,7 @@ from typing import Protocol
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
+from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
@@ -322,7 +323,8 @@ class Fetcher:
     """Fetches one task's items politely; not reusable (one run)."""
 
     def __init__(self, conf: Configuration, threads: int, output: Output, counters: Counting,
-                 progress: bool | None = None, claim: Claim | None = None) -> None:
+                 progress: bool | None = None, claim: Claim | None = None,
+                 addresses: AddressPolicy | None = None) -> None:
         self.conf = conf
         self.threads = threads
         self.output = output
@@ -332,13 +334,22 @@ class Fetcher:
         self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
         timelimit = conf.get_float("fetcher.timelimit.mins")
         self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
+        # the address guard every request passes (nutch2/fetch/addresses.py): checked here per URL, and by the
+        # protocol on the address it connects to
+        self.addresses = addresses if addresses is not None else AddressPolicy.from_conf(conf)
         self.protocol = protocol_for(conf)  # the protocol plugin of http(s): protocol-http, protocol-chromium
+        self.protocol.addresses = self.addresses
         self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
         self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent)
         self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
         self.redirect_checker = UrlChecker(conf, "fetcher")
+        # a rendered page's resources: normalized and filtered as URLs the fetcher requests, but for their file
+        # type (urlfilter-suffix says which types the crawl fetches as pages, not what a page may load)
+        self.resource_checker = UrlChecker(conf, "fetcher")
+        if self.resource_checker.filters is not None:
+            self.resource_checker.filters = self.resource_checker.filters.without("urlfilter-suffix")
         self.throughput_min = conf.get_float("fetcher.throughput.threshold.pages")
         self.throughput_retries = conf.get_int("fetcher.throughput.threshold.retries")
         self.throughput_after = conf.get_float("fetcher.throughput.threshold.check.after")
@@ -495,6 +506,12 @@ class Fetcher:
         if stop.requested():  # taken just before the stop: left in the batch for -resume
             queues.finish(item, q, requested=False)
             return
+        refused = self.addresses.check(item.url)
+        if refused:  # this machine's network: no request, robots.txt neither
+            queues.finish(item, q, requested=False)
+            self.counters.incr("denied_address")
+            self.output(item, ProtocolStatusCode.ACCESS_DENIED, [refused], None)
+            return
         rules = self.robots.cached(item.url)
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
             rules = self.robots.rules_for(item.url)
@@ -565,6 +582,8 @@ class Fetcher:
             return
         self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
         self.counters.incr("bytes", len(out.content))
+        if out.code == ProtocolStatusCode.ACCESS_DENIED and out.args and out.args[0].startswith(DENIED):
+            self.counters.incr("denied_address")  # refused at connect time (the name resolved elsewhere now)
         self.output(item, out.code, out.args, out)
 
     def _learn_crawl_delay(self, q: FetchItemQueue, rules: RobotRules, queues: FetchItemQueues) -> float | None:
@@ -579,11 +598,18 @@ class Fetcher:
         """A resource a rendered page asks for (protocol-chromium), requested as a page is: where robots.txt allows
         it, in turn in its host's queue (fetcher.server.delay or the host's Crawl-delay after the host's last
         request, the page's own included), ended by `until` (the page's time); ``(None, reason)`` when refused.
-        The URL filters are for the URLs a crawl visits; a page's scripts are not among them."""
+        It passes what the fetcher's own requests pass: the URL normalizers and filters (but for urlfilter-suffix:
+        a page loads scripts and styles the crawl does not fetch as pages) and the address guard."""
         try:
             queue_id(url, self.queue_mode)
         except ValueError:  # a URL the browser sent that names no host we could queue
             return None, "invalid_url"
+        checked = self.resource_checker.check(url)
+        if checked is None:
+            return None, "filtered"
+        url = checked
+        if self.addresses.check(url):
+            return None, "denied_address"
         rules = self._resource_robots(url, until, page_q, queues)
         if rules is None:
             return None, "stopped" if queues.aborted else "over_time"
@@ -642,7 +668,7 @@ class Fetcher:
                 return False
         except ValueError:
             return False
-        if self.redirect_checker.check(target) is None:
+        if self.redirect_checker.check(target) is None or self.addresses.check(target):
             return False
         rules = self.robots.rules_for(target)
         if not rules.allowed(target, self.robots_agent):

@@ -19,8 +19,10 @@ from typing import Any
 from urllib3 import PoolManager
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.exceptions import TimeoutError as TimeoutErrorU3
+
+from nutch2.fetch.addresses import AddressPolicy
 
 __all__ = ["Guard", "WATCHDOG", "Watchdog", "guard", "timed_out"]
 
@@ -128,14 +130,30 @@ os.register_at_fork(after_in_child=WATCHDOG._reset)  # a forked worker starts it
 
 class _Guarded:
     """Mixed into urllib3's connections: hands each socket they open, and the one they reuse for a request, to
-    the watchdog (an HTTPS socket is attached before its TLS handshake)."""
+    the watchdog (an HTTPS socket is attached before its TLS handshake). With an `address_policy` (a subclass per
+    pool manager sets it), a connection goes only to an address the policy allows (nutch2/fetch/addresses.py)."""
 
     sock: socket.socket | None
+    address_policy: AddressPolicy | None = None
 
     def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()  # type: ignore[misc]
+        policy = self.address_policy
+        sock = super()._new_conn() if policy is None else self._guarded_conn(policy)  # type: ignore[misc]
         WATCHDOG.attach(sock)
         return sock
+
+    def _guarded_conn(self, policy: AddressPolicy) -> socket.socket:
+        """urllib3's _new_conn, connecting through the policy (AddressDenied passes through as it is)."""
+        conn: Any = self
+        try:
+            return policy.connect(conn._dns_host, conn.port, conn.timeout, conn.source_address, conn.socket_options)
+        except socket.gaierror as e:
+            raise NameResolutionError(conn.host, conn, e) from e
+        except TimeoutError as e:
+            raise ConnectTimeoutError(conn, f"Connection to {conn.host} timed out. (connect timeout="
+                                            f"{conn.timeout})") from e
+        except OSError as e:
+            raise NewConnectionError(conn, f"Failed to establish a new connection: {e}") from e
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         if self.sock is not None:
@@ -159,12 +177,22 @@ class _GuardedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
 
-def guard(manager: PoolManager, socks: bool = False) -> PoolManager:
+def guard(manager: PoolManager, socks: bool = False, addresses: AddressPolicy | None = None) -> PoolManager:
     """`manager` (a PoolManager, ProxyManager or SOCKSProxyManager) with connections that report their sockets to
-    :data:`WATCHDOG`; through a proxy, the connection to the proxy is the one that is cut."""
-    manager.pool_classes_by_scheme = (_socks_pools() if socks
-                                      else {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool})
+    :data:`WATCHDOG`; through a proxy, the connection to the proxy is the one that is cut. `addresses`: the
+    address guard of its direct connections (a proxy is the user's choice: connections to it are not checked)."""
+    pools = _socks_pools() if socks else {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+    if addresses is not None:
+        pools = {scheme: _with_policy(pool, addresses) for scheme, pool in pools.items()}
+    manager.pool_classes_by_scheme = pools
     return manager
+
+
+def _with_policy(pool: type, policy: AddressPolicy) -> type:
+    """A pool class whose connections connect through `policy`."""
+    connection = type(f"Policy{pool.ConnectionCls.__name__}", (pool.ConnectionCls,),  # type: ignore[attr-defined]
+                      {"address_policy": policy})
+    return type(f"Policy{pool.__name__}", (pool,), {"ConnectionCls": connection})
 
 
 def timed_out(exc: BaseException) -> bool:

@@ -201,6 +201,9 @@ class Protocol(Extension):
 
     schemes: ClassVar[tuple[str, ...]] = ()
     priority: ClassVar[int] = 0
+    addresses: Any = None  # the address guard (nutch2.fetch.addresses.AddressPolicy) its connections pass, set
+    # by the fetcher before open(); a protocol that cannot pass it on is still kept from refused hosts by the
+    # fetcher's own check of every URL
 
     def open(self, stop_at: float | None, counters: Any) -> None:
         """Start for one task: ``stop_at`` (time.monotonic()) ends every request, ``counters`` are the task's."""

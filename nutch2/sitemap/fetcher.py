@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.fetch.addresses import AddressPolicy
 from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.logs import counted
@@ -98,9 +99,11 @@ def root_of(url: str) -> str:
 class SitemapFetcher:
     """Fetches the sitemaps of some sources and yields the URLs they list (one run)."""
 
-    def __init__(self, conf: Configuration, task: TaskLike, threads: int | None = None) -> None:
+    def __init__(self, conf: Configuration, task: TaskLike, threads: int | None = None,
+                 addresses: AddressPolicy | None = None) -> None:
         self.conf = sitemap_conf(conf)
         self.task = task
+        self.addresses = addresses  # the address guard (with the crawl's seeds); None: the configuration's
         self.strict = conf.get_bool("sitemap.strict.parsing")
         self.threads = fetcher_threads(conf, threads)
         self.size_max = conf.get_int("sitemap.size.max")
@@ -132,7 +135,8 @@ class SitemapFetcher:
                 item = self._enqueue(source.url, _Sitemap(0, None), put=False)
                 if item is not None:
                     first.append(item)
-        self._fetcher = Fetcher(self.conf, self.threads, self._output, self.task, progress=False)
+        self._fetcher = Fetcher(self.conf, self.threads, self._output, self.task, progress=False,
+                                addresses=self.addresses)
         runner = threading.Thread(target=self._run, args=(first,), name="SitemapFetcher", daemon=True)
         runner.start()
         try:

@@ -37,6 +37,7 @@ class _Checker(Tool):
 
     def fetch_and_parse(self, run: Run):
         """(url, protocol output, the parsed page) of the checked URL."""
+        from nutch2.fetch.addresses import AddressPolicy, origin_of
         from nutch2.fetch.fetcher import user_agent
         from nutch2.fetch.protocols import protocol_for
         from nutch2.fetch.robots import RobotsCache, robot_agents
@@ -57,6 +58,9 @@ class _Checker(Tool):
         except ValueError:
             raise NutchError(f"{a.url!r} is not a URL nutch2 can fetch; give one like https://example.com/") from None
         protocol = protocol_for(self.conf)
+        # the address guard: the URL checked is the user's choice; what it redirects to or loads is guarded
+        origin = origin_of(url)
+        protocol.addresses = AddressPolicy.from_conf(self.conf, [f"{origin[0]}:{origin[1]}"] if origin else [])
         protocol.open(None, Counters(self.name))
         agents = robot_agents(self.conf.get_str("http.agent.name"), self.conf.get_str("http.robots.agents"))
         robots = RobotsCache(protocol.robots_session, agents)
@@ -68,7 +72,15 @@ class _Checker(Tool):
             out = session.fetch(url)
             if protocol.renders(url, out):  # protocol-chromium: the page's resources where robots.txt allows them
 
+                resources = UrlChecker(self.conf, "fetcher")
+                if resources.filters is not None:  # as the fetcher checks them: every filter but the file types
+                    resources.filters = resources.filters.without("urlfilter-suffix")
+
                 def resource(u: str, until: float) -> tuple[Any, str]:
+                    if resources.check(u) is None:
+                        return None, "filtered"
+                    if protocol.addresses.check(u):
+                        return None, "denied_address"
                     if not robots.rules_for(u).allowed(u, agents):
                         return None, "robots_denied"
                     return session.fetch(u, deadline=until), ""

@@ -43,6 +43,10 @@ class URLFilters:
         """The chain with only the filter of plugin `name` (filterchecker -filterName), without the length check."""
         return URLFilters([f for f in self.filters if getattr(f, "plugin_id", None) == name], max_length=0)
 
+    def without(self, name: str) -> URLFilters:
+        """The chain without the filter of plugin `name` (a rendered page's resources skip urlfilter-suffix)."""
+        return URLFilters([f for f in self.filters if getattr(f, "plugin_id", None) != name], self.max_length)
+
     def describe(self) -> list[str]:
         """One line per check of the chain, in order (filterchecker -listFilters): the plugin and what it reads."""
         lines = [f"urlfilter.max.length\tURLs longer than {self.max_length} characters are dropped"] \

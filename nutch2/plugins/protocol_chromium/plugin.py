@@ -23,6 +23,7 @@ class Chromium(Protocol):
         self.stop_at: float | None = None
 
     def open(self, stop_at: float | None, counters: Any) -> None:
+        self.http.addresses = self.addresses  # the page's resources are fetched by protocol-http: the same guard
         self.http.open(stop_at, counters)
         self.stop_at = stop_at
         self.renderer = Renderer(self.settings, counters) if self.settings is not None else None

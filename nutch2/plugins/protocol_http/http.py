@@ -31,6 +31,7 @@ from urllib.parse import urljoin, urlsplit
 import urllib3
 
 from nutch2.errors import ConfigError
+from nutch2.fetch.addresses import AddressDenied, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
 from nutch2.mapred import stop
@@ -275,10 +276,12 @@ class HttpProtocol(ProtocolSession):
     """Fetches URLs over HTTP(S); one instance per fetcher thread (not thread-safe).
 
     ``cookies``: the task's cookie jar (http.enable.cookie.header), shared by its threads (a CookieJar locks itself);
-    None with cookies on gives this protocol a jar of its own.
+    None with cookies on gives this protocol a jar of its own. ``addresses``: the address guard every connection
+    passes (a refused URL is ACCESS_DENIED; a redirect to a refused address is returned as the redirect).
     """
 
-    def __init__(self, settings: HttpSettings, cookies: http.cookiejar.CookieJar | None = None) -> None:
+    def __init__(self, settings: HttpSettings, cookies: http.cookiejar.CookieJar | None = None,
+                 addresses: AddressPolicy | None = None) -> None:
         if not settings.agent or not settings.agent.strip():
             raise ProtocolConfigError(_EMPTY_AGENT)
         self.settings = settings
@@ -295,8 +298,9 @@ class HttpProtocol(ProtocolSession):
             "Accept-Language": settings.accept_language,
             "Accept-Encoding": _ACCEPT_ENCODING,
         }
+        self._addresses = addresses
         # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge
-        self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False))
+        self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False), addresses=addresses)
         self._proxied: urllib3.PoolManager | None = None
 
     def _manager(self, url: str) -> urllib3.PoolManager:
@@ -330,6 +334,8 @@ class HttpProtocol(ProtocolSession):
             deadline = stop_at
         try:
             out = self._fetch(url, self._conditional_headers(modified_since_ms, etag), deadline, may_follow)
+        except AddressDenied as exc:
+            out = ProtocolOutput(ProtocolStatusCode.ACCESS_DENIED, [str(exc)], final_url=url)
         except Exception as exc:  # noqa: BLE001 - fetch() must never raise
             out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [redact(_describe(exc), self._secrets)], final_url=url)
         end = time.monotonic()
@@ -356,13 +362,20 @@ class HttpProtocol(ProtocolSession):
         current = url
         hops = 0
         followed: list[tuple[str, bool]] = []
+        redirect: ProtocolOutput | None = None  # the answer that sent us to `current`
         while True:
             scheme = urlsplit(current).scheme.lower()
             if scheme not in _SCHEMES:
                 return ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, [scheme], final_url=current)
             if time.monotonic() >= deadline:
                 raise _FetchError(_TOTAL_TIMEOUT)
-            out = self._fetch_once(current, cond, deadline)
+            try:
+                out = self._fetch_once(current, cond, deadline)
+            except AddressDenied:
+                if redirect is None:
+                    raise
+                redirect.redirects = followed[:-1]  # a redirect to a refused address: recorded as the redirect
+                return redirect
             out.redirects = followed
             if out.code not in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
                 return out
@@ -378,7 +391,7 @@ class HttpProtocol(ProtocolSession):
                 return out  # recorded as a redirect: the target is fetched (or refused) in a later round
             seen.add(target)
             followed.append((target, out.code == ProtocolStatusCode.TEMP_MOVED))
-            current = target
+            current, redirect = target, out
 
     def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
         """One GET without following redirects, cut by the watchdog at ``deadline``."""
@@ -432,9 +445,14 @@ class HttpProtocol(ProtocolSession):
             request = urllib.request.Request(url)
             jar.add_cookie_header(request)
             headers.update(request.unredirected_hdrs)
+        manager = self._manager(url)
+        if manager is not self._direct and self._addresses is not None:  # the proxy connects: check the name here
+            refused = self._addresses.check(url)
+            if refused:
+                raise AddressDenied(refused)
         try:
-            resp = self._manager(url).request("GET", url, headers=headers, redirect=False, retries=False,
-                                              preload_content=False, decode_content=False, timeout=timeout)
+            resp = manager.request("GET", url, headers=headers, redirect=False, retries=False,
+                                   preload_content=False, decode_content=False, timeout=timeout)
         except Exception as exc:
             if guard.expired:
                 raise _FetchError(_TOTAL_TIMEOUT) from exc

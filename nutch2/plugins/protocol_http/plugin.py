@@ -53,7 +53,8 @@ class Http(Protocol):
             self.cookies = None
 
     def session(self) -> HttpProtocol:
-        return HttpProtocol(self.settings, self.cookies)
+        return HttpProtocol(self.settings, self.cookies, self.addresses)
 
     def robots_session(self) -> HttpProtocol:
-        return HttpProtocol(dataclasses.replace(self.settings, redirect_max=0, content_limit=ROBOTS_MAX_BYTES))
+        return HttpProtocol(dataclasses.replace(self.settings, redirect_max=0, content_limit=ROBOTS_MAX_BYTES),
+                            addresses=self.addresses)

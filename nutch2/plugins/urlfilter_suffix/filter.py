@@ -67,6 +67,11 @@ class SuffixURLFilter(URLFilter):
     def from_text(cls, text: str, source: str = "<string>") -> SuffixURLFilter:
         return cls(None, SuffixRules.parse(text, source))
 
+    def describe(self) -> str:
+        """What filterchecker -listFilters shows: where the suffixes come from, how many, and the mode."""
+        mode = "rejected" if self.rules.accept_unlisted else "the only ones accepted"
+        return f"{self.rules.source} ({len(self.rules.suffixes)} suffixes, {mode})"
+
     def matched(self, url: str) -> str | None:
         """The shortest listed suffix ``url`` (or its path, in path mode) ends with, or None."""
         subject = url.lower() if self.rules.ignore_case else url
