@@ -3,17 +3,29 @@ fetch times, CLI."""
 
 from __future__ import annotations
 
+import base64
 import socket
 from pathlib import Path
 
 import pytest
 
+from nutch2.errors import ConfigError
 from nutch2.fetch.headers import header_block_problem, stored_headers
 from nutch2.marks import Mark
 from nutch2.plugins.index_basic.filter import site_values
+from nutch2.searcher import auth
 from nutch2.searcher.access import AccessPolicy, json_too_deep, split_host_header
 from nutch2.searcher.app import _paging
-from nutch2.searcher.auth import Credentials, add_user, check_password, hash_password, read_users
+from nutch2.searcher.auth import (
+    FREE_FAILURES,
+    NEEDS_SCRYPT,
+    Backoff,
+    Credentials,
+    add_user,
+    check_password,
+    hash_password,
+    read_users,
+)
 from nutch2.searcher.crawlstats import bar_chart, crawl_view
 from nutch2.searcher.jobapi import JobManager
 from nutch2.searcher.pages import StoreAccess, fetched_at
@@ -127,10 +139,6 @@ def test_host_headers_json_depth_and_the_allowlist() -> None:
 
 
 def test_passwords_are_kept_hashed_and_checked(tmp_path: Path) -> None:
-    import base64
-
-    from nutch2.errors import ConfigError
-
     stored = hash_password("s3cret-pass", n=2**10)
     assert stored.startswith("scrypt$1024$8$1$") and "s3cret" not in stored
     assert check_password("s3cret-pass", stored) and not check_password("s3cret-pasS", stored)
@@ -146,13 +154,37 @@ def test_passwords_are_kept_hashed_and_checked(tmp_path: Path) -> None:
     def basic(user: str, password: str) -> str:
         return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
-    assert creds.check(basic("ann", "password-3")) == "ann" and creds.check(basic("ann", "password-3")) == "ann"
-    assert creds.check(basic("ann", "password-1")) is None and creds.check(basic("eve", "password-2")) is None
-    assert creds.check("Bearer " + "t" * 20) == "token" and creds.check("Bearer " + "t" * 19) is None
-    assert creds.check("Basic !!!") is None and creds.check(None) is None and creds.check("Digest x") is None
+    assert creds.check(basic("ann", "password-3")) == NEEDS_SCRYPT  # not known yet: only a scrypt tells
+    assert creds.verify(basic("ann", "password-3")) == "ann" and creds.check(basic("ann", "password-3")) == "ann"
+    assert creds.verify(basic("ann", "password-1")) is None and creds.verify(basic("eve", "password-2")) is None
+    assert creds.verify("Bearer " + "t" * 20) == "token" and creds.verify("Bearer " + "t" * 19) is None
+    assert creds.verify("Basic !!!") is None and creds.verify(None) is None and creds.verify("Digest x") is None
     (tmp_path / "bad").write_text("ann:plaintext\n")
     with pytest.raises(ConfigError, match="bad:1 is not a 'user:scrypt"):
         read_users(tmp_path / "bad")
+
+
+def test_failed_logins_back_off_per_client_and_unknown_users_cost_a_scrypt(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    users = tmp_path / "users"
+    add_user(users, "ann", "password-1")
+    creds = Credentials(None, read_users(users))
+
+    def basic(user: str, password: str) -> str:
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    for _ in range(FREE_FAILURES):
+        assert creds.verify(basic("ann", "wrong"), "10.0.0.1") is None
+    with pytest.raises(Backoff, match="too many failed logins from this address; try again in 1 s"):
+        creds.check(basic("ann", "password-1"), "10.0.0.1")  # a right password waits too: no scrypt meanwhile
+    assert creds.verify(basic("ann", "password-1"), "10.0.0.2") == "ann"  # other clients are not held
+    assert creds.check(basic("ann", "password-1"), "10.0.0.1") == "ann"  # what passed passes everywhere
+    scrypts: list[str] = []
+    real = auth.check_password
+    monkeypatch.setattr(auth, "check_password", lambda pw, stored: scrypts.append(stored) or real(pw, stored))
+    assert creds.verify(basic("nobody", "x"), "10.0.0.3") is None
+    assert creds.verify(basic("ann", "x"), "10.0.0.3") is None
+    assert len(scrypts) == 2 and scrypts[0] != scrypts[1]  # the unknown name against a decoy hash: the same cost
 
 
 def test_stored_headers_drop_credentials_and_a_fetch_refuses_huge_blocks() -> None:
@@ -419,3 +451,15 @@ def test_the_page_view_shows_at_most_4096_characters_of_a_header() -> None:
     page = WebPage("com.a:http/", headers={"X-Big": "v" * 100_000, "ETag": '"x"'})
     shown = page_json("http://a.com/", page)["headers"]
     assert shown["ETag"] == '"x"' and shown["X-Big"] == "v" * 4096 + "… (100,000 characters)"
+
+
+@pytest.mark.parametrize(("typed", "sent"), [
+    ("*ache", r"\*ache"), ("nutch~2", r"nutch\~2"), ("/.*/", r"\/.\*\/"), ("ab?c", r"ab\?c"),
+    ("[a TO z]", r"\[a TO z\]"), ('"open * source" crawler*', r'"open * source" crawler\*'),
+    ("title:nutch OR -java site:apache.org", "title:nutch OR -java"),
+])
+def test_queries_reach_solr_without_wildcards_regexes_fuzzy_or_ranges(typed: str, sent: str) -> None:
+    """What a user types is matched as words: no leading wildcard, regex, fuzzy or range query walks the index."""
+    from nutch2.searcher.search import parse_query
+
+    assert parse_query(typed)[0] == sent

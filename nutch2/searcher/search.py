@@ -117,10 +117,27 @@ def parse_query(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
             raise ParamError(f"{m.group(1)}: needs a host or domain name, e.g. {m.group(1).lower()}:example.com")
         (hosts if m.group(1).lower() == "host" else sites).append(name)
         return " "
-    text = " ".join(_FILTER.sub(take, q).split())
+    text = _literal(" ".join(_FILTER.sub(take, q).split()))
     if len(hosts) + len(sites) > MAX_FILTERS:
         raise ParamError(f"at most {MAX_FILTERS} host: and site: filters in one query")
     return text, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(sites))
+
+
+_PHRASE = re.compile(r'"[^"]*"')
+_COSTLY = re.compile(r"([*?~/\[\]{}\\])")  # wildcards, fuzzy, regex, ranges (and the escape itself)
+
+
+def _literal(text: str) -> str:
+    """The words with Lucene's costly operators escaped: a typed `*`, `?`, `~`, `/.../`, `[a TO z]` is a
+    character to match, not a wildcard, fuzzy, regex or range query over the whole index (a leading wildcard or a
+    regex makes Solr walk every term). Phrases, `-word`, `OR` and `field:word` keep their meaning."""
+    out, at = [], 0
+    for m in _PHRASE.finditer(text):
+        out.append(_COSTLY.sub(r"\\\1", text[at:m.start()]))
+        out.append(m.group(0))
+        at = m.end()
+    out.append(_COSTLY.sub(r"\\\1", text[at:]))
+    return "".join(out)
 
 
 @dataclass
