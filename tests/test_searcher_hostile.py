@@ -139,6 +139,7 @@ def test_warcimport_stores_no_header_block_a_fetch_would_refuse_and_no_credentia
 def test_rebinding_a_forged_host_is_421_and_nothing_is_read_or_started(server: SearchServer, host: str) -> None:
     forged = {"Host": host.format(port=port(server))}
     page = f"{ARCHIVE}/page.html"
+    before = jobs(server)
     for method, path, body in (("GET", f"/api/page?url={page}", None), ("GET", f"/cached/raw?url={page}", None),
                                ("GET", "/", None), ("GET", "/search/", None),
                                ("POST", "/api/jobs", {"type": "inject", "args": {"seedUrls": ["http://x.test/"]}})):
@@ -146,7 +147,7 @@ def test_rebinding_a_forged_host_is_421_and_nothing_is_read_or_started(server: S
                              allow_redirects=False)
         assert r.status_code == 421, (host, path, r.status_code)
         assert MINE not in r.text and "location" not in r.headers and host.split(":")[0] not in r.text
-    assert jobs(server) == []
+    assert jobs(server) == before  # nothing started
     # no Host at all, and two of them, on a raw socket
     for head in (b"GET /api/stats HTTP/1.1\r\n",
                  b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n"):
@@ -157,6 +158,7 @@ def test_rebinding_a_forged_host_is_421_and_nothing_is_read_or_started(server: S
 def test_origins_of_other_sites_are_403_and_start_nothing(server: SearchServer) -> None:
     job = {"type": "inject", "args": {"seedUrls": ["http://x.test/"]}}
     p = port(server)
+    before = jobs(server)
     for origin in ("http://evil.example", f"http://evil.example:{p}", f"http://127.0.0.1:{p + 1}",
                    f"https://127.0.0.1:{p}", "null", "file://", "x"):
         r = requests.post(f"{server.url}/api/jobs", json=job, headers={"Origin": origin}, timeout=30)
@@ -166,7 +168,7 @@ def test_origins_of_other_sites_are_403_and_start_nothing(server: SearchServer) 
     r = requests.get(f"{server.url}/api/page", params={"url": f"{ARCHIVE}/page.html"},
                      headers={"Origin": "http://evil.example"}, timeout=30)
     assert r.status_code == 403 and MINE not in r.text
-    assert jobs(server) == []
+    assert jobs(server) == before  # nothing started
     # our own origin is fine (what the app's own pages would send)
     ok = requests.post(f"{server.url}/api/jobs", json={"type": "fetch", "args": {"batch": "1-2"}},
                        headers={"Origin": f"http://localhost:{p}", "Host": f"localhost:{p}"}, timeout=30)
@@ -229,9 +231,14 @@ def test_bodies_too_big_or_too_slow_are_413_and_408(server: SearchServer) -> Non
     assert jobs(server) == [] or all(j["type"] == "fetch" for j in jobs(server))
 
 
+def _from(source: str, server: SearchServer) -> socket.socket:
+    """A connection to the server from a source address of its own (127.x.y.z: another client)."""
+    return socket.create_connection(("127.0.0.1", port(server)), timeout=20, source_address=(source, 0))
+
+
 def test_slow_and_huge_headers_are_cut(server: SearchServer) -> None:
     # idle connections and a client that trickles its headers: cut after searcher.header.timeout (1 s here)
-    idle = [socket.create_connection(("127.0.0.1", port(server)), timeout=20) for _ in range(30)]
+    idle = [_from(f"127.0.5.{i + 1}", server) for i in range(30)]
     slow = socket.create_connection(("127.0.0.1", port(server)), timeout=20)
     slow.sendall(f"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1:{port(server)}\r\n".encode())
     answer = b""
@@ -272,6 +279,32 @@ def test_slow_and_huge_headers_are_cut(server: SearchServer) -> None:
             answer = b""
     assert sent < len(huge) - (1 << 20) or answer.startswith(b"HTTP/1.1 400"), (sent, answer[:80])
     assert requests.get(f"{server.url}/api/stats", timeout=30).status_code == 200
+
+
+def test_one_client_cannot_hold_every_connection(server: SearchServer) -> None:
+    """300 half-sent requests from one address, renewed as they are cut: that client holds at most
+    searcher.max.connections.per.client (16) connections; every other client is served meanwhile."""
+    held: list[socket.socket] = []
+    refused = 0
+    try:
+        for _ in range(300):
+            sock = _from("127.0.6.1", server)
+            sock.sendall(b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+            held.append(sock)
+        time.sleep(0.3)
+        for sock in held:
+            sock.settimeout(0.05)
+            try:
+                if sock.recv(200).startswith(b"HTTP/1.1 503"):
+                    refused += 1
+            except TimeoutError:
+                pass
+        assert refused >= 300 - 16, refused
+        for i in range(20):  # other clients, while those are held
+            assert requests.get(f"{server.url}/api/stats", timeout=10).status_code == 200, i
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_errors_name_no_paths_urls_or_hosts(server: SearchServer, tmp: Path) -> None:

@@ -7,13 +7,17 @@ In order, for each request:
    forms get 403. `null` (what a sandboxed page such as a cached copy sends) passes only for GET and HEAD: the
    snapshot's images and styles come from here. A request that changes something (anything but GET/HEAD) with
    `Sec-Fetch-Site: cross-site` gets 403 as well.
-3. **Authentication**, when a token or users are configured: 401 with a challenge otherwise.
+3. **Authentication**, when a token or users are configured: 401 with a challenge otherwise. A password's scrypt
+   runs in a worker thread, never on the event loop; a client whose logins keep failing gets 429 with Retry-After
+   until its back-off has passed (nutch2/searcher/auth.py).
 4. **Body**: anything but GET/HEAD must be `Content-Type: application/json` (415; an HTML form cannot send it
    without a CORS preflight, which we never answer), at most `body_max` bytes (413), sent within `body_timeout`
    seconds (408), and JSON nested at most `json_depth` deep (400) — so no body can make a route fail with 500.
 
 Slow request headers are cut by `GuardedH11Protocol` (uvicorn's HTTP/1.1 protocol with a header deadline), since
-they never reach the app. Refusals are short JSON or text lines that echo nothing from the request.
+they never reach the app; it also caps the connections one client address holds at once, so that no client can
+take the server's whole connection cap (searcher.max.connections) with requests it never finishes. Refusals are
+short JSON or text lines that echo nothing from the request.
 """
 
 from __future__ import annotations
@@ -22,16 +26,18 @@ import asyncio
 import ipaddress
 import json
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from nutch2.searcher.auth import Credentials
+from nutch2.searcher.auth import NEEDS_SCRYPT, Backoff, Credentials
 
 log = logging.getLogger("nutch2.searcher")
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+HOLD_MAX = 2.0  # seconds of a client's login back-off the server waits out before answering, rather than 429
 SAFE_METHODS = ("GET", "HEAD")
 
 
@@ -129,7 +135,7 @@ class AccessGuard:
         headers = _headers(scope)
         try:
             self._check_host_and_origin(scope, headers)
-            self._check_auth(headers)
+            await self._check_auth(scope, headers)
             if scope["method"] not in SAFE_METHODS:
                 body = await self._read_body(scope, headers, receive)
                 receive = _replay(body, receive)
@@ -166,9 +172,27 @@ class AccessGuard:
             return False
         return self.policy.host_allowed(normalize_host(parts.hostname))
 
-    def _check_auth(self, headers: dict[str, str]) -> None:
+    async def _check_auth(self, scope: dict[str, Any], headers: dict[str, str]) -> None:
         creds = self.policy.credentials
-        if creds.required and creds.check(headers.get("authorization")) is None:
+        if not creds.required:
+            return
+        client = (scope.get("client") or ("",))[0]
+        authorization = headers.get("authorization")
+        for waited in (False, True):
+            try:
+                user = creds.check(authorization, client)
+                if user == NEEDS_SCRYPT:  # tens of milliseconds of CPU: not on the loop every request waits on
+                    user = await asyncio.to_thread(creds.verify, authorization, client)
+                break
+            except Backoff as b:
+                # the client waits (a held connection costs an idle coroutine): a short back-off is waited out and
+                # the login tried, a long one answered 429 after HOLD_MAX, so that a flood of tries is slowed to
+                # one per HOLD_MAX per connection (and searcher.max.connections.per.client connections)
+                await asyncio.sleep(min(b.retry_after, HOLD_MAX))
+                if waited or b.retry_after > HOLD_MAX:
+                    raise Refused(429, str(b), {"Retry-After": str(max(1, math.ceil(b.retry_after - HOLD_MAX)))}
+                                  ) from None
+        if user is None:
             raise Refused(401, "authentication required", {"WWW-Authenticate": creds.challenge()})
 
     async def _read_body(self, scope: dict[str, Any], headers: dict[str, str], receive: Any) -> bytes:
@@ -242,19 +266,33 @@ async def _refuse(scope: dict[str, Any], send: Any, r: Refused) -> None:
     await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
 
-def guarded_protocol(header_timeout: float) -> type:
+def guarded_protocol(header_timeout: float, per_client: int = 0) -> type:
     """uvicorn's h11 protocol with a deadline for each request's line and headers: a client that has not sent
     them within `header_timeout` seconds of the connection (or of the previous response) is answered 408 and
-    cut off (idle keep-alive connections are closed quietly)."""
+    cut off (idle keep-alive connections are closed quietly). `per_client` > 0: a client address holding that many
+    connections has a further one answered 503 and closed at once."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    held: dict[str, int] = {}  # client address -> its open connections (the event loop's thread only)
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
         _partial = False
+        _peer: str | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            peer = transport.get_extra_info("peername")
+            address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            if per_client > 0 and held.get(address, 0) >= per_client:
+                body = b"too many connections from this address\n"
+                transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                                b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+                transport.close()
+                return
+            self._peer = address
+            held[address] = held.get(address, 0) + 1
             self._arm()
 
         def data_received(self, data: bytes) -> None:
@@ -269,6 +307,13 @@ def guarded_protocol(header_timeout: float) -> type:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if self._peer is not None:
+                left = held.get(self._peer, 1) - 1
+                if left > 0:
+                    held[self._peer] = left
+                else:
+                    held.pop(self._peer, None)
+                self._peer = None
             super().connection_lost(exc)
 
         def _arm(self) -> None:

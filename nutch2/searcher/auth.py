@@ -2,8 +2,17 @@
 
 A users file has one `user:scrypt$<n>$<r>$<p>$<salt>$<hash>` line per user (base64 salt and hash, `#` comments);
 `nutch2 server -users FILE -addUser NAME` adds or replaces a line. A token file holds the token on its first line.
-Both are read once when the server starts. Checking a password costs a scrypt (tens of milliseconds), so the
-passwords that passed are remembered by their SHA-256 for the life of the process.
+Both are read once when the server starts.
+
+Checking a password costs a scrypt (tens of milliseconds), so a login cannot be allowed to stall the server:
+- the credentials that passed are remembered (by their SHA-256) for PASSED_TTL seconds: a logged-in client costs a
+  hash, not a scrypt, and never waits behind anyone's failures;
+- a scrypt runs off the event loop (the caller runs `verify` in a thread), at most SCRYPT_SLOTS at a time;
+- an unknown user name costs the same scrypt as a known one (against a hash no password matches), so the time
+  of the answer does not tell which names exist;
+- a client (an address) whose attempts failed FREE_FAILURES times in a row waits, before it may try again, a
+  back-off that doubles with each further failure (BACKOFF_FIRST .. BACKOFF_MAX seconds): meanwhile its attempts
+  are answered 429 at once, without a scrypt.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import hmac
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +33,10 @@ from nutch2.errors import ConfigError
 MIN_TOKEN = 16
 _USER = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _N, _R, _P = 2**14, 8, 1  # scrypt cost: 16 MiB, ~50 ms
+PASSED_TTL = 300.0  # seconds a verified user:password is taken without a scrypt
+SCRYPT_SLOTS = 2  # scrypts running at once
+FREE_FAILURES = 5  # failed attempts in a row a client may make before it waits
+BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0  # seconds
 
 
 def hash_password(password: str, salt: bytes | None = None, n: int = _N, r: int = _R, p: int = _P) -> str:
@@ -99,14 +113,29 @@ def add_user(path: Path, user: str, password: str) -> None:
     os.replace(tmp, path)
 
 
+class Backoff(Exception):
+    """The client failed too often: it may try again after `retry_after` seconds (HTTP 429)."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"too many failed logins from this address; try again in {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
 @dataclass
 class Credentials:
-    """What a request may authenticate with; `required` is False when neither a token nor users are set."""
+    """What a request may authenticate with; `required` is False when neither a token nor users are set.
+
+    `check(authorization, client)` answers at once what needs no scrypt (no header, a token, a bad header, a
+    remembered password, a client in back-off) and otherwise says so (NEEDS_SCRYPT); `verify` then does the scrypt,
+    in a worker thread of the caller's."""
 
     token: str | None = None
     users: dict[str, str] = field(default_factory=dict)
-    _passed: set[bytes] = field(default_factory=set)
+    _passed: dict[bytes, float] = field(default_factory=dict)  # sha256 of what passed -> when it expires
+    _failures: dict[str, tuple[int, float]] = field(default_factory=dict)  # client -> (failures, may retry at)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _slots: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(SCRYPT_SLOTS))
+    _decoy: str = field(default_factory=lambda: hash_password(os.urandom(16).hex()))
 
     @property
     def required(self) -> bool:
@@ -115,8 +144,55 @@ class Credentials:
     def challenge(self) -> str:
         return 'Basic realm="nutch2", charset="UTF-8"' if self.users else 'Bearer realm="nutch2"'
 
-    def check(self, authorization: str | None) -> str | None:
-        """The user (or "token") an Authorization header proves, or None."""
+    def check(self, authorization: str | None, client: str = "") -> str | None:
+        """The user (or "token") an Authorization header proves, None when it proves nothing, NEEDS_SCRYPT when
+        only `verify` can tell; Backoff when the client must wait."""
+        parsed = self._parse(authorization)
+        if parsed is None or isinstance(parsed, str):
+            return parsed
+        user, password, stored = parsed
+        seen = self._seen(user, password, stored)
+        now = time.monotonic()
+        with self._lock:
+            expires = self._passed.get(seen)
+            if expires is not None and expires > now:
+                return user
+            failures, retry_at = self._failures.get(client, (0, 0.0))
+        if retry_at > now:
+            raise Backoff(retry_at - now)
+        return NEEDS_SCRYPT
+
+    def verify(self, authorization: str | None, client: str = "") -> str | None:
+        """check(), then the scrypt where it is needed (a decoy hash for an unknown user: the same cost); a
+        failure counts against the client. Blocking: run it in a thread."""
+        answer = self.check(authorization, client)
+        if answer is not NEEDS_SCRYPT:
+            return answer
+        parsed = self._parse(authorization)
+        assert isinstance(parsed, tuple)
+        user, password, stored = parsed
+        with self._slots:
+            ok = check_password(password, stored or self._decoy) and stored is not None
+        now = time.monotonic()
+        with self._lock:
+            if ok:
+                if len(self._passed) > 1024:
+                    self._passed = {k: t for k, t in self._passed.items() if t > now}
+                    if len(self._passed) > 1024:
+                        self._passed.clear()
+                self._passed[self._seen(user, password, stored)] = now + PASSED_TTL
+                self._failures.pop(client, None)
+                return user
+            failures = self._failures.get(client, (0, 0.0))[0] + 1
+            wait = 0.0 if failures < FREE_FAILURES else min(BACKOFF_MAX,
+                                                            BACKOFF_FIRST * 2 ** (failures - FREE_FAILURES))
+            if len(self._failures) > 10000:  # many addresses: forget those whose wait is over
+                self._failures = {c: f for c, f in self._failures.items() if f[1] > now}
+            self._failures[client] = (failures, now + wait)
+        return None
+
+    def _parse(self, authorization: str | None) -> str | None | tuple[str, str, str | None]:
+        """What needs no scrypt (None, the token's "token"), else (user, password, stored hash or None)."""
         if not authorization:
             return None
         scheme, _, value = authorization.strip().partition(" ")
@@ -129,17 +205,13 @@ class Credentials:
             user, sep, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             return None
-        stored = self.users.get(user)
-        if not sep or stored is None:
+        if not sep:
             return None
-        seen = hashlib.sha256(f"{user}\0{password}\0{stored}".encode()).digest()
-        with self._lock:
-            if seen in self._passed:
-                return user
-        if not check_password(password, stored):
-            return None
-        with self._lock:
-            if len(self._passed) > 1024:
-                self._passed.clear()
-            self._passed.add(seen)
-        return user
+        return user, password, self.users.get(user)
+
+    @staticmethod
+    def _seen(user: str, password: str, stored: str | None) -> bytes:
+        return hashlib.sha256(f"{user}\0{password}\0{stored}".encode()).digest()
+
+
+NEEDS_SCRYPT = "\0scrypt"  # check(): only verify() can tell

@@ -158,8 +158,10 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     policy = access_policy(conf, opts, creds)
     header_timeout = conf.get_float("searcher.header.timeout")
     max_connections = conf.get_int("searcher.max.connections")
-    if header_timeout <= 0 or max_connections <= 0:
-        raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0")
+    per_client = conf.get_int("searcher.max.connections.per.client")
+    if header_timeout <= 0 or max_connections <= 0 or per_client < 0:
+        raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0, "
+                          "searcher.max.connections.per.client >= 0")
     url = solr_url(conf, solr)
     client = SolrClient(url, min(conf.get_float("solr.timeout"), 30.0))
     warnings = startup_warnings(conf, crawl_id, SolrClient(url, min(conf.get_float("solr.timeout"), 5.0)))
@@ -188,7 +190,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
         print("server: listening on every address; requests must name localhost or a host in "
               "searcher.allowed.hosts", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="info", access_log=True, proxy_headers=False,
-                            timeout_graceful_shutdown=35, http=guarded_protocol(header_timeout),
+                            timeout_graceful_shutdown=35, http=guarded_protocol(header_timeout, per_client),
                             limit_concurrency=max_connections, ssl_certfile=opts.ssl_cert, ssl_keyfile=opts.ssl_key,
                             server_header=False)
     # uvicorn stops gracefully on SIGINT and SIGTERM (its lifespan stops the running job), then raises the signal
