@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.index.filters import IndexingFilters
+from nutch2.index.filters import FilterOverrun, IndexingFilters
 from nutch2.index.solr import SolrClient, crawl_filter, document_id
 from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.runner import Counters, Job, Runner, TaskContext
@@ -18,6 +18,7 @@ from nutch2.marks import Mark
 from nutch2.parse.parseutil import NOINDEX_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 INDEX_FIELDS = ("status", "signature", "batch_id", "score", "parse_status", "markers", "metadata")
@@ -90,13 +91,20 @@ class IndexingJob(Job):
     def map_setup(self, ctx: TaskContext) -> None:
         self.filters = IndexingFilters.from_conf(ctx.conf)
         self.out = self.writers.open(ctx.conf, ctx.task, self.run)
+        self.overran: list[str] = []  # rows an indexing filter did not finish: neither sent nor marked
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         reason = self.skip(page)
         if reason:
             ctx.incr(reason)
             return iter(())
-        doc = self.filters.document(page, self.crawl_id)
+        try:
+            doc = self.filters.document(page, self.crawl_id)
+        except FilterOverrun as e:
+            ctx.incr("failed_indexing_filter_timeout")
+            ctx.log(f"index: {unreverse_url(page.key)}: {e}; not sent (a later index sends it)")
+            self.overran.append(page.key)
+            return iter(())
         if doc is None:
             ctx.incr("skipped_by_filter")
             return iter(())
@@ -114,7 +122,11 @@ class IndexingJob(Job):
             self.out.close()
             self.filters.close()
 
+    def result(self, ctx: TaskContext) -> Any:
+        return self.overran
+
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        self.overran = [key for part in results for key in part or ()]
         out = self.writers.open(ctx.conf, None, self.run)
         try:
             out.commit()
@@ -126,10 +138,11 @@ class MarkIndexedJob(IndexingJob):
     """Second pass of index, after Solr committed: the INDEX mark on every row the first pass sent."""
 
     def __init__(self, conf: Configuration, batch_id: str | None, writers: IndexWriters, reindex: bool = False,
-                 crawl_id: str | None = None) -> None:
+                 crawl_id: str | None = None, overran: Iterable[str] = ()) -> None:
         Job.__init__(self, conf)
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, reindex, crawl_id
         self.marks = list(writers.marks)
+        self.overran = frozenset(overran)  # rows the first pass did not send (an indexing filter overran)
         self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "mark indexed"
@@ -138,7 +151,7 @@ class MarkIndexedJob(IndexingJob):
         pass
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if self.skip(page) is None:
+        if self.skip(page) is None and page.key not in self.overran:
             marked = WebPage(page.key, markers=dict(page.markers))
             updated = page.markers.get(Mark.UPDATEDB.value, self.batch_id) or ""
             Mark.INDEX.put(marked, updated)
@@ -150,6 +163,9 @@ class MarkIndexedJob(IndexingJob):
     def map_cleanup(self, ctx: TaskContext) -> None:
         pass
 
+    def result(self, ctx: TaskContext) -> Any:
+        return None
+
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         pass
 
@@ -160,7 +176,7 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
     job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
     writers.begin(conf, job.run)
     runner.run(job, store, counters)
-    runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id), store)
+    runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id, job.overran), store)
 
 
 class CleaningJob(Job):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -32,6 +33,14 @@ def _fail(message: str) -> None:
 
 def _leave_a_thread() -> int:
     threading.Thread(target=time.sleep, args=(3600,), name="left-running").start()  # not a daemon: exit waits
+    return os.getpid()
+
+
+def _abandon_a_stuck_thread() -> int:
+    from nutch2 import timebox
+
+    with contextlib.suppress(timebox.Overrun):
+        timebox.run(lambda: time.sleep(3600), 0.2, "nutch2-parse-filter")  # a plugin stuck for good
     return os.getpid()
 
 
@@ -99,6 +108,18 @@ def test_a_pool_started_by_a_thread_that_ended_keeps_serving() -> None:
         time.sleep(0.5)
         assert not pool.broken and len(pool.pids()) == 2
         assert [pool.submit(_task, i).result(timeout=60)[0] for i in range(4)] == [0, 1, 4, 9]
+    finally:
+        pool.shutdown()
+
+
+def test_a_worker_whose_task_left_a_stuck_plugin_is_replaced() -> None:
+    """A task that gave up on a plugin that never returns (nutch2/timebox.py) leaves its thread behind: the worker
+    retires after the task and a fresh interpreter serves the next one."""
+    pool = WorkerPool(1, _setup, ("x",))
+    try:
+        first = pool.submit(_abandon_a_stuck_thread).result(timeout=60)
+        second = pool.submit(_task, 2).result(timeout=60)
+        assert second[0] == 4 and second[1] != first and pool.retired == 1
     finally:
         pool.shutdown()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from nutch2 import timebox
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.index.solr import document_id, solr_crawl_id
@@ -14,25 +15,44 @@ from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 
-class IndexingFilters:
-    """The chain; ``fields`` is every row field the filters read."""
+class FilterOverrun(Exception):
+    """An indexing filter did not finish a document within indexingfilter.timeout (it was abandoned)."""
 
-    def __init__(self, filters: Iterable[Any], scoring: ScoringFilters) -> None:
+
+class IndexingFilters:
+    """The chain; ``fields`` is every row field the filters read. `timeout`: seconds the chain may take for one
+    document (indexingfilter.timeout; None: unbounded)."""
+
+    def __init__(self, filters: Iterable[Any], scoring: ScoringFilters, timeout: float | None = None) -> None:
         self.filters = list(filters)
         self.scoring = scoring
+        self.timeout = timeout
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> IndexingFilters:
         from nutch2.plugins import Plugins
 
-        return cls(Plugins(conf).build("indexing-filter"), ScoringFilters.from_conf(conf))
+        timeout = conf.get_float("indexingfilter.timeout")
+        return cls(Plugins(conf).build("indexing-filter"), ScoringFilters.from_conf(conf),
+                   timeout if timeout > 0 else None)
 
     @property
     def fields(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f for flt in self.filters for f in flt.fields))
 
     def document(self, page: WebPage, crawl_id: str | None) -> dict[str, Any] | None:
-        """The page's document, or None when a filter keeps it out; fields without a value are left out."""
+        """The page's document, or None when a filter keeps it out; fields without a value are left out.
+        FilterOverrun when the chain takes longer than its timeout."""
+        running: list[str] = [""]
+        try:
+            return timebox.run(lambda: self._document(page, crawl_id, running), self.timeout if self.filters else None,
+                               "nutch2-indexing-filter")
+        except timebox.Overrun as e:
+            why = "stopped before it answered" if e.stopped else \
+                f"no answer within indexingfilter.timeout={self.timeout:g} s"
+            raise FilterOverrun(f"indexing filter {running[0]}: {why}") from None
+
+    def _document(self, page: WebPage, crawl_id: str | None, running: list[str]) -> dict[str, Any] | None:
         url = unreverse_url(page.key)
         doc: dict[str, Any] = {
             "id": document_id(crawl_id, page.key),
@@ -41,7 +61,9 @@ class IndexingFilters:
             "batchId": page.batch_id,
         }
         for flt in self.filters:
-            result = flt.filter(doc, url, page)
+            running[0] = getattr(flt, "plugin_id", type(flt).__name__)
+            with timebox.owner(running[0]):
+                result = flt.filter(doc, url, page)
             if result is None:
                 return None
             doc = result

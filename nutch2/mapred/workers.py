@@ -32,7 +32,8 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
-from nutch2.logs import debug
+from nutch2 import timebox
+from nutch2.logs import debug, warning
 from nutch2.mapred import progress, stop
 from nutch2.mapred.memory import limit_arenas, rss_mb
 
@@ -230,8 +231,12 @@ def serve(fd: int) -> None:
             kind, value = "failed", _picklable(e)
         running[0] = None  # its final counters go with its result
         size = rss_mb()
-        retiring = 0 < max_rss_mb < size
-        if retiring:
+        left = timebox.stuck()
+        retiring = 0 < max_rss_mb < size or bool(left)
+        if left:
+            warning(f"worker {slot}: its task left {', '.join(sorted(set(left)))} running (a plugin that did not "
+                    "answer in time): a fresh process takes its place")
+        elif retiring:
             debug(f"worker {slot}: {size:.0f} MB after its task (mapreduce.processes.worker.max.mb={max_rss_mb:g}): "
                   "a fresh process takes its place")
         with send_lock:

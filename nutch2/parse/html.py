@@ -24,7 +24,6 @@ and ends at its next check, but a parse stuck inside libxml2 itself lingers unti
 from __future__ import annotations
 
 import codecs
-import queue
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +34,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from lxml import etree
 
+from nutch2 import timebox
 from nutch2.parse.tagscan import cap_attributes
 from nutch2.status import ParseMajor, ParseMinor
 
@@ -664,81 +664,17 @@ def _extract(
     return result
 
 
-class _ParseWorker:
-    """A long-lived parser thread for one calling thread: parses run in it so that a timeout can abandon them.
-
-    Starting a thread per page costs a thread start and a GIL hand-off per page; this thread is reused until
-    a parse overruns (it is then abandoned to finish or notice its cancel flag, and a new one starts) or it has
-    been idle for a while (it exits; the next parse starts a new one).
-    """
-
-    IDLE_EXIT = 10.0  # seconds
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], None]]] = queue.SimpleQueue()
-        self._alive = False
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if not self._alive:
-                self._alive = True
-                threading.Thread(target=self._loop, daemon=True, name="nutch2-parse").start()
-            self._jobs.put((fn,))
-
-    def abandon(self) -> None:
-        """The running parse overran: leave this thread to it, use a new worker from now on."""
-        with self._lock:
-            self._alive = False
-            self._jobs.put((_STOP,))
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                (fn,) = self._jobs.get(timeout=self.IDLE_EXIT)
-            except queue.Empty:
-                with self._lock:
-                    if self._jobs.empty():
-                        self._alive = False
-                        return
-                continue
-            if fn is _STOP:
-                return
-            fn()
-
-
-def _STOP() -> None:
-    """Sentinel job: the worker exits."""
-
-
-_workers = threading.local()
-
-
 def _run_with_timeout(work: Callable[[_Canceller], ParseResult], url: str, timeout: float | None) -> ParseResult:
-    """Run work(canceller) in this thread's parser worker; FAILED/EXCEPTION ["parser timeout"] if it overruns.
-
-    timeout None runs inline. Exceptions become FAILED/EXCEPTION with the exception text.
-    """
+    """Run work(canceller) in this thread's parser worker (nutch2/timebox.py); FAILED/EXCEPTION ["parser
+    timeout"] if it overruns: the canceller tells it to stop at its next check, and stuck C code lingers in its
+    abandoned thread until it returns. timeout None runs inline. Exceptions become FAILED/EXCEPTION with the
+    exception text."""
     cancel = _Canceller()
-    if timeout is None:
-        return _guarded(work, cancel, url)
-    worker = getattr(_workers, "worker", None)
-    if worker is None:
-        worker = _workers.worker = _ParseWorker()
-    box: list[ParseResult] = []
-    done = threading.Event()
-
-    def job() -> None:
-        box.append(_guarded(work, cancel, url))
-        done.set()
-
-    worker.submit(job)
-    if done.wait(timeout) and box:
-        return box[0]
-    cancel.cancel()  # the thread stops at its next check; stuck C code lingers until it returns
-    worker.abandon()
-    _workers.worker = None
-    return _failure(url, ParseMajor.FAILED, ParseMinor.EXCEPTION, "parser timeout")
+    try:
+        return timebox.run(lambda: _guarded(work, cancel, url), timeout, "nutch2-parse")
+    except timebox.Overrun:
+        cancel.cancel()
+        return _failure(url, ParseMajor.FAILED, ParseMinor.EXCEPTION, "parser timeout")
 
 
 def _guarded(work: Callable[[_Canceller], ParseResult], cancel: _Canceller, url: str) -> ParseResult:

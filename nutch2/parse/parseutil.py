@@ -4,6 +4,7 @@ Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neith
 
 from __future__ import annotations
 
+from nutch2 import timebox
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.mapred.runner import TaskContext
@@ -87,13 +88,28 @@ class PageParser:
         return True
 
     def _filter(self, url: str, page: WebPage, result: ParseResult, ctx: TaskContext) -> bool:
-        """Run the parse filters (htmlparsefilter.order); a filter that raises fails the page's parse."""
-        try:
+        """Run the parse filters (htmlparsefilter.order) within parser.timeout, as Nutch runs them inside the
+        parse it times; a filter that raises or overruns fails the page's parse (it stays parseable: a later parse
+        takes it again)."""
+        running: list[str] = [""]
+
+        def chain() -> None:
             for f in self.filters:
-                f.filter(result.document, result, page, result.dom)
-        except Exception as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
+                running[0] = f.plugin_id
+                with timebox.owner(f.plugin_id):
+                    f.filter(result.document, result, page, result.dom)
+
+        try:
+            timebox.run(chain, self.timeout if self.timeout > 0 and self.filters else None, "nutch2-parse-filter")
+        except timebox.Overrun as e:
+            why = "stopped before it answered" if e.stopped else f"no answer within parser.timeout={self.timeout:g} s"
+            page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION, [f"parse filter {running[0]}: "
+                                                                                      f"{why}"])
+            ctx.incr("parse_filter_stopped" if e.stopped else "failed_parse_filter_timeout")
+            return False
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
             page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION,
-                                            [f"parse filter {f.plugin_id}: {type(e).__name__}: {e}"[:500]])
+                                            [f"parse filter {running[0]}: {type(e).__name__}: {e}"[:500]])
             ctx.incr("failed_parse_filter")
             return False
         finally:
