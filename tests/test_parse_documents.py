@@ -223,6 +223,44 @@ def test_tika_that_never_answers_is_cut_at_the_time_limit() -> None:
             s.close()
 
 
+def test_an_answer_past_the_limit_is_cut_and_counted() -> None:
+    """A Tika answer that goes on for ever (an archive of many embedded documents): read up to
+    tika.server.answer.limit, then the parse fails with one line and a counter; memory stays at the limit."""
+    import resource
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    sent = [0]
+
+    def endless() -> None:
+        conn = listener.accept()[0]
+        try:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2000000000\r\n\r\n")
+            chunk = b"[" + b'{"X-TIKA:content": "' + b"a" * 65000 + b'"},'
+            while sent[0] < 2_000_000_000:
+                conn.sendall(chunk)
+                sent[0] += len(chunk)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    threading.Thread(target=endless, daemon=True).start()
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        f = factory(**{"tika.server.url": f"http://127.0.0.1:{listener.getsockname()[1]}",
+                       "tika.server.answer.limit": 8 * 2**20})
+        r = f.parse(make("docx", SPEC), "http://h.example/a.docx", DOCUMENT_TYPES["docx"][1], {})
+        assert r.status_major == ParseMajor.FAILED and r.counter == "tika_answer_cut", r.status_args
+        assert "longer than tika.server.answer.limit=8388608 bytes" in r.status_args[0]
+        assert sent[0] < 200 * 2**20  # the rest was never read
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KB: not the answer
+    finally:
+        listener.close()
+
+
 KILLER = b"nutch2-ends-the-parser"
 
 

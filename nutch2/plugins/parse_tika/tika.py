@@ -8,7 +8,9 @@ Without ``dc:language``, the language is asked for with ``PUT /language/string``
 Limits are the fetcher's: at most ``http.content.limit`` bytes are sent; ``parser.text.limit`` characters of text are
 kept (Tika's ``writeLimit``); the server is asked to give up after ``tika.server.timeout`` seconds per document
 (``X-Tika-Timeout-Millis``) and the request itself ends a little later (a third of that, 3 to 10 s) whatever the
-server does (the socket is cut by nutch2/fetch/watchdog.py, so a server that trickles cannot hold a task).
+server does (the socket is cut by nutch2/fetch/watchdog.py, so a server that trickles cannot hold a task); at most
+``tika.server.answer.limit`` bytes of the answer are read (an archive of many embedded documents answers each one's
+text): past it the document's parse fails, counted as ``tika_answer_cut``, and memory stays bounded.
 
 A server that is down, refuses, or does not answer in time is not the document's fault: the result is a retryable
 failure counted as ``tika_unavailable`` (the row keeps no parse mark, so the parse job's next run parses it), and for
@@ -51,6 +53,7 @@ _GRACE = 10.0  # at most this many seconds the client waits past the server's ow
 _LANGUAGE_SAMPLE = 20_000  # characters of text sent to /language/string
 UNAVAILABLE = "tika_unavailable"
 PARSER_DIED = "tika_parser_died"
+ANSWER_CUT = "tika_answer_cut"
 _HEALTH_POLL = 0.5  # seconds between two GET /version while the server restarts its parser process
 _TITLE_KEYS = ("dc:title", "title")
 _META_KEYS: dict[str, tuple[str, ...]] = {
@@ -61,6 +64,10 @@ _META_KEYS: dict[str, tuple[str, ...]] = {
     "description": ("dc:description", "dc:subject", "subject"),
     "keywords": ("meta:keyword", "pdf:docinfo:keywords", "Keywords"),
 }
+
+
+class AnswerCut(Exception):
+    """The server's answer was longer than tika.server.answer.limit."""
 
 
 class TikaUnavailable(Exception):
@@ -101,6 +108,7 @@ class TikaParser(Parser):
         self.connect_timeout = min(self.timeout, conf.get_int("http.timeout") / 1000.0)
         self.text_limit = conf.get_int("parser.text.limit")
         self.max_embedded = conf.get_int("tika.server.max.embedded")
+        self.answer_limit = conf.get_int("tika.server.answer.limit")
         self.content_limit = conf.get_int("http.content.limit")
         self.retry_interval = max(0.0, conf.get_float("tika.server.retry.interval"))
         self.restart_wait = max(0.0, conf.get_float("tika.server.restart.wait"))
@@ -158,6 +166,12 @@ class TikaParser(Parser):
         except ParserDied as e:
             result = _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {e}")
             result.counter = PARSER_DIED
+            return result
+        except AnswerCut:
+            result = _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION,
+                              f"parse-tika: Tika's answer is longer than tika.server.answer.limit="
+                              f"{self.answer_limit} bytes; it was cut and not used")
+            result.counter = ANSWER_CUT
             return result
         except Exception as e:  # noqa: BLE001 - one bad answer must not end the task
             return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {type(e).__name__}: {e}")
@@ -219,8 +233,12 @@ class TikaParser(Parser):
         guard = WATCHDOG.arm(deadline)
         try:
             resp = self._session().request("PUT", self.url + path, body=body, headers=headers, retries=False,
-                                           timeout=urllib3.Timeout(connect=self.connect_timeout, read=budget))
-            text = resp.data.decode("utf-8", "replace")
+                                           timeout=urllib3.Timeout(connect=self.connect_timeout, read=budget),
+                                           preload_content=False)
+            try:
+                text = self._read(resp).decode("utf-8", "replace")
+            finally:
+                resp.release_conn()
             if guard.expired:
                 raise self._unavailable(f"no answer within {budget:g} s")
             return resp.status, text
@@ -232,6 +250,16 @@ class TikaParser(Parser):
             raise self._unavailable(_short(e)) from None
         finally:
             WATCHDOG.disarm(guard)
+
+    def _read(self, resp: urllib3.BaseHTTPResponse) -> bytes:
+        """The answer's body, at most tika.server.answer.limit bytes (AnswerCut past it: the rest is not read)."""
+        limit, data = self.answer_limit, bytearray()
+        for chunk in resp.stream(1 << 16):
+            data += chunk
+            if 0 <= limit < len(data):
+                resp.close()  # the connection is not reused: the rest is not read
+                raise AnswerCut()
+        return bytes(data)
 
     def _unavailable(self, reason: str) -> TikaUnavailable:
         """The server gives no answer: documents fail at once for tika.server.retry.interval seconds."""
