@@ -44,6 +44,13 @@ def _abandon_a_stuck_thread() -> int:
     return os.getpid()
 
 
+def _between_records() -> int:
+    from nutch2.mapred import stop
+
+    stop.check()  # as a task does between records
+    return os.getpid()
+
+
 def _sleep(seconds: float) -> int:
     time.sleep(seconds)
     return os.getpid()
@@ -120,6 +127,21 @@ def test_a_worker_whose_task_left_a_stuck_plugin_is_replaced() -> None:
         first = pool.submit(_abandon_a_stuck_thread).result(timeout=60)
         second = pool.submit(_task, 2).result(timeout=60)
         assert second[0] == 4 and second[1] != first and pool.retired == 1
+    finally:
+        pool.shutdown()
+
+
+def test_a_stop_forwarded_between_tasks_stops_no_later_task() -> None:
+    """The driver forwards a stop (SIGTERM) to its workers for the work running then; a long-lived process (tests,
+    the job API) runs more jobs on the same workers, whose next task starts with no stop request."""
+    from nutch2.mapred.processes import _init_worker  # the runner's setup: SIGTERM is a stop request
+
+    pool = WorkerPool(1, _init_worker, (("INFO", None),))
+    try:
+        pid = pool.submit(_between_records).result(timeout=60)
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(0.5)
+        assert pool.submit(_between_records).result(timeout=60) == pid  # not Stopped, the same worker
     finally:
         pool.shutdown()
 

@@ -6,8 +6,9 @@ records, requests in flight) line for the progress and stop lines. multiprocessi
 a resource-tracker process beside them (~14 MB for semaphores this pool never needs), so they are not used.
 
 A worker dies with the driver (PR_SET_PDEATHSIG), ignores Ctrl-C (the driver decides) and takes SIGTERM as a stop
-request. A worker that dies (kill -9, out of memory) breaks the pool: its task and every queued one fail with
-`BrokenPool`, and the runner starts fresh workers for the next job.
+request for the task it runs (a task starts with no stop request, and none starts while the driver is stopping).
+A worker that dies (kill -9, out of memory) breaks the pool: its task and every queued one fail with `BrokenPool`,
+and the runner starts fresh workers for the next job.
 
 A worker whose resident memory has grown past `max_rss_mb` after a task retires with its result, and the pool
 starts a fresh interpreter in its place (as Celery's max-memory-per-child): CPython keeps the arenas that a few
@@ -137,6 +138,9 @@ class WorkerPool:
             future, fn, args = self._queue.popleft()
             if not future.set_running_or_notify_cancel():
                 continue
+            if stop.requested():  # the driver is stopping: no task starts now
+                future.set_exception(stop.Stopped())
+                continue
             slot = self._idle.pop()
             try:
                 self._conns[slot].send((id(future), fn, args))
@@ -225,6 +229,7 @@ def serve(fd: int) -> None:
             return
         task_id, fn, args = task
         running[0] = task_id
+        stop.reset()  # a stop the driver forwarded was for the work running then, not for this task
         try:
             kind, value = "done", fn(*args)
         except BaseException as e:  # noqa: BLE001 - every failure goes to the driver, which decides
