@@ -9,7 +9,7 @@ from bench import deps
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.benchmarks import BENCHMARKS  # after deps: imports nothing optional at module level
+    from bench.registry import BENCHMARKS  # after deps: imports nothing optional at module level
 
     ap = argparse.ArgumentParser(prog="python -m bench", description="nutch2 benchmarks (issue 5)")
     ap.add_argument("name", choices=[*BENCHMARKS, "all"])

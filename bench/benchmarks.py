@@ -704,25 +704,3 @@ def _emit(lines: list[str]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
     return text
-
-
-BENCHMARKS = {
-    "web": bench_web,
-    "crawl": bench_crawl,
-    "politeness": bench_politeness,
-    "memory": bench_memory,
-    "tablesize": bench_tablesize,
-    "parse": bench_parse,
-    "spark": bench_spark,
-    "sparkcrawl": bench_sparkcrawl,
-    "warc": bench_warc,
-}
-
-
-def _beyond(quick: bool = False, runs: int = 3) -> str:
-    from bench.beyond import bench_beyond  # issue 25: imports the test web's document writers
-
-    return bench_beyond(quick, runs)
-
-
-BENCHMARKS["beyond"] = _beyond

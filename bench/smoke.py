@@ -7,7 +7,7 @@ def smoke() -> dict[str, str]:
     from bench import deps
 
     deps.ensure(need_scrapy=True, need_wrk=True)
-    from bench.benchmarks import BENCHMARKS
+    from bench.registry import BENCHMARKS
 
     return {name: fn(quick=True, runs=1) for name, fn in BENCHMARKS.items()}
 

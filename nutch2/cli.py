@@ -21,6 +21,7 @@ from nutch2.config import Configuration, parse_define
 from nutch2.errors import NutchError, UsageError
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
+from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
 from nutch2.stores import Capability, open_store, store_class
 from nutch2.tools import TOOLS, Run, Tool, tools
 from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace

@@ -207,7 +207,7 @@ class Configuration:
         if self._plugins_read:
             return
         self._plugins_read = True
-        from nutch2.plugins import plugin_properties
+        from nutch2.plugin.descriptor import plugin_properties
 
         props = plugin_properties(self.get_str("plugin.includes").strip(), self.get_str("plugin.excludes").strip())
         new = {k: v for k, v in props.items() if k not in self.defaults}

@@ -28,7 +28,8 @@ from tests.conftest import make_conf
     ("192.168.1.1", "private"), ("169.254.169.254", "a cloud metadata address"), ("169.254.3.4", "link-local"),
     ("100.100.100.200", "a cloud metadata address"), ("100.64.0.1", "not globally routable"),
     ("0.0.0.0", "unspecified"), ("224.0.0.251", "multicast"), ("255.255.255.255", "private"),
-    ("::1", "loopback"), ("::", "unspecified"), ("fe80::1", "link-local"), ("fd00:ec2::254", "a cloud metadata address"),
+    ("::1", "loopback"), ("::", "unspecified"), ("fe80::1", "link-local"),
+    ("fd00:ec2::254", "a cloud metadata address"),
     ("fc00::5", "private"), ("ff02::1", "multicast"),
     ("::ffff:127.0.0.1", "loopback, 127.0.0.1 inside"), ("::ffff:10.0.0.1", "private, 10.0.0.1 inside"),
     ("2002:7f00:1::", "loopback, 127.0.0.1 inside"), ("64:ff9b::a9fe:a9fe", "a cloud metadata address, "

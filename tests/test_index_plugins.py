@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.index.filters import IndexingFilters
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf

@@ -11,8 +11,7 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.index.files import SUCCESS, committed_runs
-from nutch2.index.writers import IndexWriters, mapped, read_index_writers
-from nutch2.plugins.points import WriterSpec
+from nutch2.index.writers import IndexWriters, WriterSpec, mapped, read_index_writers
 from tests.conftest import make_conf
 
 DATA = Path(__file__).parent / "data" / "nutch"
@@ -24,7 +23,7 @@ def vectors(name: str) -> list[dict]:
 
 
 def writer(tmp_path: Path, plugin: str, task: int | None, run: str = "r1", **params: str):
-    from nutch2.plugins import Plugins
+    from nutch2.plugin import Plugins
 
     conf = make_conf(tmp_path, **{"plugin.includes": plugin})
     w = Plugins(conf).build_one("index-writer", plugin)

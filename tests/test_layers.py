@@ -1,7 +1,8 @@
-"""The layers of DESIGN.md, checked on the imports of every module: cli and the searcher -> tools -> jobs -> core
-and stores; stores -> the model only; no job imports another job; no core module imports a tool, a job or the
-CLI; nothing imports the CLI; no backend client outside its store module; plugins use the core only (no job,
-tool, store or other plugin), and nothing but the plugin system itself reaches a plugin (through entry points)."""
+"""The layers of docs/ARCHITECTURE.md, checked on the imports of every module: cli and the searcher -> tools ->
+jobs -> core and stores; stores -> the model only; no job imports another job; no core module imports a tool, a
+job or the CLI; nothing imports the CLI; no backend client outside its store module; plugins use the core only (no
+job, tool, store or other plugin); no module imports a plugin (the plugin system finds them: nutch2/plugin/); and
+no two product modules import each other, directly or round a longer loop."""
 
 from __future__ import annotations
 
@@ -45,14 +46,10 @@ def imports(path: Path, name: str) -> set[str]:
     return out
 
 
-FRAMEWORK = {"nutch2.plugins", "nutch2.plugins.points"}
-
-
 def plugin_of(name: str) -> str | None:
     """The plugin package a module belongs to (nutch2.plugins.<plugin>), None for the rest."""
     parts = name.split(".")
-    return ".".join(parts[:3]) if len(parts) >= 3 and parts[:2] == ["nutch2", "plugins"] and name not in FRAMEWORK \
-        else None
+    return ".".join(parts[:3]) if len(parts) >= 3 and parts[:2] == ["nutch2", "plugins"] else None
 
 
 def layer(name: str) -> str:
@@ -81,8 +78,8 @@ def violations() -> list[str]:
             why = None
             if dep in CLI and name != "nutch2.__main__":
                 why = "imports the CLI (nothing may)"
-            elif me in ("core", "stores", "jobs", "tools") and layer(dep) == "app" and name != "nutch2.tools.server":
-                why = "imports the searcher (only the server tool starts it)"
+            elif me in ("core", "stores", "jobs", "tools") and layer(dep) == "app":
+                why = "imports the searcher (the CLI starts it: nutch2/searcher/command.py)"
             elif me in ("core", "stores", "jobs") and layer(dep) == "tools":
                 why = "imports a tool (only the CLI and the job API run tools)"
             elif me == "core" and layer(dep) == "jobs":
@@ -95,8 +92,8 @@ def violations() -> list[str]:
                 why = "uses a store backend's client outside its store module"
             elif me == "stores" and layer(dep) != "stores" and dep not in STORE_DEPS and dep in mods:
                 why = "the store layer imports above the model"
-            if why is None and plugin_of(dep) and plugin_of(dep) != plugin_of(name):
-                why = ("reaches into a plugin (plugins are found through entry points: nutch2.plugins.Plugins)"
+            if why is None and (plugin_of(dep) or dep == "nutch2.plugins") and plugin_of(dep) != plugin_of(name):
+                why = ("imports a plugin (the plugin system finds them: nutch2.plugin.Plugins)"
                        if me != "plugin" else "a plugin imports another plugin (share code through the core)")
             if why is None and me == "plugin" and layer(dep) in ("jobs", "tools", "app", "stores", "cli"):
                 why = "a plugin imports above the core (jobs, tools, stores, the searcher or the CLI)"
@@ -109,6 +106,65 @@ def test_layers_are_kept() -> None:
     assert violations() == []
 
 
+def edges(path: Path, name: str, mods: dict[str, Path]) -> set[str]:
+    """The modules a file needs: `from pkg import mod` needs pkg.mod, `from pkg import name` needs pkg."""
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in mods}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.add(sub if sub in mods else base)
+    return {m for m in out if m in mods}
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: {m for m in edges(path, name, mods) if m != name and m != "nutch2"} for name, path in mods.items()}
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a longer loop (strongly connected: Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert loops(import_graph()) == []
+
+
 def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     """The checker itself finds what it must (so an empty list above means something)."""
     src = "from nutch2.jobs.parse import ParserJob\nimport happybase\nfrom nutch2.cli import main\n"
@@ -117,5 +173,11 @@ def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     assert {"nutch2.jobs.parse", "happybase", "nutch2.cli"} <= imports(path, "nutch2.fake")
     assert layer("nutch2.tools.batch") == "tools" and layer("nutch2.searcher.app") == "app"
     assert layer("nutch2.fake") == "core" and layer("nutch2.jobs.parse") == "jobs"
-    assert layer("nutch2.plugins.parse_tika.tika") == "plugin" and layer("nutch2.plugins.points") == "core"
+    assert layer("nutch2.plugins.parse_tika.tika") == "plugin" and layer("nutch2.plugin.repository") == "core"
     assert plugin_of("nutch2.plugins.parse_tika.tika") == "nutch2.plugins.parse_tika"
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("from nutch2.b import x\n")
+    b.write_text("import nutch2.a\n")
+    assert edges(a, "nutch2.a", {"nutch2.a": a, "nutch2.b": b}) == {"nutch2.b"}
+    assert edges(b, "nutch2.b", {"nutch2.a": a, "nutch2.b": b}) == {"nutch2.a"}
+    assert loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

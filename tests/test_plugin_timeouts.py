@@ -1,9 +1,10 @@
-"""Plugins bounded like parsers (nutch2/timebox.py): a parse filter that never returns fails that document, counted,
-within parser.timeout, and the rest is parsed; an indexing filter that never returns keeps its document out of that
-index run (not marked: the next one sends it); the processes runner replaces the worker the stuck plugin holds; a
-stop (SIGTERM) ends the command within its promise while the plugin is still stuck; a plugin that ends the process
-is reported by name (the processes runner's worker replacement: tests/test_workers.py). The plugin is installed
-the way pip leaves a package: a module and its dist-info on the path."""
+"""Plugins bounded like parsers (nutch2/mapred/timebox.py):
+- a parse filter that never returns fails that document, counted, within parser.timeout, and the rest is parsed;
+- an indexing filter that never returns keeps its document out of that index run (not marked: the next sends it);
+- a stop (SIGTERM) ends the command within its promise while the plugin is still stuck;
+- a plugin that ends the process is reported by name.
+The processes runner's replacement of the worker a stuck plugin holds is in tests/test_workers.py. The plugin is
+installed the way pip leaves a package: a module and its dist-info on the path."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ DEFAULT_INCLUDES = ("protocol-http|urlfilter-(regex|suffix)|urlnormalizer-basic|
 
 PLUGIN = '''
 import os, time
-from nutch2.plugins import Plugin
-from nutch2.plugins.points import IndexingFilter, ParseFilter
+from nutch2.plugin import Plugin
+from nutch2.index.filters import IndexingFilter
+from nutch2.parse.parsers import ParseFilter
 
 PLUGIN = Plugin("sleepy-test", {"parse-filter": "sleepy_plugin:Sleepy", "indexing-filter": "sleepy_plugin:SleepyIndex"})
 

@@ -14,7 +14,7 @@ import pytest
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.parse.html import parse_html
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.plugins.index_xpath.filter import XPathIndexer
 from nutch2.plugins.parse_xpath.filter import XPathFilter, joined
 from nutch2.urls.tableutil import reverse_url

@@ -9,7 +9,7 @@ from nutch2.crawldb.schedule import (
     STATUS_NOTMODIFIED,
     STATUS_UNKNOWN,
     AdaptiveFetchSchedule,
-    FetchSchedule,
+    DefaultFetchSchedule,
     fetch_schedule,
 )
 from nutch2.errors import ConfigError
@@ -30,7 +30,7 @@ def page(**fields) -> WebPage:
 
 
 def test_factory(tmp_path):
-    assert type(fetch_schedule(conf(tmp_path))) is FetchSchedule
+    assert type(fetch_schedule(conf(tmp_path))) is DefaultFetchSchedule
     assert type(fetch_schedule(conf(tmp_path, **{"db.fetch.schedule.class": "adaptive"}))) is AdaptiveFetchSchedule
     assert type(fetch_schedule(conf(tmp_path, **{
         "db.fetch.schedule.class": "org.apache.nutch.crawl.AdaptiveFetchSchedule"}))) is AdaptiveFetchSchedule
@@ -40,12 +40,12 @@ def test_factory(tmp_path):
 
 def test_initialize(tmp_path):
     p = page(retries_since_fetch=4, fetch_interval=0)
-    FetchSchedule(conf(tmp_path)).initialize(p, T)
+    DefaultFetchSchedule(conf(tmp_path)).initialize(p, T)
     assert (p.fetch_time, p.fetch_interval, p.retries_since_fetch) == (T, 30 * DAY, 0)
 
 
 def test_should_fetch(tmp_path):
-    s = FetchSchedule(conf(tmp_path))
+    s = DefaultFetchSchedule(conf(tmp_path))
     assert s.should_fetch(page(fetch_time=T), T)
     assert s.should_fetch(page(fetch_time=T - 1), T)
     assert not s.should_fetch(page(fetch_time=T + 1), T)
@@ -54,7 +54,7 @@ def test_should_fetch(tmp_path):
 
 
 def test_default_schedule(tmp_path):
-    s = FetchSchedule(conf(tmp_path))
+    s = DefaultFetchSchedule(conf(tmp_path))
     for state in (STATUS_UNKNOWN, STATUS_MODIFIED, STATUS_NOTMODIFIED):
         p = page(retries_since_fetch=2, modified_time=5)
         s.set_fetch_schedule(p, T - DAY * 1000, 5, T, T - 10, state)
@@ -67,7 +67,7 @@ def test_default_schedule(tmp_path):
 
 
 def test_retry_and_gone(tmp_path):
-    s = FetchSchedule(conf(tmp_path))
+    s = DefaultFetchSchedule(conf(tmp_path))
     p = page(retries_since_fetch=1)
     s.set_page_retry_schedule(p, T)
     assert p.fetch_time == T + DAY * 1000 and p.retries_since_fetch == 2 and p.fetch_interval == 30 * DAY

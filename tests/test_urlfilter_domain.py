@@ -10,7 +10,7 @@ import pytest
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.plugins.urlfilter_domain.filter import DomainURLFilter
 from nutch2.plugins.urlfilter_domaindenylist.filter import DomainDenylistURLFilter
 from nutch2.urls.domainlist import DomainList

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.errors import ConfigError
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.plugins.urlfilter_suffix.filter import SuffixRules, SuffixURLFilter
 from nutch2.urls.filters import URLFilters
 from tests.conftest import make_conf

@@ -12,7 +12,7 @@ import pytest
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.plugins.urlnormalizer_pass.normalizer import PassURLNormalizer
 from nutch2.plugins.urlnormalizer_regex.javaregex import JavaRegexError, translate_pattern, translate_replacement
 from nutch2.plugins.urlnormalizer_regex.normalizer import RegexURLNormalizer, read_rules

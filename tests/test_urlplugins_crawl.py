@@ -19,7 +19,8 @@ from nutch2.config import Configuration
 from nutch2.mapred.runner import Counters, TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import PageParser
-from nutch2.plugins import active_ids, installed
+from nutch2.plugin import installed
+from nutch2.plugin.descriptor import active_ids
 from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage

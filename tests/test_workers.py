@@ -37,7 +37,7 @@ def _leave_a_thread() -> int:
 
 
 def _abandon_a_stuck_thread() -> int:
-    from nutch2 import timebox
+    from nutch2.mapred import timebox
 
     with contextlib.suppress(timebox.Overrun):
         timebox.run(lambda: time.sleep(3600), 0.2, "nutch2-parse-filter")  # a plugin stuck for good
@@ -120,8 +120,8 @@ def test_a_pool_started_by_a_thread_that_ended_keeps_serving() -> None:
 
 
 def test_a_worker_whose_task_left_a_stuck_plugin_is_replaced() -> None:
-    """A task that gave up on a plugin that never returns (nutch2/timebox.py) leaves its thread behind: the worker
-    retires after the task and a fresh interpreter serves the next one."""
+    """A task that gave up on a plugin that never returns (nutch2/mapred/timebox.py) leaves its thread behind: the
+    worker retires after the task and a fresh interpreter serves the next one."""
     pool = WorkerPool(1, _setup, ("x",))
     try:
         first = pool.submit(_abandon_a_stuck_thread).result(timeout=60)

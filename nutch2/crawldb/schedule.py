@@ -1,19 +1,43 @@
-"""Fetch schedules (Nutch's DefaultFetchSchedule and AdaptiveFetchSchedule, the core's implementations of the
-FetchSchedule extension point; db.fetch.schedule.class names one of them or a fetch-schedule plugin). Times in ms,
+"""The FetchSchedule extension point and its core implementations, Nutch's DefaultFetchSchedule and
+AdaptiveFetchSchedule (db.fetch.schedule.class names one of them or a fetch-schedule plugin). Times in ms,
 intervals in s."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins.points import FetchSchedule as FetchSchedulePoint
+from nutch2.plugin.extension import Extension
 from nutch2.webpage import WebPage
 
 SECONDS_PER_DAY = 86400
 STATUS_UNKNOWN, STATUS_MODIFIED, STATUS_NOTMODIFIED = 0, 1, 2
 
 
-class FetchSchedule(FetchSchedulePoint):
+class FetchSchedule(Extension):
+    """When a row is fetched next (Nutch's FetchSchedule); times in ms, intervals in s."""
+
+    point: ClassVar[str] = "fetch-schedule"
+
+    def initialize(self, page: WebPage, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def should_fetch(self, page: WebPage, cur_ms: int) -> bool:
+        raise NotImplementedError
+
+    def set_fetch_schedule(self, page: WebPage, prev_fetch_ms: int, prev_modified_ms: int, fetch_ms: int,
+                           modified_ms: int, state: int) -> None:
+        raise NotImplementedError
+
+    def set_page_gone_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        raise NotImplementedError
+
+    def set_page_retry_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        raise NotImplementedError
+
+
+class DefaultFetchSchedule(FetchSchedule):
     """The default schedule: the next fetch is one interval after this one."""
 
     nutch_class = "org.apache.nutch.crawl.DefaultFetchSchedule"
@@ -57,7 +81,7 @@ class FetchSchedule(FetchSchedulePoint):
         page.retries_since_fetch = page.retries_since_fetch + 1
 
 
-class AdaptiveFetchSchedule(FetchSchedule):
+class AdaptiveFetchSchedule(DefaultFetchSchedule):
     """Shrinks the interval of pages that change and grows it for pages that do not."""
 
     nutch_class = "org.apache.nutch.crawl.AdaptiveFetchSchedule"
@@ -93,15 +117,15 @@ class AdaptiveFetchSchedule(FetchSchedule):
         page.fetch_time = refetch_ms + int(interval * 1000)
 
 
-def fetch_schedule(conf: Configuration) -> FetchSchedulePoint:
+def fetch_schedule(conf: Configuration) -> FetchSchedule:
     """The schedule db.fetch.schedule.class names: default, adaptive (Nutch's class names too), or the plugin id or
     class name of an active fetch-schedule plugin."""
-    from nutch2.plugins import Plugins, extension_class
+    from nutch2.plugin import Plugins, extension_class
 
     name = conf.get_str("db.fetch.schedule.class").strip()
     short = name.rsplit(".", 1)[-1].lower()
     if short in ("default", "defaultfetchschedule"):
-        return FetchSchedule(conf)
+        return DefaultFetchSchedule(conf)
     if short in ("adaptive", "adaptivefetchschedule"):
         return AdaptiveFetchSchedule(conf)
     plugins = Plugins(conf)

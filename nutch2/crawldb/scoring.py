@@ -4,11 +4,47 @@ each applied in turn at inject, for new rows, for generate's sort, along links a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import ScoreDatum
+from nutch2.plugin.extension import Extension
 from nutch2.webpage import WebPage
+
+
+@dataclass
+class ScoreDatum:
+    """One link between two rows as the scoring filters see it (Nutch 2's ScoreDatum)."""
+
+    url: str
+    anchor: str = ""
+    score: float = 0.0
+    distance: int = 0
+
+
+class ScoringFilter(Extension):
+    """scoring-*: scores at inject, for new rows, for generate's sort, passed along links, and for the index."""
+
+    point: ClassVar[str] = "scoring-filter"
+
+    def injected_score(self, url: str, page: WebPage) -> None:
+        """A row made by inject (page.score holds the seed's score)."""
+
+    def initial_score(self, url: str, page: WebPage) -> None:
+        """A row made for a newly found link."""
+
+    def generator_sort_value(self, url: str, page: WebPage, value: float) -> float:
+        return value
+
+    def distribute_score_to_outlinks(self, url: str, page: WebPage, outlinks: list[ScoreDatum],
+                                     all_count: int) -> None:
+        """Set the score each outlink passes on (outlinks[i].score)."""
+
+    def update_score(self, url: str, page: WebPage, inlinks: list[ScoreDatum]) -> None:
+        """Take in what the row's inlinks passed on in this update."""
+
+    def indexer_score(self, url: str, doc: dict[str, Any], page: WebPage, score: float) -> float:
+        return score
 
 
 class ScoringFilters:
@@ -19,7 +55,7 @@ class ScoringFilters:
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> ScoringFilters:
-        from nutch2.plugins import Plugins
+        from nutch2.plugin import Plugins
 
         return cls(Plugins(conf).build("scoring-filter"))
 

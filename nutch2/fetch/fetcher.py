@@ -17,13 +17,12 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
 from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
-from nutch2.fetch.protocols import protocol_for
+from nutch2.fetch.protocols import ProtocolSession, protocol_for
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress, Window, counted
 from nutch2.mapred import stop
 from nutch2.mapred.memory import release_memory
-from nutch2.plugins.points import ProtocolSession
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker, queue_id
 

@@ -35,7 +35,7 @@ from typing import IO, Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins.points import IndexWriter, WriterSpec
+from nutch2.index.writers import IndexWriter, WriterSpec
 
 STAGING = "_temporary"
 SUCCESS = "_SUCCESS"

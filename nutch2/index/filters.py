@@ -5,14 +5,24 @@ indexingfilter.order; a filter that returns None keeps the page out of the index
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
-from nutch2 import timebox
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.index.solr import document_id, solr_crawl_id
+from nutch2.mapred import timebox
+from nutch2.plugin.extension import Extension
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
+
+
+class IndexingFilter(Extension):
+    """index-*: add, change or remove fields of the document; return None to keep the page out of the index."""
+
+    point: ClassVar[str] = "indexing-filter"
+
+    def filter(self, doc: dict[str, Any], url: str, page: WebPage) -> dict[str, Any] | None:
+        raise NotImplementedError
 
 
 class FilterOverrun(Exception):
@@ -30,7 +40,7 @@ class IndexingFilters:
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> IndexingFilters:
-        from nutch2.plugins import Plugins
+        from nutch2.plugin import Plugins
 
         timeout = conf.get_float("indexingfilter.timeout")
         return cls(Plugins(conf).build("indexing-filter"), ScoringFilters.from_conf(conf),

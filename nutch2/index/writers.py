@@ -24,13 +24,67 @@ import hashlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.marks import Mark
-from nutch2.plugins import Plugins, descriptor, extension_class
-from nutch2.plugins.points import WriterSpec
+from nutch2.plugin import Plugins, descriptor, extension_class
+from nutch2.plugin.extension import Extension
+
+
+@dataclass
+class WriterSpec:
+    """One <writer> of index-writers.xml: its id, its parameters and its field mapping."""
+
+    id: str
+    params: dict[str, str] = field(default_factory=dict)
+    copy: dict[str, list[str]] = field(default_factory=dict)  # source field -> fields it is copied to
+    rename: dict[str, str] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+
+
+class IndexWriter(Extension):
+    """indexer-*: where documents go (Nutch's IndexWriter). The driver opens the writers and calls begin(); a task
+    opens its writers, writes and deletes, and flushes when it ended well; the job's final step (on the driver)
+    opens them again and commits, which makes the run's documents visible; a job that failed before its commit
+    leaves nothing visible, and its rerun writes the same documents again. nutch2.index.files is the base of
+    writers that write files."""
+
+    point: ClassVar[str] = "index-writer"
+
+    def open(self, spec: WriterSpec, task: int | None, run: str) -> None:
+        """Start writing: ``task`` is the task's number (None on the driver, for commit), ``run`` names the job run
+        (the same for a rerun of the same command, so a rerun replaces what an interrupted run wrote)."""
+        self.spec = spec
+
+    def write(self, doc: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def delete(self, doc_id: str) -> None:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise (one line) when the writer cannot work now, e.g. its server is down: checked before a job."""
+
+    def begin(self) -> None:
+        """On the driver (opened with task None), before the run's tasks start: forget what an interrupted attempt
+        of the same run wrote and did not commit (a writer that stages output, e.g. files)."""
+
+    def flush(self) -> None:
+        """Send what is buffered (a task's end)."""
+
+    def commit(self) -> None:
+        """Make what the run wrote visible (the job's final step, on the driver)."""
+
+    def describe(self) -> str:
+        """One line for logs: which writer, where to (no credentials)."""
+        return self.plugin_id
+
+    def destination(self) -> str:
+        """Where the documents go (a core's URL, a folder), once opened: rows keep a mark per destination, so a
+        writer with another destination gets every document."""
+        return self.spec.id
 
 
 def read_index_writers(path: str) -> list[tuple[str, WriterSpec]]:

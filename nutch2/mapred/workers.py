@@ -33,9 +33,8 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
-from nutch2 import timebox
 from nutch2.logs import debug, warning
-from nutch2.mapred import progress, stop
+from nutch2.mapred import progress, stop, timebox
 from nutch2.mapred.memory import limit_arenas, rss_mb
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies

@@ -34,7 +34,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from lxml import etree
 
-from nutch2 import timebox
+from nutch2.mapred import timebox
 from nutch2.parse.tagscan import cap_attributes
 from nutch2.status import ParseMajor, ParseMinor
 
@@ -665,7 +665,7 @@ def _extract(
 
 
 def _run_with_timeout(work: Callable[[_Canceller], ParseResult], url: str, timeout: float | None) -> ParseResult:
-    """Run work(canceller) in this thread's parser worker (nutch2/timebox.py); FAILED/EXCEPTION ["parser
+    """Run work(canceller) in this thread's parser worker (nutch2/mapred/timebox.py); FAILED/EXCEPTION ["parser
     timeout"] if it overruns: the canceller tells it to stop at its next check, and stuck C code lingers in its
     abandoned thread until it returns. timeout None runs inline. Exceptions become FAILED/EXCEPTION with the
     exception text."""

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
@@ -33,13 +33,40 @@ from nutch2.parse.html import (
     _sniff_html,
     outlink_tags,
 )
+from nutch2.plugin.extension import Extension
 from nutch2.status import ParseMajor, ParseMinor
+from nutch2.webpage import WebPage
 
 __all__ = ["Document", "ParseSettings", "ParserFactory", "mime_type", "read_parse_plugins_xml"]
 
 PARSE_HTML, PARSE_TEXT, PARSE_TIKA, PARSE_PDF = "parse-html", "parse-text", "parse-tika", "parse-pdf"
 GENERIC_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/x-download",
                            "application/force-download", "application/unknown", "application/binary"})
+
+
+class Parser(Extension):
+    """parse-*: parses the documents whose content type parse-plugins.xml (parse.plugin) maps to it. parse() never
+    raises: a failure is a ParseResult (retryable when the parser's server, not the document, failed)."""
+
+    point: ClassVar[str] = "parser"
+
+    def available(self) -> bool:
+        """Whether it can parse here (a parser needing a server it was not given cannot)."""
+        return True
+
+    def parse(self, doc: Document) -> ParseResult:
+        raise NotImplementedError
+
+
+class ParseFilter(Extension):
+    """HtmlParseFilter: runs after a successful parse; sees the document, the parse and (for HTML) the DOM, and
+    adds to the parse (``parse.meta``, ``parse.outlinks``, ``parse.text``...). ``dom`` is the lxml root element of
+    an HTML page, None for other documents. Values it puts in ``page.metadata`` are stored with the row."""
+
+    point: ClassVar[str] = "parse-filter"
+
+    def filter(self, doc: Document, parse: ParseResult, page: WebPage, dom: Any | None) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -160,7 +187,7 @@ class ParserFactory:
     """Picks and runs the parsers of a page's MIME type (Nutch's ParserFactory + ParseUtil's fallback order)."""
 
     def __init__(self, conf: Configuration) -> None:
-        from nutch2.plugins import Plugins, installed
+        from nutch2.plugin import Plugins, installed
 
         entries = conf.get("parse.plugin")
         if entries:

@@ -4,15 +4,15 @@ Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neith
 
 from __future__ import annotations
 
-from nutch2 import timebox
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.mapred import timebox
 from nutch2.mapred.runner import TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult
 from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.signature import md5_signature, text_profile_signature
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import host_of

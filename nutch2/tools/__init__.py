@@ -3,14 +3,16 @@
     batch.py     generate, fetch, parse, updatedb      solr.py      index, clean, dedup, search
     seeds.py     inject, sitemap                       table.py     readdb, warc, warcimport
     crawl.py     crawl (a sequence of the above)       checkers.py  parsechecker, indexchecker, filterchecker,
-    server.py    server (the Searcher)                              normalizerchecker, plugins
+                                                                    normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
     lifecycle.py what each batch step requires, refuses and records
+
+The `server` command is the searcher's (nutch2/searcher/command.py), which the CLI adds.
 """
 
 from __future__ import annotations
 
-from nutch2.tools import batch, checkers, crawl, seeds, server, solr, table  # noqa: F401 - they register
+from nutch2.tools import batch, checkers, crawl, seeds, solr, table  # noqa: F401 - they register
 from nutch2.tools.base import TOOLS, Run, Tool
 
 ORDER = ("inject", "sitemap", "generate", "fetch", "parse", "updatedb", "index", "clean", "dedup", "crawl",

@@ -19,7 +19,7 @@ from nutch2.config import Configuration
 from nutch2.logs import log
 from nutch2.mapred.runner import Counters
 from nutch2.mapred.runners import make_runner
-from nutch2.plugins import Plugins
+from nutch2.plugin import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import ToolArgs

@@ -274,7 +274,7 @@ class PluginLister(Tool):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.plugins import Plugins, descriptor, installed
+        from nutch2.plugin import Plugins, descriptor, installed
 
         active = set(Plugins(self.conf).ids)
         point = self.args.point  # type: ignore[attr-defined]

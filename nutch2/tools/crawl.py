@@ -16,7 +16,7 @@ from nutch2.logs import log
 from nutch2.mapred import stop
 from nutch2.mapred.runners import make_runner
 from nutch2.marks import Mark
-from nutch2.plugins import POINTS
+from nutch2.plugin import POINTS
 from nutch2.stores import open_store
 from nutch2.tools import lifecycle
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt

@@ -5,11 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from nutch2.config import Configuration
+from nutch2.plugin.extension import Extension
 
 DEFAULT_MAX_LENGTH = 2048
+
+
+class URLFilter(Extension):
+    """urlfilter-*: keep a URL (return it) or drop it (None)."""
+
+    point: ClassVar[str] = "url-filter"
+
+    def filter(self, url: str) -> str | None:
+        raise NotImplementedError
+
+    def explain(self, url: str) -> str | None:
+        """What decided about ``url`` (a rule, a list entry) for filterchecker; None when nothing specific."""
+        return None
 
 
 class URLFilters:
@@ -24,7 +38,7 @@ class URLFilters:
     @classmethod
     def from_conf(cls, conf: Configuration) -> URLFilters:
         """The active url-filter plugins, built from the configuration, in urlfilter.order."""
-        from nutch2.plugins import Plugins
+        from nutch2.plugin import Plugins
 
         return cls(Plugins(conf).build("url-filter"), conf.get_int("urlfilter.max.length"))
 

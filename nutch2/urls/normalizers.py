@@ -9,13 +9,28 @@ name run after those it names. `urlnormalizer.loop.count` runs the chain again w
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from nutch2.config import Configuration
+from nutch2.plugin.extension import Extension
 
 # Scopes Nutch passes to its normalizers (a normalizer may treat them differently)
 SCOPE_DEFAULT = "default"
 SCOPES = frozenset({"default", "inject", "generate_host_count", "partition", "fetcher", "outlink", "indexer"})
+
+
+class URLNormalizer(Extension):
+    """urlnormalizer-*: the URL in its normal form for a scope (inject, fetcher, outlink, ...), or None to drop it."""
+
+    point: ClassVar[str] = "url-normalizer"
+
+    def normalize(self, url: str, scope: str) -> str | None:
+        raise NotImplementedError
+
+    def explain(self, url: str, scope: str) -> str | None:
+        """What decided about ``url`` in ``scope`` (the rules that applied) for normalizerchecker; None when
+        nothing specific."""
+        return None
 
 
 class URLNormalizers:
@@ -30,7 +45,7 @@ class URLNormalizers:
     def from_conf(cls, conf: Configuration, scope: str = SCOPE_DEFAULT) -> URLNormalizers:
         """The normalizers of ``scope`` (urlnormalizer.scope.<scope>) in its order (urlnormalizer.order.<scope>,
         else urlnormalizer.order), built from the configuration."""
-        from nutch2.plugins import Plugins
+        from nutch2.plugin import Plugins
 
         order = f"urlnormalizer.order.{scope}" if _scoped(conf, "urlnormalizer.order", scope) else None
         only = f"urlnormalizer.scope.{scope}" if _scoped(conf, "urlnormalizer.scope", scope) else None

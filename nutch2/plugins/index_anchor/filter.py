@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nutch2.plugins.points import IndexingFilter
+from nutch2.index.filters import IndexingFilter
 from nutch2.webpage import WebPage
 
 

@@ -3,7 +3,7 @@ registered domain, for site:), title and content (indexer.max.title.length / ind
 (Nutch 2's fetch time: the next fetch after updatedb), fetched (when the content was fetched) and cache (the caching
 policy of a noarchive/nocache page)."""
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("index-basic", {"indexing-filter": "nutch2.plugins.index_basic.filter:BasicIndexingFilter"},
                 "the basic fields of a document")

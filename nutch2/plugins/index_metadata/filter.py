@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import IndexingFilter
+from nutch2.index.filters import IndexingFilter
 from nutch2.webpage import WebPage
 
 META_PREFIX = "meta_"  # parse-metatags' row metadata keys, and the fields they are indexed as

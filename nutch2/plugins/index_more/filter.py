@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
+from nutch2.index.filters import IndexingFilter
 from nutch2.index.solr import solr_date
-from nutch2.plugins.points import IndexingFilter
 from nutch2.webpage import WebPage
 
 # Content-Disposition: inline; filename="foo.ppt" (Nutch's two patterns, in its order)

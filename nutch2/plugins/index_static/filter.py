@@ -6,8 +6,8 @@ from functools import cache
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.index.filters import IndexingFilter
 from nutch2.logs import config_warning
-from nutch2.plugins.points import IndexingFilter
 from nutch2.webpage import WebPage
 
 DEFAULT_SEPARATORS = {"fieldsep": ",", "keysep": ":", "valuesep": " "}

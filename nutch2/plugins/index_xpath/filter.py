@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nutch2.plugins.points import IndexingFilter
+from nutch2.index.filters import IndexingFilter
 from nutch2.webpage import WebPage
 
 PREFIX = "x_"  # parse-xpath's row metadata keys, and the index fields (Solr's dynamic field x_*)

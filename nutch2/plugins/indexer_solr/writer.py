@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.index.solr import SolrClient, solr_url
-from nutch2.plugins.points import IndexWriter, WriterSpec
+from nutch2.index.writers import IndexWriter, WriterSpec
 
 
 class SolrIndexWriter(IndexWriter):

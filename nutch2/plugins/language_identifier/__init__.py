@@ -15,7 +15,7 @@ every runner gives the same rows), fast (well under a millisecond for a page's f
 too: more accurate on short texts, but 1 GB of memory and many seconds to load its models for all languages.
 """
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("language-identifier", {
     "parse-filter": "nutch2.plugins.language_identifier.parser:HTMLLanguageParser",

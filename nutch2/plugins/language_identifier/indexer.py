@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.index.filters import IndexingFilter
 from nutch2.plugins.language_identifier.codes import parse_language
 from nutch2.plugins.language_identifier.parser import LANG_KEY, header
-from nutch2.plugins.points import IndexingFilter
 from nutch2.webpage import WebPage
 
 UNKNOWN = "unknown"

@@ -10,8 +10,8 @@ from lxml import etree
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.parse.parsers import ParseFilter
 from nutch2.plugins.language_identifier.codes import parse_language
-from nutch2.plugins.points import ParseFilter
 from nutch2.webpage import WebPage
 
 LANG_KEY = "lang"  # row metadata key (Nutch's Metadata.LANGUAGE)

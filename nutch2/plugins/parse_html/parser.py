@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from nutch2.config import Configuration
 from nutch2.parse.html import ParseResult, parse_html
-from nutch2.parse.parsers import Document, ParseSettings
-from nutch2.plugins.points import Parser
+from nutch2.parse.parsers import Document, Parser, ParseSettings
 
 
 class HtmlParser(Parser):

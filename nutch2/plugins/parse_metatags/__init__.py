@@ -2,7 +2,7 @@
 metadata a document parser gives under the same names (author, created, modified, language...), in the row's
 metadata as ``meta_<name>``; index-metadata sends them to the index."""
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("parse-metatags", {"parse-filter": "nutch2.plugins.parse_metatags.filter:MetaTagsParser"},
                 "meta tags into the row")

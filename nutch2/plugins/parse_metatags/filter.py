@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import ParseFilter
+from nutch2.parse.parsers import ParseFilter
 from nutch2.webpage import WebPage
 
 META_PREFIX = "meta_"

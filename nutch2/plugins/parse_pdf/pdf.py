@@ -21,9 +21,8 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.parse.html import ParseResult, ParseTimeout, _Canceller, _failure, _run_with_timeout, resolve_link
-from nutch2.parse.parsers import Document, ParseSettings
+from nutch2.parse.parsers import Document, Parser, ParseSettings
 from nutch2.parse.xhtml import meta_result
-from nutch2.plugins.points import Parser
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["PdfParser"]

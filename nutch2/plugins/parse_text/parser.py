@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from nutch2.config import Configuration
 from nutch2.parse.html import ParseResult, _run_with_timeout, parse_text
-from nutch2.parse.parsers import Document, ParseSettings
-from nutch2.plugins.points import Parser
+from nutch2.parse.parsers import Document, Parser, ParseSettings
 
 
 class TextParser(Parser):

@@ -42,9 +42,8 @@ from nutch2.errors import ConfigError
 from nutch2.fetch.watchdog import WATCHDOG, guard, timed_out
 from nutch2.mapred import stop
 from nutch2.parse.html import ParseResult, _Canceller, _failure
-from nutch2.parse.parsers import Document, ParseSettings
+from nutch2.parse.parsers import Document, Parser, ParseSettings
 from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result
-from nutch2.plugins.points import Parser
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["ParserDied", "TikaParser", "TikaUnavailable"]

@@ -13,7 +13,7 @@ may end in ``::text`` or ``::attr(name)``. ``urls`` (a regular expression search
 field to some pages. ``parse.xpath.max.length`` caps the characters a field keeps.
 """
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("parse-xpath", {"parse-filter": "nutch2.plugins.parse_xpath.filter:XPathFilter"},
                 "fields by XPath or CSS selectors (parse.xpath.file) into the row")

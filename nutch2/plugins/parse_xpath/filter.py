@@ -14,7 +14,7 @@ from lxml import etree
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins.points import ParseFilter
+from nutch2.parse.parsers import ParseFilter
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 

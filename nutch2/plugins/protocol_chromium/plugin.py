@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.plugins import Plugins
-from nutch2.plugins.points import Protocol, ProtocolSession, ResourceFetch
+from nutch2.fetch.protocols import Protocol, ProtocolSession, ResourceFetch
+from nutch2.plugin import Plugins
 from nutch2.plugins.protocol_chromium.chromium import ChromiumSettings, Renderer
 
 

@@ -2,6 +2,6 @@
 request, bounded bodies (http.content.limit, gzip/deflate bombs), redirects, conditional GETs, proxies
 (http.proxy.*), Basic and Digest authentication from httpclient-auth.xml, cookies (http.enable.cookie.header)."""
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("protocol-http", {"protocol": "nutch2.plugins.protocol_http.plugin:Http"}, "HTTP and HTTPS")

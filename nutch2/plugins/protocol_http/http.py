@@ -33,9 +33,9 @@ import urllib3
 from nutch2.errors import ConfigError
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.protocols import ProtocolSession
 from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
 from nutch2.mapred import stop
-from nutch2.plugins.points import ProtocolSession
 from nutch2.plugins.protocol_http.netconf import (
     Challenge,
     Credentials,

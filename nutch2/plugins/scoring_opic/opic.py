@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import ScoreDatum, ScoringFilter
+from nutch2.crawldb.scoring import ScoreDatum, ScoringFilter
 from nutch2.urls.domains import host_of
 from nutch2.webpage import WebPage
 

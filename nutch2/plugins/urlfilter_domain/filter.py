@@ -6,8 +6,8 @@ set, else the file urlfilter.domain.file; unlike Nutch, a file that cannot be re
 from __future__ import annotations
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import URLFilter
 from nutch2.urls.domainlist import DomainList
+from nutch2.urls.filters import URLFilter
 
 
 class DomainURLFilter(URLFilter):

@@ -5,8 +5,8 @@ urlfilter.domaindenylist.rules when set, else the file urlfilter.domaindenylist.
 from __future__ import annotations
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import URLFilter
 from nutch2.urls.domainlist import DomainList
+from nutch2.urls.filters import URLFilter
 
 
 class DomainDenylistURLFilter(URLFilter):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins.points import URLFilter
 from nutch2.urls.domains import domain_of_host, host_of
+from nutch2.urls.filters import URLFilter
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugins.points import URLFilter
+from nutch2.urls.filters import URLFilter
 
 
 @dataclass(frozen=True)

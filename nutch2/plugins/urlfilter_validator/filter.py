@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from nutch2.plugins.points import URLFilter
+from nutch2.urls.filters import URLFilter
 
 _PRINTABLE = re.compile(r"[\x21-\x7e]+")
 # RFC 3986 appendix B: scheme, authority, path, query, fragment

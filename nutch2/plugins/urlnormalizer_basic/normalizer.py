@@ -19,7 +19,7 @@ from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import idna
 
-from nutch2.plugins.points import URLNormalizer
+from nutch2.urls.normalizers import URLNormalizer
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21}
 SUPPORTED_SCHEMES = frozenset({"http", "https", "ftp", "file"})

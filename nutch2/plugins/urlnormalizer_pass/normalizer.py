@@ -3,7 +3,7 @@ urlnormalizer.scope.<scope> for a scope whose URLs must stay as they are."""
 
 from __future__ import annotations
 
-from nutch2.plugins.points import URLNormalizer
+from nutch2.urls.normalizers import URLNormalizer
 
 
 class PassURLNormalizer(URLNormalizer):

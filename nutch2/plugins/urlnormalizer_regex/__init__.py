@@ -2,7 +2,7 @@
 (urlnormalizer.regex.file, or inline in urlnormalizer.regex.rules; a scope's own file in
 urlnormalizer.regex.file.<scope>), in Nutch's format and Java's regular expression syntax."""
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("urlnormalizer-regex",
                 {"url-normalizer": "nutch2.plugins.urlnormalizer_regex.normalizer:RegexURLNormalizer"},

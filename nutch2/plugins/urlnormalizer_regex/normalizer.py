@@ -29,9 +29,8 @@ from lxml import etree
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.logs import config_warning
-from nutch2.plugins.points import URLNormalizer
 from nutch2.plugins.urlnormalizer_regex.javaregex import JavaRegexError, translate_pattern, translate_replacement
-from nutch2.urls.normalizers import SCOPES
+from nutch2.urls.normalizers import SCOPES, URLNormalizer
 
 ROOT, RULE = "regex-normalize", "regex"
 

@@ -2,6 +2,6 @@
 
 import nutch2_missing_dependency  # noqa: F401
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin("broken-example", {"parse-filter": "nutch2_broken_plugin:Nothing"})

@@ -4,7 +4,7 @@ more), kept on the row by a parse filter and indexed by an indexing filter as th
 This module holds only the descriptor: nutch2 reads it to list the plugin and its properties, and imports the
 classes it names only when the plugin is used."""
 
-from nutch2.plugins import Plugin
+from nutch2.plugin import Plugin
 
 PLUGIN = Plugin(
     "example-wordcount",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.plugins.points import IndexingFilter, ParseFilter
+from nutch2.index.filters import IndexingFilter
+from nutch2.parse.parsers import ParseFilter
 from nutch2.webpage import WebPage
 
 KEY = "example.words"  # the row's metadata key

@@ -1,4 +1,6 @@
-"""The server tool: the Searcher web app (and the job API) over one crawl."""
+"""The `server` command: the Searcher web app (and the job API) over one crawl. A tool as the others are, kept with
+the searcher it starts, so that the tools (which the job API runs) import nothing of the searcher; the CLI adds it
+to its commands."""
 
 from __future__ import annotations
 

@@ -1,0 +1,38 @@
+"""The benchmarks `python -m bench` runs, by name (bench/benchmarks.py, and bench/beyond.py for documents and
+rendered pages, which imports the test web's document writers only when it runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench.benchmarks import (
+    bench_crawl,
+    bench_memory,
+    bench_parse,
+    bench_politeness,
+    bench_spark,
+    bench_sparkcrawl,
+    bench_tablesize,
+    bench_warc,
+    bench_web,
+)
+
+
+def _beyond(quick: bool = False, runs: int = 3) -> str:
+    from bench.beyond import bench_beyond  # issue 25
+
+    return bench_beyond(quick, runs)
+
+
+BENCHMARKS: dict[str, Callable[..., str]] = {
+    "web": bench_web,
+    "crawl": bench_crawl,
+    "politeness": bench_politeness,
+    "memory": bench_memory,
+    "tablesize": bench_tablesize,
+    "parse": bench_parse,
+    "spark": bench_spark,
+    "sparkcrawl": bench_sparkcrawl,
+    "warc": bench_warc,
+    "beyond": _beyond,
+}
