@@ -22,8 +22,8 @@ from nutch2.index.filters import IndexingFilters
 from nutch2.jobs.parse import ParserJob
 from nutch2.mapred.runner import LocalRunner
 from nutch2.marks import Mark
-from nutch2.parse.html import CACHING_FORBIDDEN_KEY, caching_forbidden, parse_html
-from nutch2.parse.parseutil import META_PREFIX
+from nutch2.parse.html import parse_html
+from nutch2.parse.parseutil import CACHING_FORBIDDEN_KEY, META_PREFIX, caching_forbidden
 from nutch2.plugins.urlnormalizer_basic.normalizer import normalize
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store

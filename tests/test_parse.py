@@ -5,13 +5,16 @@ from __future__ import annotations
 import codecs
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nutch2.parse import html as parse_mod
-from nutch2.parse.html import ParseResult, detect_encoding, parse_content, parse_html, resolve_charset, resolve_link
+from nutch2.parse.encoding import detect_encoding, resolve_charset
+from nutch2.parse.html import parse_html, resolve_link
+from nutch2.parse.result import ParseResult
 from nutch2.status import ParseMajor, ParseMinor
 
 URL = "http://example.com/dir/page.html"
@@ -435,31 +438,40 @@ def test_timeout_none_runs_inline() -> None:
 # ----------------------------------------------------------------------------- dispatch
 
 
+def _factory(**props: object):
+    """The parser dispatch the parse job uses (nutch2/parse/parsers.py), on the shipped plugins, no Tika."""
+    from nutch2.parse.parsers import ParserFactory
+    from tests.conftest import make_conf
+
+    return ParserFactory(make_conf(Path("/tmp"), **props))
+
+
 def test_parse_content_dispatch() -> None:
+    f = _factory()
     html = page("Hi", "<p>there</p>").encode()
-    assert parse_content(html, URL, "text/html; charset=utf-8").title == "Hi"
-    assert parse_content(html, URL, "application/xhtml+xml").text == "there"
-    assert parse_content(html, URL, None, {"Content-Type": "TEXT/HTML"}).title == "Hi"
-    assert parse_content(html, URL, None, None).title == "Hi"  # sniffed
-    capped = parse_content(page(body='<a href="/a">a</a><a href="/b">b</a>').encode(), URL, "text/html", max_outlinks=1)
+    assert f.parse(html, URL, "text/html; charset=utf-8", {}).title == "Hi"
+    assert f.parse(html, URL, "application/xhtml+xml", {}).text == "there"
+    assert f.parse(html, URL, None, {"Content-Type": "TEXT/HTML"}).title == "Hi"
+    assert f.parse(html, URL, None, {}).title == "Hi"  # sniffed
+    capped = parse_html(page(body='<a href="/a">a</a><a href="/b">b</a>').encode(), URL, "text/html", max_outlinks=1)
     assert len(capped.outlinks) == 1
 
 
 def test_parse_content_plain_text() -> None:
-    result = parse_content("Привет, мир\nline two".encode("cp1251"), URL, "text/plain; charset=windows-1251")
+    f = _factory()
+    result = f.parse("Привет, мир\nline two".encode("cp1251"), URL, "text/plain; charset=windows-1251", {})
     ok(result)
     assert result.title == "" and result.outlinks == []
     assert result.text == "Привет, мир\nline two"
-    assert parse_content(b"<a href='/x'>x</a>", URL, "text/plain").outlinks == []
-    assert parse_content(b"", URL, "text/plain").status_minor == ParseMinor.FAILED_MISSING_CONTENT
+    assert f.parse(b"<a href='/x'>x</a>", URL, "text/plain", {}).outlinks == []
+    assert f.parse(b"", URL, "text/plain", {}).status_minor == ParseMinor.FAILED_MISSING_CONTENT
 
 
-@pytest.mark.parametrize("ctype", ["application/pdf", "image/png; q=1", None])
-def test_parse_content_unsupported(ctype: str | None) -> None:
-    result = parse_content(b"%PDF-1.4 binary", URL, ctype)
-    assert (result.status_major, result.status_minor) == (ParseMajor.NOTPARSED, ParseMinor.OK)
-    expected = (ctype or "unknown").split(";")[0]
-    assert result.status_args == [f"unsupported content type: {expected}"]
+@pytest.mark.parametrize("ctype", ["image/png; q=1", "application/x-unknown-thing"])
+def test_parse_content_unsupported(ctype: str) -> None:
+    result = _factory().parse(b"\x89PNG binary", URL, ctype, {})
+    assert (result.status_major, result.status_minor) == (ParseMajor.NOTPARSED, ParseMinor.OK), result.status_args
+    assert "no parser" in result.status_args[0] or "unsupported" in result.status_args[0], result.status_args
 
 
 def _urljoin_resolution(base: str, href: str) -> str | None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from nutch2.errors import ConfigError
-from nutch2.parse.html import ParseResult, parse_html
+from nutch2.parse.html import parse_html
+from nutch2.parse.result import ParseResult
 from nutch2.plugins.language_identifier.codes import parse_language
 from nutch2.plugins.language_identifier.indexer import LanguageIndexingFilter
 from nutch2.plugins.language_identifier.parser import HTMLLanguageParser, identifier

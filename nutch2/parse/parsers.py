@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import mimetypes
+import re
 import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Mapping
@@ -25,14 +26,9 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.logs import warning
-from nutch2.parse.html import (
-    DEFAULT_OUTLINK_TAGS,
-    ParseResult,
-    _failure,
-    _header_value,
-    _sniff_html,
-    outlink_tags,
-)
+from nutch2.parse.encoding import bom_encoding, header_value
+from nutch2.parse.html import DEFAULT_OUTLINK_TAGS, outlink_tags
+from nutch2.parse.result import ParseResult, failure
 from nutch2.plugin.extension import Extension
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.webpage import WebPage
@@ -67,6 +63,17 @@ class ParseFilter(Extension):
 
     def filter(self, doc: Document, parse: ParseResult, page: WebPage, dom: Any | None) -> None:
         raise NotImplementedError
+
+
+_HTML_SNIFF = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title)\b", re.I | re.S)
+
+
+def _sniff_html(content: bytes) -> bool:
+    """True when content without a declared type starts like an HTML document."""
+    bom = bom_encoding(content)
+    if bom and bom[0].startswith("utf-16"):
+        return _HTML_SNIFF.match(content[bom[1] : 1026].decode(bom[0], "ignore").encode("utf-8")) is not None
+    return _HTML_SNIFF.match(content[bom[1] if bom else 0 : 1024]) is not None
 
 
 @dataclass(frozen=True)
@@ -149,7 +156,7 @@ def read_parse_plugins_xml(path: str) -> list[tuple[str, tuple[str, ...]]]:
 
 def mime_type(content: bytes, url: str, content_type: str | None, headers: Mapping[str, str] | None) -> str | None:
     """The bare lower-case MIME type: the declared one unless missing or generic, else sniffed, else by extension."""
-    value = content_type or _header_value(dict(headers or {}), "Content-Type")
+    value = content_type or header_value(dict(headers or {}), "Content-Type")
     declared = value.split(";", 1)[0].strip().lower() if value else ""
     if declared and declared not in GENERIC_TYPES:
         return declared
@@ -224,7 +231,7 @@ class ParserFactory:
         mime = mime_type(content, url, content_type, headers)
         parsers = self.parsers_for(mime)
         if not parsers:
-            return _failure(url, ParseMajor.NOTPARSED, ParseMinor.OK, f"unsupported content type: {mime or 'unknown'}")
+            return failure(url, ParseMajor.NOTPARSED, ParseMinor.OK, f"unsupported content type: {mime or 'unknown'}")
         doc = Document(content, url, content_type, headers, mime)
         result = retry = None
         for parser in parsers:

@@ -4,13 +4,15 @@ Shared by the parse job and the fetcher's inline parse (fetcher.parse), so neith
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.mapred import timebox
 from nutch2.mapred.runner import TaskContext
 from nutch2.marks import Mark
-from nutch2.parse.html import CACHING_FORBIDDEN_KEY, CACHING_POLICIES, ParseResult
 from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
+from nutch2.parse.result import ParseResult
 from nutch2.parse.signature import md5_signature, text_profile_signature
 from nutch2.plugin import Plugins
 from nutch2.status import ParseMajor, ParseMinor
@@ -24,6 +26,20 @@ NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid inde
 META_PREFIX = "meta_"  # metadata keys of meta tags kept by parse-metatags (read by index-metadata, the searcher)
 
 PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")
+
+
+CACHING_FORBIDDEN_KEY = "caching.forbidden"  # row metadata set by the parse job (Nutch's Nutch.CACHING_FORBIDDEN_KEY)
+
+
+CACHING_POLICIES = ("none", "content", "all")
+
+
+def caching_forbidden(metadata: Mapping[str, bytes]) -> str:
+    """What a cached-page view may show of a row: "none" forbidden (show all), "content" (no cached copy, snippets
+    only) or "all" (neither), from the page's robots noarchive/nocache as the parse job recorded it."""
+    value = metadata.get(CACHING_FORBIDDEN_KEY)
+    policy = value.decode("ascii", "replace") if value else "none"
+    return policy if policy in CACHING_POLICIES else "content"
 
 
 class PageParser:

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from lxml import etree
 
-from nutch2.parse.html import ParseResult, _Canceller, _outlinks, _parse_tree, _visible_text
+from nutch2.parse.html import _outlinks, _parse_tree, _visible_text
+from nutch2.parse.result import Canceller, ParseResult
 
 __all__ = ["DOCUMENT_META", "XhtmlPart", "join_parts", "meta_result"]
 
@@ -22,7 +23,7 @@ class XhtmlPart:
     """The visible text and links of one XHTML document (a container or one of its embedded documents)."""
 
     def __init__(self, markup: str, url: str, max_outlinks: int, max_outlink_length: int,
-                 outlink_tags: Mapping[str, str], cancel: _Canceller) -> None:
+                 outlink_tags: Mapping[str, str], cancel: Canceller) -> None:
         root = _parse_tree(markup) if markup.strip() else None
         if root is not None:
             _drop_relative_links(root, outlink_tags)

@@ -36,7 +36,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
 from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
-from nutch2.parse.html import caching_forbidden, decode_content, detect_encoding
+from nutch2.parse.encoding import decode_content, detect_encoding
+from nutch2.parse.parseutil import caching_forbidden
 from nutch2.searcher.access import AccessGuard, AccessPolicy
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed

@@ -11,7 +11,8 @@ from nutch2.config import Configuration
 from nutch2.crawldb.rowjson import iso_time, row_to_json
 from nutch2.errors import StoreError
 from nutch2.marks import Mark
-from nutch2.parse.html import caching_forbidden, decode_content
+from nutch2.parse.encoding import decode_content
+from nutch2.parse.parseutil import caching_forbidden
 from nutch2.status import CrawlStatus
 from nutch2.stores import DataStore, open_store
 from nutch2.webpage import WebPage

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import urldefrag, urlencode, urljoin, urlsplit
 
-from nutch2.parse.html import caching_forbidden
+from nutch2.parse.parseutil import caching_forbidden
 from nutch2.status import CrawlStatus
 from nutch2.webpage import WebPage
 

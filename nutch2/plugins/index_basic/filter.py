@@ -8,7 +8,7 @@ from nutch2.archive.warc import fetched_at
 from nutch2.config import Configuration
 from nutch2.index.filters import IndexingFilter
 from nutch2.index.solr import solr_date
-from nutch2.parse.html import caching_forbidden
+from nutch2.parse.parseutil import caching_forbidden
 from nutch2.urls.domains import domain_of_host
 from nutch2.urls.tableutil import host_of_key
 from nutch2.webpage import WebPage

@@ -4,8 +4,9 @@ and the searcher share)."""
 from __future__ import annotations
 
 from nutch2.config import Configuration
-from nutch2.parse.html import ParseResult, parse_html
+from nutch2.parse.html import parse_html
 from nutch2.parse.parsers import Document, Parser, ParseSettings
+from nutch2.parse.result import ParseResult
 
 
 class HtmlParser(Parser):

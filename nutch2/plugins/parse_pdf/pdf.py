@@ -20,8 +20,9 @@ import logging
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.parse.html import ParseResult, ParseTimeout, _Canceller, _failure, _run_with_timeout, resolve_link
+from nutch2.parse.html import resolve_link
 from nutch2.parse.parsers import Document, Parser, ParseSettings
+from nutch2.parse.result import Canceller, ParseResult, ParseTimeout, failure, run_with_timeout
 from nutch2.parse.xhtml import meta_result
 from nutch2.status import ParseMajor, ParseMinor
 
@@ -39,18 +40,18 @@ class PdfParser(Parser):
         self.text_limit = conf.get_int("parser.text.limit")
 
     def parse(self, doc: Document) -> ParseResult:
-        return _run_with_timeout(lambda cancel: self._parse(doc, cancel), doc.url, self.settings.timeout)
+        return run_with_timeout(lambda cancel: self._parse(doc, cancel), doc.url, self.settings.timeout)
 
-    def _parse(self, doc: Document, cancel: _Canceller) -> ParseResult:
+    def _parse(self, doc: Document, cancel: Canceller) -> ParseResult:
         import pypdf
         from pypdf.errors import PdfReadError
 
         if not doc.content:
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_MISSING_CONTENT, "empty content")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_MISSING_CONTENT, "empty content")
         try:
             reader = pypdf.PdfReader(io.BytesIO(doc.content))
             if reader.is_encrypted and not reader.decrypt(""):
-                return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, "encrypted PDF")
+                return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, "encrypted PDF")
             texts: list[str] = []
             links: dict[str, str] = {}
             size = 0
@@ -80,7 +81,7 @@ class PdfParser(Parser):
         except ParseTimeout:
             raise
         except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as e:
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT,
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT,
                             f"parse-pdf: {type(e).__name__}: {e}"[:300])
         text = " ".join(" ".join(texts).split())
         if self.text_limit >= 0:

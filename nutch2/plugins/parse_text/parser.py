@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from nutch2.config import Configuration
-from nutch2.parse.html import ParseResult, _run_with_timeout, parse_text
+from nutch2.parse.html import parse_text
 from nutch2.parse.parsers import Document, Parser, ParseSettings
+from nutch2.parse.result import ParseResult, run_with_timeout
 
 
 class TextParser(Parser):
@@ -15,5 +16,5 @@ class TextParser(Parser):
         self.settings = ParseSettings.from_conf(conf)
 
     def parse(self, doc: Document) -> ParseResult:
-        return _run_with_timeout(lambda _c: parse_text(doc.content, doc.url, doc.content_type, dict(doc.headers)),
+        return run_with_timeout(lambda _c: parse_text(doc.content, doc.url, doc.content_type, dict(doc.headers)),
                                  doc.url, self.settings.timeout)

@@ -41,8 +41,8 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.watchdog import WATCHDOG, guard, timed_out
 from nutch2.mapred import stop
-from nutch2.parse.html import ParseResult, _Canceller, _failure
 from nutch2.parse.parsers import Document, Parser, ParseSettings
+from nutch2.parse.result import Canceller, ParseResult, failure
 from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result
 from nutch2.status import ParseMajor, ParseMinor
 
@@ -157,28 +157,28 @@ class TikaParser(Parser):
         try:
             return self._parse(doc)
         except TikaUnavailable as e:
-            result = _failure(doc.url, ParseMajor.NOTPARSED, ParseMinor.OK,
+            result = failure(doc.url, ParseMajor.NOTPARSED, ParseMinor.OK,
                               f"Tika server unavailable ({e}): parse the batch again once it answers")
             result.retryable = True
             result.counter = UNAVAILABLE
             return result
         except ParserDied as e:
-            result = _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {e}")
+            result = failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {e}")
             result.counter = PARSER_DIED
             return result
         except AnswerCut:
-            result = _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION,
+            result = failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION,
                               f"parse-tika: Tika's answer is longer than tika.server.answer.limit="
                               f"{self.answer_limit} bytes; it was cut and not used")
             result.counter = ANSWER_CUT
             return result
         except Exception as e:  # noqa: BLE001 - one bad answer must not end the task
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {type(e).__name__}: {e}")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parse-tika: {type(e).__name__}: {e}")
 
     def _parse(self, doc: Document) -> ParseResult:
         body = doc.content if self.content_limit < 0 else doc.content[: self.content_limit]
         if not body:
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_MISSING_CONTENT, "empty content")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_MISSING_CONTENT, "empty content")
         headers = {
             "Accept": "application/json",
             "Content-Type": doc.mime or "application/octet-stream",
@@ -195,15 +195,15 @@ class TikaParser(Parser):
             return self._result(doc, json.loads(text))
         reason = " ".join(text.split())[:300]
         if status == 415:
-            return _failure(doc.url, ParseMajor.NOTPARSED, ParseMinor.OK,
+            return failure(doc.url, ParseMajor.NOTPARSED, ParseMinor.OK,
                             f"unsupported content type: {doc.mime or 'unknown'} (Tika: {reason})")
         if status == 422:
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, f"Tika: {reason}")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT, f"Tika: {reason}")
         if status == 503 and "timed out" in reason:
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parser timeout (Tika: {reason})")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"parser timeout (Tika: {reason})")
         if status == 503 or status == 429:
             raise TikaUnavailable(f"HTTP {status} {reason}")
-        return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"Tika: HTTP {status} {reason}")
+        return failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, f"Tika: HTTP {status} {reason}")
 
     def _put(self, path: str, body: bytes, headers: dict[str, str], budget: float) -> tuple[int, str]:
         """One PUT, cut at ``budget`` seconds; TikaUnavailable when the server gives no answer, ParserDied when it
@@ -285,9 +285,9 @@ class TikaParser(Parser):
 
     def _result(self, doc: Document, docs: list[dict[str, Any]]) -> ParseResult:
         if not isinstance(docs, list) or not docs or not isinstance(docs[0], dict):
-            return _failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, "Tika: /rmeta gave no documents")
+            return failure(doc.url, ParseMajor.FAILED, ParseMinor.EXCEPTION, "Tika: /rmeta gave no documents")
         s = self.settings
-        cancel = _Canceller()
+        cancel = Canceller()
         parts = [XhtmlPart(str(_first(d.get("X-TIKA:content")) or ""), doc.url, s.max_outlinks,
                            s.max_outlink_length, s.outlink_tags, cancel) for d in docs if isinstance(d, dict)]
         text, outlinks = join_parts(parts, s.max_outlinks, self.text_limit)
@@ -295,11 +295,11 @@ class TikaParser(Parser):
         if not text.strip():  # nothing read: say why when Tika said so (a failure inside, the text limit)
             if _first(container.get("X-TIKA:EXCEPTION:write_limit_reached")) or _first(
                     container.get("X-TIKA:WARN:write_limit_reached")):
-                return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_TRUNCATED,
+                return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_TRUNCATED,
                                 "Tika: the text is longer than parser.text.limit and none of it was kept")
             error = next((_first(v) for k, v in container.items() if k.startswith("X-TIKA:EXCEPTION:")), None)
             if error:
-                return _failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT,
+                return failure(doc.url, ParseMajor.FAILED, ParseMinor.FAILED_INVALID_FORMAT,
                                 "Tika: " + " ".join(str(error).split())[:300])
         title = next((str(_first(container[k])) for k in _TITLE_KEYS if _first(container.get(k))), parts[0].title)
         meta = {name: _joined(container, keys) for name, keys in _META_KEYS.items()}
