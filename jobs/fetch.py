@@ -22,10 +22,11 @@ from nutch2.config import Configuration
 from nutch2.crawldb.journal import Journal
 from nutch2.fetch.addresses import AddressPolicy, seed_origins
 from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_of, next_claim, this_run, verdict
-from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
+from nutch2.fetch.fetcher import Fetcher, fetcher_threads
 from nutch2.fetch.headers import stored_headers
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
+from nutch2.fetch.queues import FetchItem
 from nutch2.mapred.runner import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark

@@ -41,7 +41,7 @@ from nutch2.config import Configuration
 from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
-from nutch2.fetch.fetcher import user_agent
+from nutch2.fetch.agent import user_agent
 from nutch2.fetch.headers import stored_headers
 from nutch2.logs import counted
 from nutch2.mapred.runner import Counters, Job, Runner, TaskContext, log

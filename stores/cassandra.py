@@ -128,7 +128,11 @@ class CassandraStore(BufferedStore, EntryStorage):
             raise StoreError(f"unknown Cassandra consistency level {e}; use e.g. ONE, LOCAL_ONE, QUORUM") from None
         profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
                                    request_timeout=timeout, consistency_level=self.read_cl)
+        # no schema or token metadata: the store names its tables itself, and a client holding the metadata
+        # re-reads the whole schema on every table another client creates (with many crawls, a load that
+        # made connects time out)
         self.cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
+                               schema_metadata_enabled=False, token_metadata_enabled=False,
                                execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                                reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
         try:

@@ -13,8 +13,9 @@ import pytest
 
 import nutch2.plugins.protocol_chromium.chromium
 from nutch2.config import Configuration
-from nutch2.fetch.fetcher import Fetcher, FetchItem
+from nutch2.fetch.fetcher import Fetcher
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import stop
 from nutch2.mapred.runner import Counters
 from nutch2.urls.tableutil import reverse_url

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.config import Configuration
-from nutch2.fetch.fetcher import FetchItem, FetchItemQueues
+from nutch2.fetch.queues import FetchItem, FetchItemQueues
 from nutch2.mapred import runner
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus, ProtocolStatusCode

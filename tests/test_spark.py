@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.fetch.fetcher import queue_id
 from nutch2.mapred.runner import stable_hash
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
+from nutch2.urls.checker import queue_id
 from nutch2.urls.tableutil import unreverse_url
 from tests.conftest import SERVICE_STORES, SHARED_STORES
 from tests.crawlutil import cli, conf_for, defines

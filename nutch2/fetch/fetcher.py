@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from nutch2.config import Configuration
@@ -18,9 +16,11 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import ProtocolSession, protocol_for
+from nutch2.fetch.queues import FetchItem, FetchItemQueue, FetchItemQueues
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
+from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
-from nutch2.logs import Progress, Window, counted
+from nutch2.logs import Progress
 from nutch2.mapred import stop
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
@@ -35,265 +35,9 @@ class Counting(Protocol):
 
 
 # output(item, protocol status code, args, what the server sent or None): record one URL's outcome
-Output = Callable[["FetchItem", int, list[str], "ProtocolOutput | None"], None]
+Output = Callable[[FetchItem, int, list[str], "ProtocolOutput | None"], None]
 # claim(item): make durable that the item's request is about to be sent (raises StoreError to stop the task)
-Claim = Callable[["FetchItem"], None]
-
-
-@dataclass(slots=True)
-class FetchItem:
-    """One URL to fetch, with what the fetcher needs from its row."""
-
-    key: str
-    url: str
-    markers: dict[str, str]
-    fetch_time: int
-    modified_since: int | None
-    etag: str | None
-    queue: str = ""
-    done: bool = False  # its queue slot was released
-    metadata: dict[str, bytes] = field(default_factory=dict)  # the row's metadata (OPIC cash, flags): kept
-    signature: bytes | None = None  # the row's signature: prevSignature when fetcher.parse parses inline
-    repr_url: str | None = None  # issue 15: the row's repr URL, cleared when the page no longer redirects
-    parsed: bool = False  # the row's last parse succeeded (a 304 keeps it with fetcher.parse)
-    # only the host's robots.txt is wanted (sitemap discovery): once its rules are known the output gets
-    # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
-    robots_only: bool = False
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        """Pickled as its values (a slots dataclass pickles through fields(), slowly: a batch's items cross the
-        shuffle)."""
-        return FetchItem, (self.key, self.url, self.markers, self.fetch_time, self.modified_since, self.etag,
-                           self.queue, self.done, self.metadata, self.signature, self.repr_url, self.parsed,
-                           self.robots_only)
-
-
-@dataclass
-class FetchItemQueue:
-    """URLs of one host (or domain/IP) with its politeness state."""
-
-    qid: str
-    crawl_delay: float
-    min_delay: float
-    max_threads: int
-    items: deque[FetchItem] = field(default_factory=deque)
-    in_progress: int = 0
-    next_fetch: float = 0.0  # monotonic time before which no request may start
-
-    def ready(self, now: float) -> bool:
-        return bool(self.items) and self.in_progress < self.max_threads and now >= self.next_fetch
-
-    def delay(self) -> float:
-        return self.min_delay if self.max_threads > 1 else self.crawl_delay
-
-
-class FetchItemQueues:
-    """All queues of one reducer. Fetcher threads block in get() until a queue is ready (no fixed sleeps).
-
-    One waiting thread at a time is the timer: it sleeps until the earliest queue's next fetch time and is
-    woken when that time changes. The others sleep until there is work, so a ready queue wakes one thread,
-    not all of them (no thundering herd: the politeness-bound rate stays close to hosts / delay).
-    """
-
-    def __init__(self, conf: Configuration) -> None:
-        self.crawl_delay = conf.get_float("fetcher.server.delay")
-        self.min_delay = conf.get_float("fetcher.server.min.delay")
-        self.max_threads = max(1, conf.get_int("fetcher.threads.per.queue"))
-        self.mode = conf.get_str("fetcher.queue.mode")
-        queue_id("http://x/", self.mode)  # validate the mode up front
-        self.queues: dict[str, FetchItemQueue] = {}
-        self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
-        self.lock = threading.Lock()
-        self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
-        self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
-        self.room_cond = threading.Condition(self.lock)  # the feeder waiting for room
-        self.slot_cond = threading.Condition(self.lock)  # resource requests waiting for a queue's politeness
-        self.timer = False
-        self.total = 0
-        self.feeding = True
-        self.aborted = False
-
-    def _changed(self) -> None:
-        """A queue got items or a new next-fetch time: the timer recomputes, or an idle thread looks."""
-        self.timer_cond.notify()
-        if not self.timer:
-            self.idle_cond.notify()
-
-    def _wake_all(self) -> None:
-        self.timer_cond.notify_all()
-        self.idle_cond.notify_all()
-        self.room_cond.notify_all()
-        self.slot_cond.notify_all()
-
-    def add(self, item: FetchItem) -> None:
-        item.queue = queue_id(item.url, self.mode)
-        with self.lock:
-            q = self._queue(item.queue)
-            q.items.append(item)
-            self.total += 1
-            self._changed()
-
-    def _queue(self, qid: str) -> FetchItemQueue:
-        """The queue `qid`, made when missing (lock held)."""
-        q = self.queues.get(qid)
-        if q is None:
-            q = self.queues[qid] = FetchItemQueue(qid, self.crawl_delay, self.min_delay, self.max_threads)
-            if qid in self.retired:  # the host was emptied earlier: keep its politeness state
-                q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(qid)
-        return q
-
-    def _settle(self, q: FetchItemQueue) -> None:
-        """Retire a queue with nothing waiting or in flight, keeping its politeness state (lock held)."""
-        if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
-            del self.queues[q.qid]
-            self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
-
-    def set_crawl_delay(self, q: FetchItemQueue, delay: float) -> None:
-        """The host's robots.txt asked for `delay` seconds between requests: one request at a time, delay apart."""
-        with self.lock:
-            q.crawl_delay = delay
-            q.max_threads = 1
-
-    def requested(self, q: FetchItemQueue) -> None:
-        """A request was made through the slot the caller holds in `q`: the queue's next request waits its delay
-        (a rendered page's own resources wait after the page)."""
-        with self.lock:
-            q.next_fetch = time.monotonic() + q.delay()
-
-    def acquire(self, url: str, until: float, held: FetchItemQueue | None = None) -> FetchItemQueue | None:
-        """A slot in the queue of `url` for a request that is none of the queues' items (a resource of a rendered
-        page), once the queue's politeness allows it, as for its items; `held` is the queue whose slot the caller
-        holds already (its page's), used as it is. None when the request could not start before `until` (the
-        queue's next request is later, or its slots stay busy) or the fetch was aborted. Give it back with
-        release()."""
-        qid = queue_id(url, self.mode)
-        with self.lock:
-            while not self.aborted:
-                q = self._queue(qid)
-                own = held is q
-                now = time.monotonic()
-                free = own or q.in_progress < q.max_threads
-                if free and now >= q.next_fetch:
-                    if not own:
-                        q.in_progress += 1
-                    return q
-                start = q.next_fetch if free else now
-                if start >= until or now >= until:  # cannot be spaced within the time it has
-                    self._settle(q)
-                    return None
-                self.slot_cond.wait((start if free else until) - now)
-            return None
-
-    def release(self, q: FetchItemQueue, held: bool) -> None:
-        """The request of an acquire() is done (`held`: made in the caller's own slot): the queue's next request
-        waits its delay."""
-        with self.lock:
-            if not held:
-                q.in_progress -= 1
-            q.next_fetch = time.monotonic() + q.delay()
-            self._settle(q)
-            self.slot_cond.notify_all()
-            if self.total == 0 and not self.feeding and not self._busy():
-                self._wake_all()
-            else:
-                self._changed()
-
-    def size(self) -> int:
-        with self.lock:
-            return self.total
-
-    def wait_below(self, capacity: int) -> None:
-        """The feeder blocks here while the queues hold `capacity` items."""
-        with self.lock:
-            while self.total >= capacity and not self.aborted:
-                self.room_cond.wait(0.5)
-
-    def done_feeding(self) -> None:
-        with self.lock:
-            self.feeding = False
-            self._wake_all()
-
-    def _take(self, now: float) -> tuple[tuple[FetchItem, FetchItemQueue] | None, float | None]:
-        """A ready item, else the earliest time a queue with items will be ready (None: none waits)."""
-        wake: float | None = None
-        for q in self.queues.values():
-            if q.ready(now):
-                item = q.items.popleft()
-                q.in_progress += 1
-                self.total -= 1
-                return (item, q), None
-            if q.items and q.in_progress < q.max_threads:
-                wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
-        return None, wake
-
-    def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
-        """Next item whose queue allows a request now; None when everything is done."""
-        with self.lock:
-            while True:
-                if self.aborted:
-                    return None
-                now = time.monotonic()
-                got, wake = self._take(now)
-                if got is not None:
-                    self.room_cond.notify()
-                    self.idle_cond.notify()  # more may be ready, or someone must become the timer
-                    return got
-                if self.total == 0 and not self.feeding and not self._busy():
-                    self._wake_all()
-                    return None
-                if wake is not None and not self.timer:
-                    self.timer = True
-                    try:
-                        self.timer_cond.wait(max(0.0, wake - now) + 0.0005)
-                    finally:
-                        self.timer = False
-                else:
-                    self.idle_cond.wait(1.0)  # the timeout only guards against a lost wake-up
-
-    def _busy(self) -> bool:
-        return any(q.in_progress for q in self.queues.values())
-
-    def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
-        """Release the item's slot; the queue's next request waits its delay when a request was made."""
-        with self.lock:
-            if item.done:
-                return
-            q.in_progress -= 1
-            if requested:
-                q.next_fetch = time.monotonic() + q.delay()
-            if requeue:
-                q.items.appendleft(item)
-                self.total += 1
-            else:
-                item.done = True
-            self._settle(q)
-            self.slot_cond.notify_all()
-            if self.total == 0 and not self.feeding and not self._busy():
-                self._wake_all()  # the last item: every waiting thread can end
-            else:
-                self._changed()
-
-    def drop_queue(self, q: FetchItemQueue, match: Callable[[FetchItem], bool]) -> list[FetchItem]:
-        """Remove the waiting items of a queue that ``match`` (those of a deferred or unreachable host: a queue
-        may hold several ports of one host); returns them."""
-        with self.lock:
-            dropped = [item for item in q.items if match(item)]
-            if dropped:
-                q.items = deque(item for item in q.items if not match(item))
-                self.total -= len(dropped)
-                self._wake_all()
-            return dropped
-
-    def abort(self) -> int:
-        """Empty every queue (time limit or throughput abort); returns the items dropped."""
-        with self.lock:
-            n = self.total
-            for q in self.queues.values():
-                q.items.clear()
-            self.total = 0
-            self.aborted = True
-            self._wake_all()
-            return n
+Claim = Callable[[FetchItem], None]
 
 
 def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
@@ -304,18 +48,6 @@ def fetcher_threads(conf: Configuration, threads: int | None = None) -> int:
         raise ConfigError(f"{source}: fetcher threads must be between 1 and {MAX_FETCHER_THREADS} per task; "
                           "for more parallelism run more fetch tasks (-numTasks)")
     return n
-
-
-def user_agent(conf: Configuration) -> str:
-    """Nutch's agent string: name/version (description; url; email)."""
-    name = conf.get_str("http.agent.name").strip()
-    if not name:
-        raise ConfigError("http.agent.name is empty: name your crawler in conf/nutch-site.toml "
-                          "or with -D http.agent.name=MyBot")
-    version = conf.get_str("http.agent.version").strip()
-    extra = "; ".join(x for x in (conf.get_str("http.agent.description"), conf.get_str("http.agent.url"),
-                                  conf.get_str("http.agent.email")) if x.strip())
-    return f"{name}/{version}" + (f" ({extra})" if extra else "") if version else name
 
 
 class Fetcher:
@@ -356,7 +88,7 @@ class Fetcher:
         self.log_interval = conf.get_float("log.progress.interval")
         self.progress = progress  # None: a live line on a terminal, a log line every log.progress.interval
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
-        self.stats = _Stats()
+        self.stats = FetchStats()
         self._queues: FetchItemQueues | None = None
 
     def close(self) -> None:
@@ -502,6 +234,8 @@ class Fetcher:
             self.counters.incr("errors_not_recorded")
 
     def _process(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues, protocol: ProtocolSession) -> None:
+        """One item taken from its queue: the address guard, the host's robots.txt (fetched first when new to the
+        task), then the request."""
         if stop.requested():  # taken just before the stop: left in the batch for -resume
             queues.finish(item, q, requested=False)
             return
@@ -513,56 +247,75 @@ class Fetcher:
             return
         rules = self.robots.cached(item.url)
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
-            rules = self.robots.rules_for(item.url)
-            if stop.requested():  # robots.txt cut by the stop says nothing about the host
-                queues.finish(item, q)
+            rules = self._first_of_host(item, q, queues)
+            if rules is None:
                 return
-            delay = self._learn_crawl_delay(q, rules, queues)
+        if self._settled_by_robots(item, q, queues, rules):
+            return
+        self._request(item, q, queues, protocol)
 
-            def same_robots(other: FetchItem) -> bool:
-                return self.robots.cached(other.url) is rules
+    def _first_of_host(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues) -> RobotRules | None:
+        """Fetch the robots.txt of the item's host (a request in the item's slot). The item is settled here, or
+        put back to wait the host's delay (None); the rules are returned when they deny it outright."""
+        rules = self.robots.rules_for(item.url)
+        if stop.requested():  # robots.txt cut by the stop says nothing about the host
+            queues.finish(item, q)
+            return None
+        delay = self._learn_crawl_delay(q, rules, queues)
 
-            if rules.state == DEFER:
-                self.counters.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
-                queues.finish(item, q)
-                return
-            if rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
-                dropped = queues.drop_queue(q, same_robots)
-                queues.finish(item, q)
-                for other in (item, *dropped):
-                    self._unreachable(other, rules)
-                return
-            if item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
-                queues.finish(item, q)
-                self.output(item, ProtocolStatusCode.SUCCESS, [], None)
-                return
-            if self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
-                queues.finish(item, q, requeue=True)
-                return
+        def same_robots(other: FetchItem) -> bool:
+            return self.robots.cached(other.url) is rules
+
+        if rules.state == DEFER:
+            self.counters.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
+            queues.finish(item, q)
+        elif rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
+            dropped = queues.drop_queue(q, same_robots)
+            queues.finish(item, q)
+            for other in (item, *dropped):
+                self._unreachable(other, rules)
+        elif item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
+            queues.finish(item, q)
+            self.output(item, ProtocolStatusCode.SUCCESS, [], None)
+        elif self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
+            queues.finish(item, q, requeue=True)
+        else:
+            return rules  # a Crawl-delay beyond fetcher.max.crawl.delay: refused below
+        return None
+
+    def _settled_by_robots(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,
+                           rules: RobotRules) -> bool:
+        """Settle the item without a request where the host's robots.txt says so; False when it may be fetched."""
+        refusal = None
+        if rules.state not in (DEFER, UNREACHABLE) and not item.robots_only:
+            refusal = self._robots_refusal(item.url, rules)
+            if refusal is None:
+                return False
+        queues.finish(item, q, requested=False)
         if rules.state == DEFER:
             self.counters.incr("deferred")
-            queues.finish(item, q, requested=False)
-            return
-        if rules.state == UNREACHABLE:
-            queues.finish(item, q, requested=False)
+        elif rules.state == UNREACHABLE:
             self._unreachable(item, rules)
-            return
-        if item.robots_only:
-            queues.finish(item, q, requested=False)
+        elif item.robots_only:
             self.output(item, ProtocolStatusCode.SUCCESS, [], None)
-            return
-        if not rules.allowed(item.url, self.robots_agent):
-            queues.finish(item, q, requested=False)
-            self.counters.incr("robots_denied")
-            self.output(item, ProtocolStatusCode.ROBOTS_DENIED, ["disallowed by robots.txt"], None)
-            return
+        elif refusal is not None:
+            self.counters.incr(refusal[0])
+            self.output(item, ProtocolStatusCode.ROBOTS_DENIED, [refusal[1]], None)
+        return True
+
+    def _robots_refusal(self, url: str, rules: RobotRules) -> tuple[str, str] | None:
+        """Why robots.txt forbids requesting `url`, as (counter, reason); None when it allows it. The one verdict
+        pages, the resources of rendered pages and followed redirects pass."""
+        if not rules.allowed(url, self.robots_agent):  # also a deferred or unreachable host's
+            return "robots_denied", "disallowed by robots.txt"
         delay = rules.crawl_delay(self.robots_agent)
         if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
-            queues.finish(item, q, requested=False)
-            self.counters.incr("robots_denied_crawl_delay")
-            self.output(item, ProtocolStatusCode.ROBOTS_DENIED,
-                         [f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"], None)
-            return
+            return "robots_denied_crawl_delay", f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"
+        return None
+
+    def _request(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,
+                 protocol: ProtocolSession) -> None:
+        """Claim the item, request it (rendering it where the protocol renders pages) and record the outcome."""
         try:
             if self.claim is not None:
                 self.claim(item)
@@ -612,11 +365,9 @@ class Fetcher:
         rules = self._resource_robots(url, until, page_q, queues)
         if rules is None:
             return None, "stopped" if queues.aborted else "over_time"
-        if rules.state in (DEFER, UNREACHABLE) or not rules.allowed(url, self.robots_agent):
-            return None, "robots_denied"
-        delay = rules.crawl_delay(self.robots_agent)
-        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
-            return None, "robots_denied_crawl_delay"
+        refusal = self._robots_refusal(url, rules)
+        if refusal is not None:
+            return None, refusal[0]
         q = queues.acquire(url, until, page_q)
         if q is None:
             return None, "stopped" if queues.aborted else "over_time"
@@ -669,60 +420,6 @@ class Fetcher:
             return False
         if self.redirect_checker.check(target) is None or self.addresses.check(target):
             return False
-        rules = self.robots.rules_for(target)
-        if not rules.allowed(target, self.robots_agent):
-            return False
-        delay = rules.crawl_delay(self.robots_agent)
-        return not (delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay)
+        return self._robots_refusal(target, self.robots.rules_for(target)) is None
 
 
-class _Stats:
-    """Pages, errors, bytes and active threads for the progress line: rates over the last 30 s and since the
-    start (logs.Window)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pages = 0
-        self.errors = 0
-        self.bytes = 0
-        self.active = 0
-        self.started = time.monotonic()
-        self._window = Window()
-
-    def begin(self) -> None:
-        with self.lock:
-            self.active += 1
-
-    def end(self) -> None:
-        with self.lock:
-            self.active -= 1
-
-    def add(self, nbytes: int, failed: bool = False) -> None:
-        with self.lock:
-            self.pages += 1
-            self.bytes += nbytes
-            if failed:
-                self.errors += 1
-
-    def error(self) -> None:
-        with self.lock:
-            self.errors += 1
-
-    def rate_bytes(self) -> float:
-        return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)
-
-    def line(self, threads: int, queued: int, queues: int) -> str:
-        """One progress line: counts, then (once a page was fetched) pages/s and kB/s over the window and since the
-        start."""
-        with self.lock:
-            pages, nbytes, errors, active = self.pages, self.bytes, self.errors, self.active
-        window, since_start = self._window.rates(pages, nbytes / 1024)
-        (rate, kbs), (avg, kb_avg) = window, since_start
-        speed = f"{rate:.1f} pages/s ({avg:.1f} avg), {_kb(kbs)} kB/s ({_kb(kb_avg)} avg), " if pages else ""
-        return (f"fetch: {counted(pages, 'page')}, {counted(errors, 'error')}, {speed}{active}/{threads} threads "
-                f"active, {queued} queued in {counted(queues, 'queue')}")
-
-
-def _kb(rate: float) -> str:
-    """kB/s for the progress line: one decimal below 1 (a slow polite fetch is not 0 kB/s)."""
-    return f"{rate:.1f}" if rate < 1 else f"{rate:.0f}"

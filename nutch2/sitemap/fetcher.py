@@ -25,8 +25,9 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.addresses import AddressPolicy
-from nutch2.fetch.fetcher import Fetcher, FetchItem, fetcher_threads
+from nutch2.fetch.fetcher import Fetcher, fetcher_threads
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.queues import FetchItem
 from nutch2.logs import counted
 from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode

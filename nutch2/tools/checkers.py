@@ -38,7 +38,7 @@ class _Checker(Tool):
     def fetch_and_parse(self, run: Run):
         """(url, protocol output, the parsed page) of the checked URL."""
         from nutch2.fetch.addresses import AddressPolicy, origin_of
-        from nutch2.fetch.fetcher import user_agent
+        from nutch2.fetch.agent import user_agent
         from nutch2.fetch.protocols import protocol_for
         from nutch2.fetch.robots import RobotsCache, robot_agents
         from nutch2.marks import Mark

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from nutch2.config import Configuration
-from nutch2.fetch.fetcher import user_agent
+from nutch2.fetch.agent import user_agent
 from nutch2.fetch.protocols import Protocol
 from nutch2.fetch.robots import ROBOTS_MAX_BYTES
 from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
