@@ -16,11 +16,9 @@ no-op that prints the same id.
 
 from __future__ import annotations
 
-import email.utils
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -42,7 +40,7 @@ from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.agent import user_agent
-from nutch2.fetch.headers import stored_headers
+from nutch2.fetch.headers import http_date_ms, stored_headers
 from nutch2.logs import counted
 from nutch2.mapred.runner import Counters, Job, Runner, TaskContext, log
 from nutch2.marks import Mark, set_distance
@@ -200,7 +198,7 @@ class WarcImportJob(Job):
             page.prev_fetch_time = old.fetch_time
         page.status = int(status)
         page.fetch_time = resp.date_ms
-        last_modified = _http_date_ms(next((v for k, v in resp.headers.items() if k.lower() == "last-modified"), ""))
+        last_modified = http_date_ms(next((v for k, v in resp.headers.items() if k.lower() == "last-modified"), ""))
         page.protocol_status = ProtocolStatus(int(code), args, last_modified or 0)
         if status != CrawlStatus.NOTMODIFIED:  # a 304 keeps the content of the fetch before it
             page.content = resp.content
@@ -295,14 +293,6 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
     journal.record(batch, FETCHED, rows)
     elapsed = max(time.monotonic() - started, 1e-6)
     log(f"warcimport: batch {batch}: {counted(rows, 'row')} in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
-
-
-def _http_date_ms(value: str) -> int | None:
-    try:
-        dt = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 def _key(url: str, checker: UrlChecker) -> str | None:

@@ -9,7 +9,9 @@ without the `user:password@` part, which outlinks and redirect targets drop as w
 
 from __future__ import annotations
 
+import email.utils
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from nutch2.urls.checker import strip_credentials
@@ -43,3 +45,31 @@ def stored_headers(headers: Mapping[str, str]) -> dict[str, str]:
             if "@" in netloc:
                 out[name] = strip_credentials(value.strip())
     return out
+
+
+def http_date(ms: int) -> str:
+    """ms since the epoch as an HTTP date (RFC 9110 IMF-fixdate), as If-Modified-Since sends it."""
+    return email.utils.formatdate(ms / 1000.0, usegmt=True)
+
+
+def http_date_ms(value: str | None, iso: bool = False) -> int | None:
+    """An HTTP date (IMF-fixdate and the obsolete RFC 850 and asctime forms) in ms since the epoch; with `iso`
+    an ISO 8601 time too. None when absent or neither."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    try:
+        dt = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        if not iso:
+            return None
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    try:
+        return int(dt.timestamp() * 1000)
+    except (OverflowError, ValueError):
+        return None

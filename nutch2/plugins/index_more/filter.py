@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import email.utils
 import mimetypes
 import re
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
+from nutch2.fetch.headers import http_date_ms
 from nutch2.index.filters import IndexingFilter
 from nutch2.index.solr import solr_date
 from nutch2.webpage import WebPage
@@ -33,25 +32,6 @@ def types(mime: str | None, parts: bool = True) -> list[str]:
     return [mime, *mime.split("/", 1)]
 
 
-def http_date_ms(value: str | None) -> int | None:
-    """An HTTP date (RFC 1123 and its older forms) or an ISO 8601 time in ms since the epoch; None if neither."""
-    if not value or not value.strip():
-        return None
-    try:
-        dt = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        try:
-            dt = datetime.fromisoformat(value.strip())
-        except ValueError:
-            return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    try:
-        return int(dt.timestamp() * 1000)
-    except (OverflowError, ValueError):
-        return None
-
-
 def disposition_filename(value: str | None) -> str | None:
     for pattern in _FILENAME:
         m = pattern.search(value or "")
@@ -72,7 +52,7 @@ class MoreIndexingFilter(IndexingFilter):
         headers = {k.lower(): v for k, v in page.headers.items()}
         doc["contentLength"] = len(page.content) if page.content else 0
         doc["type"] = types(mime_type(page.content_type or headers.get("content-type"), url), self.parts)
-        doc["lastModified"] = solr_date(http_date_ms(headers.get("last-modified")) or page.modified_time)
+        doc["lastModified"] = solr_date(http_date_ms(headers.get("last-modified"), iso=True) or page.modified_time)
         filename = disposition_filename(headers.get("content-disposition"))
         if filename and not doc.get("title"):  # never a second title (NUTCH-1140)
             doc["title"] = filename

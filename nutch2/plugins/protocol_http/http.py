@@ -17,14 +17,10 @@ before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)"
 
 from __future__ import annotations
 
-import base64
-import email.utils
 import http.client
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
@@ -32,12 +28,14 @@ import urllib3
 
 from nutch2.errors import ConfigError
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
+from nutch2.fetch.headers import http_date, http_date_ms
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import ProtocolSession
 from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
 from nutch2.mapred import stop
+from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, Inflater, decoder_for
+from nutch2.plugins.protocol_http.httpauth import BasicAuth, DigestAuth
 from nutch2.plugins.protocol_http.netconf import (
-    Challenge,
     Credentials,
     ProxySettings,
     find_credentials,
@@ -114,70 +112,6 @@ class _FetchError(Exception):
     """Internal: a fetch failure already reduced to a short reason."""
 
 
-class _Identity:
-    """Pass-through 'decoder' for unencoded bodies."""
-
-    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
-        """Return (at most max_len bytes of output, unconsumed input); max_len 0 = all."""
-        if max_len <= 0:
-            return data, b""
-        return data[:max_len], data[max_len:]
-
-    def complete(self) -> bool:
-        """Whether the body read so far is a whole encoding (always, for an unencoded body)."""
-        return True
-
-
-class _Inflater:
-    """Bounded gzip/deflate decoder: never produces more than ``max_len`` bytes per call."""
-
-    def __init__(self, wbits: int) -> None:
-        self._wbits = wbits
-        self._d = zlib.decompressobj(wbits)
-        self._started = False
-        self._done = False
-
-    def decode(self, data: bytes, max_len: int) -> tuple[bytes, bytes]:
-        """Inflate ``data``; return (output, input still to feed)."""
-        if self._done:
-            return b"", b""
-        try:
-            out = self._d.decompress(data, max(max_len, 0))
-        except zlib.error as exc:
-            if not self._started and self._wbits == zlib.MAX_WBITS:
-                # "deflate" sent without the zlib wrapper (common server bug): retry raw.
-                self._wbits = -zlib.MAX_WBITS
-                self._d = zlib.decompressobj(self._wbits)
-                return self.decode(data, max_len)
-            raise _FetchError(f"content decoding error: {exc}") from exc
-        self._started = True
-        if not self._d.eof:
-            return out, self._d.unconsumed_tail
-        return out, self._next_member(self._d.unused_data)
-
-    def complete(self) -> bool:
-        """False when a stream was started and has not reached its end (a cut or half-sent body)."""
-        return self._done or self._d.eof or not self._started
-
-    def _next_member(self, rest: bytes) -> bytes:
-        """After the end of a stream: start the next gzip member or drop trailing garbage."""
-        if self._wbits > zlib.MAX_WBITS and rest[:2] == b"\x1f\x8b":
-            self._d = zlib.decompressobj(self._wbits)
-            return rest
-        self._done = True
-        return b""
-
-
-def _decoder_for(content_encoding: str | None) -> _Identity | _Inflater:
-    """Pick a decoder for a Content-Encoding header (unknown encodings are kept as is)."""
-    enc = (content_encoding or "").split(",")[-1].strip().lower()
-    if enc in ("gzip", "x-gzip"):
-        return _Inflater(16 + zlib.MAX_WBITS)
-    if enc == "deflate":
-        return _Inflater(zlib.MAX_WBITS)
-    return _Identity()
-
-
 _REASONS: tuple[tuple[str, str], ...] = (
     ("connection refused", "connection refused"),
     ("nameresolutionerror", "unknown host"),
@@ -199,7 +133,7 @@ _REASONS: tuple[tuple[str, str], ...] = (
 
 def _describe(exc: BaseException) -> str:
     """Reduce an exception to a short, stable reason (``timeout ...``, ``connection refused``...)."""
-    if isinstance(exc, _FetchError):
+    if isinstance(exc, _FetchError | DecodingError):
         return str(exc)
     if timed_out(exc):
         return "timeout (connect)" if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) else "timeout (read)"
@@ -213,53 +147,7 @@ def _describe(exc: BaseException) -> str:
     return text[:200]
 
 
-def _http_date(ms: int) -> str:
-    """Format ms since epoch as an RFC 7231 HTTP date."""
-    return email.utils.formatdate(ms / 1000.0, usegmt=True)
-
-
-def _parse_http_date(value: str | None) -> int | None:
-    """Parse an HTTP date header into ms since epoch (None when absent or invalid)."""
-    if not value:
-        return None
-    try:
-        dt = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
-
-
 _COOKIE_HEADERS = frozenset({"set-cookie", "set-cookie2"})
-
-
-class _Digest:
-    """Answers a host's Digest challenge (urllib's digest handler: nonce counts, qop, MD5/SHA algorithms); later
-    requests to the host send the answer at once, as a browser does."""
-
-    def __init__(self, creds: Credentials, url: str, challenge: Challenge) -> None:
-        import urllib.request
-
-        parts = urlsplit(url)
-        passwords = urllib.request.HTTPPasswordMgrWithDefaultRealm()  # for every path of the host
-        passwords.add_password(None, f"{parts.scheme}://{parts.netloc}/", creds.username, creds.password)
-        self._handler = urllib.request.AbstractDigestAuthHandler(passwords)
-        self._chal = urllib.request.parse_keqv_list(filter(None, urllib.request.parse_http_list(challenge.params)))
-        self._request = urllib.request.Request
-
-    def header(self, url: str) -> str | None:
-        answer = self._handler.get_authorization(self._request(url), self._chal)
-        return f"Digest {answer}" if answer else None
-
-
-class _Basic:
-    def __init__(self, creds: Credentials) -> None:
-        token = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode("ascii")
-        self._header = f"Basic {token}"
-
-    def header(self, url: str) -> str | None:
-        return self._header
 
 
 class _CookieResponse:
@@ -291,7 +179,7 @@ class HttpProtocol(ProtocolSession):
             cookies = http.cookiejar.CookieJar()
         self._jar = cookies if settings.cookies else None
         self._secrets = settings.secrets()
-        self._auth: dict[str, _Basic | _Digest] = {}  # host:port -> the answer to its challenge
+        self._auth: dict[str, BasicAuth | DigestAuth] = {}  # host:port -> the answer to its challenge
         self._headers = {
             "User-Agent": settings.agent,
             "Accept": settings.accept,
@@ -350,7 +238,7 @@ class HttpProtocol(ProtocolSession):
         """If-Modified-Since / If-None-Match headers for a conditional GET."""
         headers: dict[str, str] = {}
         if modified_since_ms is not None and modified_since_ms > 0:
-            headers["If-Modified-Since"] = _http_date(modified_since_ms)
+            headers["If-Modified-Since"] = http_date(modified_since_ms)
         if etag:
             headers["If-None-Match"] = etag
         return headers
@@ -428,7 +316,7 @@ class HttpProtocol(ProtocolSession):
         return ProtocolOutput(
             code=code, args=args, http_code=resp.status, content=content,
             content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
-            truncated=truncated, last_modified=_parse_http_date(resp.headers.get("Last-Modified")),
+            truncated=truncated, last_modified=http_date_ms(resp.headers.get("Last-Modified")),
         )
 
     def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: urllib3.Timeout) -> urllib3.BaseHTTPResponse:
@@ -481,13 +369,13 @@ class HttpProtocol(ProtocolSession):
             if creds is None:
                 continue
             if challenge.scheme == "BASIC":
-                if isinstance(self._auth.get(key), _Basic):
+                if isinstance(self._auth.get(key), BasicAuth):
                     return False
-                self._auth[key] = _Basic(creds)
+                self._auth[key] = BasicAuth(creds)
             else:
-                if isinstance(self._auth.get(key), _Digest) and "stale=true" not in challenge.params.lower():
+                if isinstance(self._auth.get(key), DigestAuth) and "stale=true" not in challenge.params.lower():
                     return False  # answered this host's nonce already: the credentials are wrong
-                self._auth[key] = _Digest(creds, url, challenge)
+                self._auth[key] = DigestAuth(creds, url, challenge)
             return True
         return False
 
@@ -502,8 +390,8 @@ class HttpProtocol(ProtocolSession):
         if resp.status == 304:
             return b"", False, None
         limit = self.settings.content_limit
-        decoder = _decoder_for(resp.headers.get("Content-Encoding"))
-        if isinstance(decoder, _Inflater) and not 0 <= limit <= self.settings.inflate_limit:
+        decoder = decoder_for(resp.headers.get("Content-Encoding"))
+        if isinstance(decoder, Inflater) and not 0 <= limit <= self.settings.inflate_limit:
             limit = self.settings.inflate_limit
         buf = bytearray()
         # read1 returns after one socket read, so the wall-clock cap is checked between small reads
@@ -515,14 +403,14 @@ class HttpProtocol(ProtocolSession):
                     return bytes(buf), guard.expired or not decoder.complete(), None
                 if self._append(buf, decoder, chunk, limit):
                     return bytes(buf), True, None
-        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError, _FetchError) as exc:
+        except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError, _FetchError, DecodingError) as exc:
             if guard.expired:
                 return bytes(buf), True, None
             return bytes(buf), True, _describe(exc)
         return bytes(buf), True, None  # wall-clock cap reached (Nutch's http.time.limit): truncated
 
     @staticmethod
-    def _append(buf: bytearray, decoder: _Identity | _Inflater, chunk: bytes, limit: int) -> bool:
+    def _append(buf: bytearray, decoder: Identity | Inflater, chunk: bytes, limit: int) -> bool:
         """Decode ``chunk`` into ``buf``; return True when the content limit was exceeded."""
         pending = chunk
         while pending:
