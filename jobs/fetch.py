@@ -27,7 +27,7 @@ from nutch2.fetch.headers import stored_headers
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.queues import FetchItem
-from nutch2.mapred.runner import Job, TaskContext, stable_hash
+from nutch2.mapred.job import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser

@@ -15,8 +15,9 @@ from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
 from nutch2.crawldb.schedule import fetch_schedule
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
-from nutch2.logs import counted
-from nutch2.mapred.runner import Counters, Job, Runner, Step, TaskContext, log
+from nutch2.logs import counted, log
+from nutch2.mapred.job import Counters, Job, ReduceStep, TaskContext
+from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, get_distance
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Due, Query
@@ -95,22 +96,18 @@ class GeneratorJob(Job):
         sort_value = self.scoring.generator_sort_value(url, page, page.score)
         yield self.count_key(url), (-sort_value, url, Candidate(page.key, url, dict(page.markers)))
 
-    def steps(self) -> list[Step]:
+    def steps(self) -> list[ReduceStep]:
         """Per host (domain) caps in as many reducers as tasks; with topN, a second step with one reducer keeps
         the topN best of their picks (Nutch gave each reducer topN/reducers: not the best topN overall)."""
-        return [Step(), Step(reducers=1)] if self.top_n is not None else [Step()]
+        select = ReduceStep(reducer="select")
+        return [select, ReduceStep(reducers=1, reducer="top")] if self.top_n is not None else [select]
 
     def sort_key(self, step: int = 0):  # type: ignore[override]
         if step == 0:
             return lambda item: item[1][:2]  # score descending, then URL
         return itemgetter(0)
 
-    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if ctx.step == 0:
-            return self._select(items, ctx)
-        return self._top(items, ctx)
-
-    def _select(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+    def select(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         """Best candidates of this reducer's hosts: the per-host cap, then at most topN of them."""
         per_host: Counter[str] = Counter()
         selected = 0
@@ -128,7 +125,7 @@ class GeneratorJob(Job):
             else:
                 yield value[:2], value[2]
 
-    def _top(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+    def top(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         """The one reducer of step 2: the topN best of every reducer's picks."""
         for n, (_, cand) in enumerate(items):
             if n < (self.top_n or 0):

@@ -13,7 +13,8 @@ from nutch2.config import Configuration
 from nutch2.index.filters import FilterOverrun, IndexingFilters
 from nutch2.index.solr import SolrClient, crawl_filter, document_id
 from nutch2.index.writers import IndexWriters, writer_marks
-from nutch2.mapred.runner import Counters, Job, Runner, TaskContext
+from nutch2.mapred.job import Counters, Job, TaskContext
+from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import NOINDEX_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor

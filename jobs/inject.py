@@ -15,7 +15,7 @@ from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.fetch.addresses import guarded_seeds, origin_of, record_seeds
 from nutch2.logs import log
-from nutch2.mapred.runner import Job, TaskContext
+from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.mapred.runner import Job, TaskContext
+from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
 from nutch2.status import CrawlStatus

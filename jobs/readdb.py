@@ -12,7 +12,7 @@ from nutch2.config import Configuration
 from nutch2.crawldb.rowjson import row_to_json
 from nutch2.crawldb.tablestats import TableStatsJob
 from nutch2.errors import NutchError
-from nutch2.mapred.runner import Job, TaskContext
+from nutch2.mapred.job import Job, TaskContext
 from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import ALL_FIELDS, WebPage

@@ -31,7 +31,7 @@ from nutch2.errors import NutchError
 from nutch2.fetch.addresses import AddressPolicy, seed_origins
 from nutch2.fetch.fetcher import fetcher_threads
 from nutch2.fetch.protocols import protocol_for
-from nutch2.mapred.runner import Job, Step, TaskContext
+from nutch2.mapred.job import Job, ReduceStep, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.sitemap.fetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
 from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
@@ -160,17 +160,16 @@ class SitemapJob(Job):
         return None
 
     # ---------------------------------------------------------------- reduce: fetch, then one write per row
-    def steps(self) -> list[Step]:
-        return [Step(), Step()]
+    def steps(self) -> list[ReduceStep]:
+        return [ReduceStep(reducer="fetch_sources"), ReduceStep(reducer="write_rows")]
 
-    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]] | None:
-        if ctx.step == 0:
-            return self._fetch(items, ctx)
+    def write_rows(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
+        """Step 2: the URLs found for one row, from every sitemap that listed it, written once."""
         for key, group in groupby(items, key=itemgetter(0)):
             self._row(key, [found for _, found in group], ctx)
-        return None
 
-    def _fetch(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+    def fetch_sources(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        """Step 1: the sitemaps of this reducer's hosts fetched; each URL found goes on to its row's reducer."""
         sources = list(dict.fromkeys(source for _, source in items))
         if not sources:
             return

@@ -33,8 +33,8 @@ from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_
 from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.fetch.fetchclaim import CLAIM
-from nutch2.mapred.runner import Counters, Job, TaskContext
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.marks import Mark, get_distance, set_distance
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter

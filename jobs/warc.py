@@ -41,8 +41,9 @@ from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.agent import user_agent
 from nutch2.fetch.headers import http_date_ms, stored_headers
-from nutch2.logs import counted
-from nutch2.mapred.runner import Counters, Job, Runner, TaskContext, log
+from nutch2.logs import counted, log
+from nutch2.mapred.job import Counters, Job, TaskContext
+from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, set_distance
 from nutch2.parse.parseutil import TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status

@@ -48,7 +48,7 @@ def split_backend(backend: str) -> tuple[str, str]:
 
 def runner_of(backend: str) -> str:
     """The runner a backend's jobs run on: the named one, or the one nutch2 takes by default on this machine."""
-    from nutch2.mapred.runners import framework
+    from nutch2.mapred.frameworks import framework
 
     store, runner = split_backend(backend)
     return framework(Configuration(CONF_DIR, {"storage.data.store.class": store, "mapreduce.framework.name": runner}))

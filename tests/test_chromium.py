@@ -17,7 +17,7 @@ from nutch2.fetch.fetcher import Fetcher
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import stop
-from nutch2.mapred.runner import Counters
+from nutch2.mapred.job import Counters
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import CONF_DIR, require_chromium
 from tests.testweb import TestWeb

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from nutch2.jobs.fetch import FetcherJob
-from nutch2.mapred.runner import Counters, map_pairs, reduce_pairs, task_context, task_copy
+from nutch2.mapred.job import Counters
+from nutch2.mapred.task import map_pairs, reduce_pairs, task_context, task_copy
 from nutch2.mapred.tasklease import TaskLease, TaskLeaseLost, lease_prefix
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus

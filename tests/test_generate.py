@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.jobs.generate import GeneratorJob
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url, unreverse_url

@@ -11,8 +11,8 @@ import pytest
 
 from nutch2.errors import NutchError
 from nutch2.jobs.inject import InjectorJob, parse_seed
-from nutch2.mapred.runner import Counters
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters
 from nutch2.marks import Mark, get_distance
 from nutch2.plugins.scoring_opic.opic import get_cash
 from nutch2.stores import open_store

@@ -16,8 +16,8 @@ import requests
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
-from nutch2.mapred.runner import Counters
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.parse.parsers import ParserFactory, mime_type
 from nutch2.status import CrawlStatus, ParseMajor

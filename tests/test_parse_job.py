@@ -10,8 +10,8 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.jobs.parse import ParserJob
-from nutch2.mapred.runner import Counters, TaskContext
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters, TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
 from nutch2.parse.signature import md5_signature, text_profile_signature

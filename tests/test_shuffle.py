@@ -14,8 +14,9 @@ import pytest
 
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import stop
-from nutch2.mapred.runner import Job, LocalRunner, TaskContext
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Job, TaskContext
+from nutch2.mapred.runner import LocalRunner
 from nutch2.mapred.shuffle import MapOutput, SpillDir, merge
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage

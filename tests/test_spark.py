@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from nutch2.mapred.runner import stable_hash
+from nutch2.mapred.job import stable_hash
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store

@@ -11,7 +11,7 @@ import pytest
 
 from nutch2.jobs.generate import GeneratorJob
 from nutch2.jobs.updatedb import update
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark, get_distance
 from nutch2.plugins.scoring_opic.opic import get_cash, set_cash
 from nutch2.status import CrawlStatus

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nutch2.config import Configuration
-from nutch2.mapred.runner import Counters, TaskContext
+from nutch2.mapred.job import Counters, TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import PageParser
 from nutch2.plugin import installed

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nutch2.errors import NutchError
-from nutch2.mapred.runner import Counters, log
+from nutch2.logs import log
+from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import active_fences

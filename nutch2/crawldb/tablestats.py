@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.mapred.runner import Counters, Job, Runner, TaskContext
+from nutch2.mapred.job import Counters, Job, TaskContext
+from nutch2.mapred.runner import Runner
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
 from nutch2.urls.tableutil import host_of_key

@@ -27,9 +27,11 @@ from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
 from nutch2.mapred import progress, stop
+from nutch2.mapred.job import Counters, Job
 from nutch2.mapred.memory import release_memory
-from nutch2.mapred.runner import Counters, Job, Runner, TaskOutput, run_map_task, run_reduce_task
+from nutch2.mapred.runner import Runner
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
+from nutch2.mapred.task import TaskOutput, run_map_task, run_reduce_task
 from nutch2.mapred.workers import BrokenPool, WorkerPool
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore

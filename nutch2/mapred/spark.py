@@ -1,7 +1,7 @@
 """The `spark` runner: every job on Apache Spark, through PySpark's RDD API (classic mode, not Spark Connect).
 
 A job maps onto Spark unchanged: its input splits become the partitions of a parallelized RDD; mapPartitions runs
-the map task body (nutch2.mapred.runner.map_pairs) with a store client opened in the partition from the shipped
+the map task body (nutch2.mapred.task.map_pairs) with a store client opened in the partition from the shipped
 configuration; each pair leaves the map side keyed by (partition, sort key) — computed there, since Spark's
 partition and key functions see only the key — so that repartitionAndSortWithinPartitions gives each reducer its
 partition in the job's order; mapPartitionsWithIndex runs the reduce task body (the fetcher's feeder and fetcher
@@ -37,18 +37,12 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
+from nutch2.logs import log
 from nutch2.mapred import stop
+from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.memory import release_memory
-from nutch2.mapred.runner import (
-    Counters,
-    Job,
-    Runner,
-    TaskContext,
-    log,
-    map_pairs,
-    reduce_pairs,
-    task_context,
-)
+from nutch2.mapred.runner import Runner
+from nutch2.mapred.task import map_pairs, reduce_pairs, task_context
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Capability

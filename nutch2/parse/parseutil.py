@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.mapred import timebox
-from nutch2.mapred.runner import TaskContext
+from nutch2.mapred.job import TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.result import ParseResult

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.logs import log
-from nutch2.mapred.runner import Counters
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters
 from nutch2.plugin import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.base import DataStore

@@ -8,19 +8,19 @@ from typing import ClassVar
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
 from nutch2.logs import counted, log
-from nutch2.mapred.runner import Counters
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.tools.lifecycle import Step
+from nutch2.tools.lifecycle import BatchStep
 
 
 class BatchTool(Tool):
     """A step of a batch's life (tools/lifecycle.py): checked, run on the batch's rows, recorded."""
 
-    step: ClassVar[Step]
+    step: ClassVar[BatchStep]
     batch_lock = True
 
     def run(self, run: Run) -> int:

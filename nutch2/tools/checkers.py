@@ -15,7 +15,7 @@ from typing import Any
 
 from nutch2.errors import NutchError, UsageError
 from nutch2.logs import log
-from nutch2.mapred.runner import Counters, TaskContext
+from nutch2.mapred.job import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.urls.normalizers import SCOPES

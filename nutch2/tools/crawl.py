@@ -14,7 +14,7 @@ from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARS
 from nutch2.errors import NutchError
 from nutch2.logs import log
 from nutch2.mapred import stop
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store

@@ -2,7 +2,7 @@
 
     generate -> generated -> fetch (fetching) -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
 
-(the states are the journal's ORDER, nutch2/crawldb/journal.py; each Step below names the state it requires and the one
+(the states are the journal's ORDER, nutch2/crawldb/journal.py; each step below names the state it requires and the one
 it records). A step runs on the rows of its batch that carry the mark of the step before it. It refuses (one line;
 `-force` to do it anyway) what would throw work away: fetching a batch that was already fetched, without `-resume`
 (its pages would be fetched again before they were parsed; one fetched to its end is told the step that goes on),
@@ -30,7 +30,7 @@ from nutch2.crawldb.journal import (
     Journal,
 )
 from nutch2.errors import NutchError
-from nutch2.mapred.runner import Counters
+from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Query
@@ -41,7 +41,7 @@ class Refused(NutchError):
 
 
 @dataclass(frozen=True)
-class Step:
+class BatchStep:
     """One step of a batch's life."""
 
     job: str
@@ -53,17 +53,17 @@ class Step:
     count_mark: Mark | None  # rows carrying this mark are that figure (None: from the counters)
 
 
-FETCH = Step("fetch", Mark.GENERATE, "generate", GENERATED, FETCHED, "fetched", Mark.FETCH)
-PARSE = Step("parse", Mark.FETCH, "fetch", FETCHED, PARSED, "parsed", Mark.PARSE)
-UPDATE = Step("updatedb", Mark.GENERATE, "generate", PARSED, UPDATED, "updated", None)
-INDEX = Step("index", Mark.UPDATEDB, "updatedb", UPDATED, INDEXED, "indexed", Mark.INDEX)
+FETCH = BatchStep("fetch", Mark.GENERATE, "generate", GENERATED, FETCHED, "fetched", Mark.FETCH)
+PARSE = BatchStep("parse", Mark.FETCH, "fetch", FETCHED, PARSED, "parsed", Mark.PARSE)
+UPDATE = BatchStep("updatedb", Mark.GENERATE, "generate", PARSED, UPDATED, "updated", None)
+INDEX = BatchStep("index", Mark.UPDATEDB, "updatedb", UPDATED, INDEXED, "indexed", Mark.INDEX)
 
 
 def _any(store: DataStore, mark: Mark, batch: str) -> bool:
     return store.has_rows(Query(("status",), (mark.value, batch)))
 
 
-def check(step: Step, store: DataStore, batch: str | None, *, resume: bool = False, force: bool = False) -> None:
+def check(step: BatchStep, store: DataStore, batch: str | None, *, resume: bool = False, force: bool = False) -> None:
     """Raise Refused (or NutchError) when `step` must not run on `batch` now (None: every batch)."""
     journal = Journal(store)
     journal.check_no_import(batch, step.job)
@@ -133,7 +133,7 @@ def _unparsed(rec: BatchRecord) -> str:
             f"text and links: {todo}, or give -force to update it as it is")
 
 
-def record(step: Step, store: DataStore, batch: str | None, counters: Counters, state: str | None = None) -> None:
+def record(step: BatchStep, store: DataStore, batch: str | None, counters: Counters, state: str | None = None) -> None:
     """The step ran to its end: record its state and its figure (`state` overrides step.records)."""
     journal = Journal(store)
     targets = [batch] if batch is not None else [r.batch_id for r in journal.batches() if _ready_for(step, r)]
@@ -149,7 +149,7 @@ def record(step: Step, store: DataStore, batch: str | None, counters: Counters, 
             journal.advance(b, state or step.records, {step.count: n})
 
 
-def record_empty(step: Step, store: DataStore, batch: str, counters: Counters) -> None:
+def record_empty(step: BatchStep, store: DataStore, batch: str, counters: Counters) -> None:
     """A known batch the step before finished with no row for this step (nothing was fetched in it): this step
     is done too, with 0 rows, so `crawl` and the dashboard see the batch go on."""
     rec = Journal(store).batch(batch)
@@ -157,7 +157,7 @@ def record_empty(step: Step, store: DataStore, batch: str, counters: Counters) -
         record(step, store, batch, counters)
 
 
-def _ready_for(step: Step, rec: BatchRecord) -> bool:
+def _ready_for(step: BatchStep, rec: BatchRecord) -> bool:
     """The batch went through the step before this one and not yet through this one."""
     return rec.reached(step.requires) and not rec.reached(step.records)
 
@@ -172,6 +172,6 @@ def unfinished(store: DataStore) -> list[BatchRecord]:
     return [r for r in Journal(store).batches() if r.reached(GENERATED) and not r.reached(UPDATING)]
 
 
-__all__ = ["Step", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty",
+__all__ = ["BatchStep", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty",
            "pending_index",
            "unfinished", "PARSED", "UPDATED"]

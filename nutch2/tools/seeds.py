@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.errors import NutchError
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
 from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 

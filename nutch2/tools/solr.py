@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from nutch2.config import Configuration
 from nutch2.crawldb.journal import has_rows
-from nutch2.mapred.runner import Counters
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
 from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt

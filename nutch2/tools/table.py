@@ -9,7 +9,7 @@ from pathlib import Path
 from nutch2.crawldb.tablestats import TableStats, record_stats
 from nutch2.errors import NutchError, StoreError
 from nutch2.logs import log
-from nutch2.mapred.runners import make_runner
+from nutch2.mapred.frameworks import make_runner
 from nutch2.stores import BatchLock, open_store
 from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool

@@ -1,0 +1,225 @@
+"""The job contract: a job is a picklable description of what to read, a map, optional reduce steps and a final
+step; a task sees its TaskContext (configuration, store, counters, number, step) and nothing else.
+
+A job never loops over the table itself: it names what it reads as a store Query (fields, a mark or due filter),
+or its own inputs; a runner (nutch2/mapred/runner.py) runs one map task per input split, the reduce steps the job
+declares, then the job's final step on the driver with the per-task results. Tasks share nothing but what the
+runner passes: every task works on its own copy of the job (setup hooks open clients, cleanup hooks close them),
+counters are per task and merged by the runner, and partitioning uses a stable hash.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.logs import log
+from nutch2.stores.base import DataStore, MarkFilter
+from nutch2.stores.query import Partition, Query
+from nutch2.webpage import WebPage
+
+
+class Counters:
+    """Thread-safe named counters, printed as one summary line at the end of a job (like Hadoop's). The counters
+    of tasks running in this process count in `as_dict()` while they run (the job API shows them live)."""
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self._c: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+        self._tasks: list[Counters] = []  # of the tasks running here, until settle() takes their final counts
+        self._remote: list[Callable[[], list[dict[str, int]]]] = []  # counts of tasks running elsewhere
+        self.started = time.monotonic()
+
+    def task(self) -> Counters:
+        """New counters for a task that runs in this process, counted live until its phase is settled."""
+        counters = Counters(self.job)
+        with self._lock:
+            self._tasks.append(counters)
+        return counters
+
+    def watch(self, counts: Callable[[], list[dict[str, int]]]) -> None:
+        """Counts of tasks that run in other processes, as they last reported them (each task's only grow),
+        counted live until settle()."""
+        with self._lock:
+            self._remote.append(counts)
+
+    def settle(self, counts: list[dict[str, int]]) -> None:
+        """The tasks of a phase ended: their final counts (from wherever they ran) replace the live ones."""
+        with self._lock:
+            self._tasks.clear()
+            self._remote.clear()
+            for task in counts:
+                for name, n in task.items():
+                    self._c[name] += n
+
+    def incr(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._c[name] += n
+
+    def merge(self, counts: dict[str, int]) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                self._c[name] += n
+
+    def get(self, name: str) -> int:
+        return self._c.get(name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        with self._lock:
+            out, tasks, remote = dict(self._c), list(self._tasks), list(self._remote)
+        live = [task.as_dict() for task in tasks] + [counts for fn in remote for counts in fn()]
+        for counts in live:
+            for name, n in counts.items():
+                out[name] = out.get(name, 0) + n
+        return out
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def summary(self) -> str:
+        parts = " ".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()))
+        return f"{self.job}: finished in {self.elapsed():.1f} s: {parts or 'nothing done'}"
+
+
+MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to print
+
+
+class TaskContext:
+    """What a task sees: the configuration, the store it writes to, its counters, its number and step
+    (-1 for a map task, i for the reducers of step i). Lines for the user go through log(): printed at once in
+    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere.
+    `attempt` is None where the runner runs each task once (local, processes); a runner that may run a task
+    again, or two attempts of it at once (Spark: retries, lost executors, stage re-runs, speculation), names
+    each attempt, so a job whose tasks act on the world (fetch) can keep its attempts apart."""
+
+    def __init__(self, conf: Configuration, store: DataStore, counters: Counters, task: int, step: int = -1,
+                 messages: list[str] | None = None) -> None:
+        self.conf = conf
+        self.store = store
+        self.counters = counters
+        self.task = task
+        self.step = step
+        self.messages = messages
+        self.dropped = 0
+        self.attempt: str | None = None
+        self.records = 0  # records read (map) or taken in (reduce) so far: the job's progress line
+
+    def log(self, msg: str) -> None:
+        if self.messages is None:
+            log(msg)
+        elif len(self.messages) < MAX_MESSAGES:
+            self.messages.append(msg)
+        else:
+            self.dropped += 1
+
+    def write(self, page: WebPage) -> None:
+        """Write the page's dirty fields (the store batches them)."""
+        if page.is_dirty():
+            self.store.put(page.key, page)
+
+    def incr(self, name: str, n: int = 1) -> None:
+        self.counters.incr(name, n)
+
+
+@dataclass(frozen=True)
+class ReduceStep:
+    """One reduce step: the number of reducers (None: one per task) and the job method each of them runs over
+    its sorted partition (run_reducer(items, ctx): what it returns or yields goes to the next step)."""
+
+    reducers: int | None = None
+    reducer: str = "run_reducer"
+
+
+class Job:
+    """Base of every job. Subclasses set `name` and `fields` and override map (and the reduce side when they
+    declare steps). Attributes must pickle: build clients and caches in the setup hooks, on the task's copy."""
+
+    name = "job"
+    fields: tuple[str, ...] | None = None  # fields the map reads (None: all)
+    has_reduce = False  # a single reduce step (steps() says more)
+    progress_line = True  # the runner shows records done and records/s (False: the job shows its own)
+    map_phase = "map"  # what the progress line calls the map tasks' work
+
+    def __init__(self, conf: Configuration) -> None:
+        self.conf = conf
+
+    # ---------------------------------------------------------------- input (driver, then task)
+    def mark_filter(self) -> MarkFilter | None:
+        """Only rows carrying this mark (name, value or None for any) reach the map."""
+        return None
+
+    def query(self) -> Query:
+        """What the map reads from the store: the job's fields and mark filter."""
+        return Query(self.fields, self.mark_filter())
+
+    def inputs(self, store: DataStore, n: int) -> list[Any]:
+        """What each map task reads, as picklable descriptions: by default the store's partitions of query()."""
+        return list(store.partitions(self.query(), n))
+
+    def read(self, split: Any, store: DataStore) -> Iterable[Any]:
+        """The records of one input (in the task): by default the rows of one partition of query()."""
+        part: Partition = split
+        return store.read(self.query(), part)
+
+    # ---------------------------------------------------------------- map
+    def map_setup(self, ctx: TaskContext) -> None:
+        """Called once per map task before its first record."""
+
+    def map(self, record: Any, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+        """Process one record; write through ctx or yield (shuffle key, value) pairs for the reduce."""
+        return ()
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        """Called once per map task after its last record (also after a failure: close what setup opened)."""
+
+    # ---------------------------------------------------------------- reduce
+    def steps(self) -> list[ReduceStep]:
+        """The reduce steps; none for a map-only job."""
+        return [ReduceStep()] if self.has_reduce else []
+
+    def partition(self, key: Any, value: Any, n: int) -> int:
+        return stable_hash(key) % n
+
+    def sort_key(self, step: int = 0) -> Callable[[tuple[Any, Any]], Any]:
+        """How the input of the reducers of `step` is sorted."""
+        return itemgetter(0)
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        """Called once per reduce task before its first record."""
+
+    def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterable[tuple[Any, Any]] | None:
+        """Consume one sorted partition; what it returns (or yields) goes to the next step. The default groups
+        values by key and calls reduce."""
+        for key, group in groupby(items, key=itemgetter(0)):
+            self.reduce(key, [v for _, v in group], ctx)
+        return None
+
+    def reduce(self, key: Any, values: list[Any], ctx: TaskContext) -> None:
+        """Process all values of one shuffle key."""
+
+    def reduce_cleanup(self, ctx: TaskContext) -> None:
+        """Called once per reduce task after its last record (also after a failure)."""
+
+    # ---------------------------------------------------------------- results (task, then driver)
+    def result(self, ctx: TaskContext) -> Any:
+        """What this task hands to the final step (None: nothing)."""
+        return None
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        """The final, single step on the driver, after every task, with the tasks' results."""
+
+
+def stable_hash(key: Any) -> int:
+    """A hash that is the same in every process and on every machine (str's hash is salted per process)."""
+    data = key.encode("utf-8") if isinstance(key, str) else repr(key).encode("utf-8")
+    return zlib.crc32(data)
+
