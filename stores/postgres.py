@@ -23,9 +23,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.base import BufferedStore, Fence
+from nutch2.stores.base import Fence
 from nutch2.stores.codec import decode_field, encode_field
-from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
+from nutch2.stores.query import Capability, Partition, Query, is_mark
+from nutch2.stores.sqlbase import Fenced, SqlStore
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
 # psycopg warns of what it ignored while a lost connection's pipeline ends; the store's one-line error says it
@@ -37,13 +38,14 @@ if TYPE_CHECKING:
 _SQL_TYPES = {"int": "bigint", "float": "double precision", "str": "text", "bytes": "bytea"}
 
 
-class PostgresStore(BufferedStore):
+class PostgresStore(SqlStore):
     """A WebPage table in PostgreSQL."""
 
     name = "postgres"
     aliases = ("org.apache.gora.sql.store.SqlStore",)  # Gora's SqlStore: a JDBC client of a SQL server
     capabilities = frozenset({Capability.SHARED_PROCESSES, Capability.SHARED_MACHINES, Capability.DURABLE,
                               Capability.ORDERED_SCANS, Capability.TRANSACTIONS, Capability.AGGREGATES})
+    PARAM = "%s"
 
     @classmethod
     def from_conf(cls, conf: Configuration, table: str, create: bool) -> PostgresStore:
@@ -144,35 +146,6 @@ class PostgresStore(BufferedStore):
         rows = self._exec(f"SELECT {self._cols(names)} FROM {self._q} w WHERE w.key = ANY(%s)", (list(keys),))
         return {r[0]: self._page(r[0], names, r[1:]) for r in rows}
 
-    def _from(self, query: Query, partition: Partition | None) -> tuple[str, str, list[Any], str]:
-        """(FROM ..., WHERE ..., params, key column) of the query's rows in a partition."""
-        if partition is not None and not isinstance(partition, KeyRange):
-            raise ValueError(f"the postgres store reads key ranges, not {partition!r}")
-        conds: list[str] = []
-        params: list[Any] = []
-        if query.mark is not None:
-            name, value = query.mark
-            source, col = f"{self._qm} m JOIN {self._q} w ON w.key = m.key", "m.key"
-            conds.append("m.name = %s")
-            params.append(name)
-            if value is not None:
-                conds.append("m.value = %s")
-                params.append(value)
-        else:
-            source, col = f"{self._q} w", "w.key"
-            if query.due is not None:
-                far = len(query.due.ranges()) > 1
-                conds.append("(w.fetch_time <= %s OR w.fetch_time IS NULL" + (" OR w.fetch_time > %s)" if far else ")"))
-                params += [query.due.now] + ([query.due.horizon] if far else [])
-        for start, end in ((query.start, query.end), (partition.start, partition.end) if partition else (None, None)):
-            if start is not None:
-                conds.append(f"{col} >= %s")
-                params.append(start)
-            if end is not None:
-                conds.append(f"{col} < %s")
-                params.append(end)
-        return source, ("WHERE " + " AND ".join(conds)) if conds else "", params, col
-
     def read(self, query: Query, partition: Partition | None = None) -> Iterator[WebPage]:
         names = check_fields(query.fields)
         self.flush()
@@ -193,55 +166,6 @@ class PostgresStore(BufferedStore):
             raise StoreError(f"PostgreSQL at {self.where}: {_short(e)}") from None
         finally:
             self._close(conn)
-
-    def partitions(self, query: Query, n: int) -> list[Partition]:
-        """Key ranges cut at every n-th key of the query's rows (counted and stepped through an index)."""
-        self.flush()
-        source, where, params, col = self._from(query, None)
-        total = self._exec(f"SELECT count(*) FROM {source} {where}", params).fetchone()[0]
-        if n <= 1 or total < 2:
-            return [KeyRange()]
-        bounds: set[str] = set()
-        for i in range(n):
-            row = self._exec(f"SELECT {col} FROM {source} {where} ORDER BY {col} LIMIT 1 OFFSET %s",
-                             [*params, total * i // n]).fetchone()
-            if row:
-                bounds.add(row[0])
-        first = min(bounds)
-        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
-        return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
-
-    def count(self, mark: MarkFilter | None = None) -> int:
-        check_mark(mark)
-        self.flush()
-        if mark is None:
-            return self._exec(f"SELECT count(*) FROM {self._q}").fetchone()[0]
-        name, value = mark
-        if value is None:
-            return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = %s", (name,)).fetchone()[0]
-        return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = %s AND value = %s",
-                          (name, value)).fetchone()[0]
-
-    def mark_values(self, name: str) -> set[str]:
-        check_mark((name, None))
-        self.flush()
-        return {r[0] for r in self._exec(f"SELECT DISTINCT value FROM {self._qm} WHERE name = %s", (name,))}
-
-    def aggregate(self, per_host: bool = False) -> Aggregate | None:
-        if per_host:  # a host is not a column: the per-host counts come from a scan
-            return None
-        self.flush()
-        agg = Aggregate()
-        for status, retries, n, total, lo, hi in self._exec(
-                f"SELECT coalesce(status, 0), coalesce(retries_since_fetch, 0), count(*), sum(coalesce(score, 0)), "
-                f"min(coalesce(score, 0)), max(coalesce(score, 0)) FROM {self._q} GROUP BY 1, 2"):
-            agg.total += n
-            agg.status[int(status)] = agg.status.get(int(status), 0) + n
-            agg.retries[int(retries)] = agg.retries.get(int(retries), 0) + n
-            agg.score_sum += float(total or 0.0)
-            agg.score_min = float(lo) if agg.score_min is None else min(agg.score_min, float(lo))
-            agg.score_max = float(hi) if agg.score_max is None else max(agg.score_max, float(hi))
-        return agg
 
     # -------------------------------------------------------------- crawl state
     def get_state(self, name: str) -> str | None:
@@ -266,13 +190,13 @@ class PostgresStore(BufferedStore):
                         row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = %s FOR SHARE",
                                            (fence.name,)).fetchone()
                         if not fence.holds(row[0] if row else None):
-                            raise _Fenced(fence)
+                            raise Fenced(fence)
                     if value is None:
                         conn.execute(f"DELETE FROM {self._qs} WHERE name = %s", (name,))
                     else:
                         conn.execute(f"INSERT INTO {self._qs} (name, value) VALUES (%s, %s) ON CONFLICT (name) DO "
                                      "UPDATE SET value = EXCLUDED.value", (name, value))
-            except _Fenced as e:
+            except Fenced as e:
                 raise e.fence.lost() from None
             except self._psycopg.Error as e:
                 raise StoreError(f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
@@ -340,12 +264,6 @@ class PostgresStore(BufferedStore):
             if conn in self._conns:
                 self._conns.remove(conn)
         conn.close()
-
-
-class _Fenced(Exception):
-    def __init__(self, fence: Fence) -> None:
-        super().__init__(fence.name)
-        self.fence = fence
 
 
 def _redact(url: str) -> str:

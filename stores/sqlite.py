@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.base import BufferedStore, Fence, data_dir
+from nutch2.stores.base import Fence, data_dir
 from nutch2.stores.codec import decode_field, encode_field
-from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
+from nutch2.stores.query import Capability, Partition, Query, is_mark
+from nutch2.stores.sqlbase import Fenced, SqlStore
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ LARGE_FIELDS = ("content", "text")  # each in a table of its own
 _READ_AHEAD = 32  # rows a scan fetches at a time: 32 fetched pages with their content are ~1 MB
 
 
-class SqliteStore(BufferedStore):
+class SqliteStore(SqlStore):
     """A WebPage table in one SQLite file."""
 
     name = "sqlite"
@@ -244,37 +245,10 @@ class SqliteStore(BufferedStore):
                 out[row[0]] = self._page(row[0], names, row[1:])
         return out
 
-    def _from(self, query: Query, partition: Partition | None) -> tuple[str, str, list[Any], str]:
-        """(FROM ..., WHERE ..., params, key column) of the query's rows in a partition."""
-        if partition is not None and not isinstance(partition, KeyRange):
-            raise ValueError(f"the sqlite store reads key ranges, not {partition!r}")
-        conds: list[str] = []
-        params: list[Any] = []
-        if query.mark is not None:
-            name, value = query.mark
-            source, col = f"{self._qm} m JOIN {self._q} w ON w.key = m.key", "m.key"
-            conds.append("m.name = ?")
-            params.append(name)
-            if value is not None:
-                conds.append("m.value = ?")
-                params.append(value)
-        else:
-            source, col = f"{self._q} w", "w.key"
-            if query.due is not None:
-                conds.append("(w.fetch_time <= ? OR w.fetch_time IS NULL" +
-                             (" OR w.fetch_time > ?)" if len(query.due.ranges()) > 1 else ")"))
-                params += [query.due.now] + ([query.due.horizon] if len(query.due.ranges()) > 1 else [])
+    def _range_col(self, col: str, query: Query) -> str:
         # a due query's key range filters the rows the due index gives ("+": not a term SQLite may answer from the
         # key index, which would read the range's every row: half of a 1M-row table for one of two partitions)
-        rng = f"+{col}" if query.due is not None else col
-        for start, end in ((query.start, query.end), (partition.start, partition.end) if partition else (None, None)):
-            if start is not None:
-                conds.append(f"{rng} >= ?")
-                params.append(start)
-            if end is not None:
-                conds.append(f"{rng} < ?")
-                params.append(end)
-        return source, ("WHERE " + " AND ".join(conds)) if conds else "", params, col
+        return f"+{col}" if query.due is not None else col
 
     def read_sql(self, query: Query, partition: Partition | None = None) -> tuple[str, list[Any]]:
         """The SELECT (and its parameters) that read() runs: w.key, then the query's fields."""
@@ -305,46 +279,6 @@ class SqliteStore(BufferedStore):
         finally:
             conn.close()
 
-    def partitions(self, query: Query, n: int) -> list[Partition]:
-        """Key ranges cut at every n-th key of the query's rows (counted and stepped through an index)."""
-        self.flush()
-        source, where, params, col = self._from(query, None)
-        total = self._exec(f"SELECT count(*) FROM {source} {where}", params).fetchone()[0]
-        if n <= 1 or total < 2:
-            return [KeyRange()]
-        bounds: set[str] = set()
-        for i in range(0, n):
-            row = self._exec(f"SELECT {col} FROM {source} {where} ORDER BY {col} LIMIT 1 OFFSET ?",
-                             [*params, total * i // n]).fetchone()
-            if row:
-                bounds.add(row[0])
-        first = min(bounds)
-        edges: list[str | None] = [None, *sorted(bounds - {first}), None]
-        return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
-
-    def aggregate(self, per_host: bool = False) -> Aggregate | None:
-        if per_host:  # a host is not a column: the per-host counts come from a scan
-            return None
-        self.flush()
-        agg = Aggregate(score_min=None, score_max=None)
-        for status, retries, n, total, lo, hi in self._exec(
-                f"SELECT coalesce(status, 0), coalesce(retries_since_fetch, 0), count(*), "
-                f"sum(coalesce(score, 0.0)), min(coalesce(score, 0.0)), max(coalesce(score, 0.0)) FROM {self._q} "
-                "GROUP BY 1, 2"):
-            add_group(agg, int(status), int(retries), n, total, lo, hi)
-        return agg
-
-    def count(self, mark: MarkFilter | None = None) -> int:
-        check_mark(mark)
-        self.flush()
-        if mark is None:
-            return self._exec(f"SELECT count(*) FROM {self._q}").fetchone()[0]
-        name, value = mark
-        if value is None:
-            return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ?", (name,)).fetchone()[0]
-        return self._exec(f"SELECT count(*) FROM {self._qm} WHERE name = ? AND value = ?",
-                          (name, value)).fetchone()[0]
-
     def cheap_count(self) -> int | None:
         """The row count the triggers keep (None for a table no job has opened since it came)."""
         self.flush()
@@ -355,11 +289,6 @@ class SqliteStore(BufferedStore):
                 return None
             raise StoreError(_describe(self.path, e)) from None
         return None if row is None else row[0]
-
-    def mark_values(self, name: str) -> set[str]:
-        check_mark((name, None))
-        self.flush()
-        return {r[0] for r in self._exec(f"SELECT DISTINCT value FROM {self._qm} WHERE name = ?", (name,))}
 
     # -------------------------------------------------------------- crawl state
     def get_state(self, name: str) -> str | None:
@@ -404,12 +333,12 @@ class SqliteStore(BufferedStore):
             for fence in fences:
                 row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = ?", (fence.name,)).fetchone()
                 if not fence.holds(row[0] if row else None):
-                    raise _Fenced(fence)
+                    raise Fenced(fence)
             self._write_state(conn, name, value)
 
         try:
             self._state_txn(write)
-        except _Fenced as e:
+        except Fenced as e:
             raise e.fence.lost() from None
 
     def _swap(self, conn: sqlite3.Connection, name: str, expected: str | None, value: str) -> bool:
@@ -436,7 +365,7 @@ class SqliteStore(BufferedStore):
                 result = fn(conn)
                 conn.execute("COMMIT")
                 return result
-            except _Fenced:
+            except Fenced:
                 conn.execute("ROLLBACK")
                 raise
             except sqlite3.Error as e:
@@ -504,24 +433,6 @@ class SqliteStore(BufferedStore):
             self._conns.clear()
         self._local = threading.local()
         self._writer = None
-
-
-class _Fenced(Exception):
-    """A fenced state write found the lease taken over."""
-
-    def __init__(self, fence: Fence) -> None:
-        super().__init__(fence.name)
-        self.fence = fence
-
-
-def add_group(agg: Aggregate, status: int, retries: int, n: int, total: float, lo: float, hi: float) -> None:
-    """Fold one GROUP BY (status, retries) row into an Aggregate."""
-    agg.total += n
-    agg.status[status] = agg.status.get(status, 0) + n
-    agg.retries[retries] = agg.retries.get(retries, 0) + n
-    agg.score_sum += float(total or 0.0)
-    agg.score_min = float(lo) if agg.score_min is None else min(agg.score_min, float(lo))
-    agg.score_max = float(hi) if agg.score_max is None else max(agg.score_max, float(hi))
 
 
 def _holds_table(path: Path, table: str) -> bool:
