@@ -19,9 +19,9 @@ from typing import Any
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
-from nutch2.crawldb.journal import Journal
+from nutch2.crawldb import lifecycle
 from nutch2.fetch.addresses import AddressPolicy, seed_origins
-from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, Verdict, claim_of, next_claim, this_run, verdict
+from nutch2.fetch.fetchclaim import LOST_REASON, Verdict, claim_of, next_claim, this_run, verdict
 from nutch2.fetch.fetcher import Fetcher, fetcher_threads
 from nutch2.fetch.headers import stored_headers
 from nutch2.fetch.output import ProtocolOutput
@@ -30,7 +30,8 @@ from nutch2.fetch.queues import FetchItem
 from nutch2.mapred.job import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
-from nutch2.parse.parseutil import PARSE_FIELDS, TRUNCATED_KEY, PageParser
+from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
+from nutch2.rowkeys import CLAIM, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, queue_id
@@ -174,7 +175,7 @@ class FetcherJob(Job):
         if batch is not None and batch not in self._fetching:
             with self._journal_lock:  # before the task's first claim of the batch: a fetch again needs -resume
                 if batch not in self._fetching:
-                    Journal(ctx.store).fetching(batch)
+                    lifecycle.fetching(ctx.store, batch)
                     self._fetching.add(batch)
         item.metadata[CLAIM] = next_claim(item.metadata, item.markers, batch or "", self.run, self.resume)
         if (claim := claim_of(item.metadata)) is not None and claim.count > 1:

@@ -11,11 +11,10 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.crawldb.journal import GENERATED, GENERATING, Journal
+from nutch2.crawldb import lifecycle
 from nutch2.crawldb.schedule import fetch_schedule
 from nutch2.crawldb.scoring import ScoringFilters
-from nutch2.errors import ConfigError, NutchError
-from nutch2.logs import counted, log
+from nutch2.errors import ConfigError
 from nutch2.mapred.job import Counters, Job, ReduceStep, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, get_distance
@@ -165,23 +164,10 @@ class ReleaseJob(Job):
 def run_generate(job: GeneratorJob, store: DataStore, runner: Runner, counters: Counters | None = None) -> Counters:
     """Generate one batch, recorded in the journal: "generating" before the first mark is written, "generated"
     once every mark is durable. Batches of a generate that was killed in between are released first."""
-    journal = Journal(store)
-    journal.check_no_interrupted_update(updating=False)
-    for rec in journal.batches():  # first: a killed `generate -batchId G` run again makes G again
-        if rec.state == GENERATING:
-            released = runner.run(ReleaseJob(job.conf, rec.batch_id), store).get("released")
-            journal.forget(rec.batch_id)
-            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its "
-                f"{counted(released, 'row')} can be generated again")
-    if journal.batch(job.batch_id) is not None:
-        raise NutchError(f"generate: batch id {job.batch_id} is already used in this crawl; give a new one")
-    journal.record(job.batch_id, GENERATING)
+    lifecycle.begin_generate(store, job.batch_id,
+                             lambda batch: runner.run(ReleaseJob(job.conf, batch), store).get("released"))
     counters = runner.run(job, store, counters)
-    if counters.get("generated"):
-        journal.record(job.batch_id, GENERATED, counters.get("generated"),
-                       counts={"generated": counters.get("generated")})
-    else:
-        journal.forget(job.batch_id)
+    lifecycle.end_generate(store, job.batch_id, counters.get("generated"))
     return counters
 
 

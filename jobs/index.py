@@ -16,7 +16,7 @@ from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark
-from nutch2.parse.parseutil import NOINDEX_KEY
+from nutch2.rowkeys import NOINDEX_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.urls.tableutil import unreverse_url

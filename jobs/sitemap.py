@@ -33,6 +33,7 @@ from nutch2.fetch.fetcher import fetcher_threads
 from nutch2.fetch.protocols import protocol_for
 from nutch2.mapred.job import Job, ReduceStep, TaskContext
 from nutch2.marks import Mark, set_distance
+from nutch2.rowkeys import LASTMOD_KEY
 from nutch2.sitemap.fetcher import FoundUrl, SitemapFetcher, SitemapSource, root_of, sitemap_conf
 from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS, DEFAULT_PRIORITY
 from nutch2.status import CrawlStatus
@@ -43,7 +44,6 @@ from nutch2.webpage import WebPage
 
 ROW_FIELDS = ("status", "markers", "metadata", "fetch_time", "fetch_interval", "modified_time", "score",
               "stm_priority", "sitemaps")
-LASTMOD_KEY = "_stmlm_"  # metadata: the sitemap lastmod (ms) that last made this row due
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,15 @@ from typing import Any
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
-from nutch2.crawldb.journal import UPDATED, UPDATING, Journal, has_rows
+from nutch2.crawldb import lifecycle
+from nutch2.crawldb.journal import has_rows
 from nutch2.crawldb.schedule import STATUS_MODIFIED, STATUS_NOTMODIFIED, STATUS_UNKNOWN, fetch_schedule
 from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetch.fetchclaim import CLAIM
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.marks import Mark, get_distance, set_distance
+from nutch2.rowkeys import CLAIM, STAGE_KEY, UPDATE_RUN
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.codec import values_from_json, values_to_json
@@ -44,10 +45,7 @@ from nutch2.webpage import ALL_FIELDS, WebPage
 
 UPDATE_FIELDS = tuple(f for f in ALL_FIELDS if f not in ("content", "text", "headers"))
 TARGET_FIELDS = ("status", "score", "metadata", "inlinks", "markers")
-UPDATE_RUN = "_updrun_"  # metadata: the updatedb run that last wrote this row's links (metadata, not a marker: a
-# marker change rewrites the row's mark index entries)
 TARGET_READ = 256  # link targets whose rows one batched get reads
-STAGE_KEY = "_updstg_"  # metadata: "<run id>\n<JSON of the row's new values>" until the commit step
 
 
 def staged_run(metadata: dict[str, bytes]) -> str | None:
@@ -281,22 +279,14 @@ def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: 
     """updatedb's two steps under one run id (jobs/updatedb.py says why), recorded in the journal; batch None:
     every batch."""
     counters = counters or Counters("updatedb")
-    journal = Journal(store)
-    journal.check_no_interrupted_update(batch)
+    lifecycle.begin_update(store, batch)
     if not has_rows(store, Mark.GENERATE, batch, "updatedb", "generate", counters):
-        rec = journal.batch(batch) if batch is not None else None
-        if rec is not None and rec.state == UPDATING:  # killed after its last row was committed
-            journal.record(batch, UPDATED, rec.rows)  # type: ignore[arg-type]
+        lifecycle.update_found_nothing(store, batch)
         return counters
     batches = store.mark_values(Mark.GENERATE.value) if batch is None else {batch}
-    run = journal.start_update(batch)
+    run = lifecycle.start_update(store, batch)
     runner = make_runner(conf, num_tasks)
     runner.run(DbUpdaterJob(conf, batch, run), store, counters)
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
-    for b in batches:
-        rec = journal.batch(b)
-        updated = store.count(mark=(Mark.UPDATEDB.value, b))  # the rows it left with its mark, as every step counts
-        journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": updated})
-    if batch is None:
-        journal.forget_all_update()
+    lifecycle.end_update(store, batch, batches)
     return counters

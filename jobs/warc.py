@@ -25,7 +25,6 @@ from urllib.parse import urljoin
 
 from nutch2 import failpoints
 from nutch2.archive.warc import (
-    IP_KEY,
     ArchivedResponse,
     WarcFileWriter,
     WarcReader,
@@ -36,7 +35,8 @@ from nutch2.archive.warc import (
     warcinfo,
 )
 from nutch2.config import Configuration
-from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
+from nutch2.crawldb import lifecycle
+from nutch2.crawldb.journal import Journal
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.agent import user_agent
@@ -45,7 +45,7 @@ from nutch2.logs import counted, log
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, set_distance
-from nutch2.parse.parseutil import TRUNCATED_KEY
+from nutch2.rowkeys import IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, strip_credentials
@@ -242,16 +242,8 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
     require_warcio()
     for path in paths:
         WarcReader.check(path)
-    journal = Journal(store)
-    rec = journal.batch(batch)
-    if rec is not None and rec.state != IMPORTING:
-        log(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
+    if not lifecycle.begin_import(store, batch):
         return
-    journal.check_no_interrupted_update(updating=False)
-    if rec is None:
-        journal.record(batch, IMPORTING)
-    else:
-        log(f"warcimport: continuing the interrupted import of batch {batch}")
     limit = int(conf.get_float("warc.import.chunk.mb") * 1024 * 1024)
     if limit <= 0:
         raise ConfigError("warc.import.chunk.mb must be > 0 (MB of records held on the driver at once)")
@@ -286,12 +278,11 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
     for reason, n in reader.skipped.items():
         counters.incr(f"skipped_{reason}", n)
     rows = counters.get("imported") + counters.get("already_imported")
+    lifecycle.end_import(store, batch, rows)
     if rows == 0:
-        journal.forget(batch)
         raise NutchError(f"no HTTP response record could be imported from {counted(len(paths), 'file')} "
                          f"({counted(counters.get('records'), 'response')} read); check that they are WARC files of a "
                          "web crawl")
-    journal.record(batch, FETCHED, rows)
     elapsed = max(time.monotonic() - started, 1e-6)
     log(f"warcimport: batch {batch}: {counted(rows, 'row')} in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
 

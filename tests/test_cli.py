@@ -175,18 +175,14 @@ def test_readdb_url(results) -> None:
 
 
 def test_readdb_url_shows_binary_values_in_hex_and_bookkeeping_readably(tmp_path: Path) -> None:
-    from nutch2.archive.warc import IP_KEY
-    from nutch2.crawldb.rowjson import RESERVED_METADATA
-    from nutch2.fetch.fetchclaim import CLAIM
-    from nutch2.jobs.sitemap import LASTMOD_KEY
-    from nutch2.jobs.updatedb import STAGE_KEY, UPDATE_RUN
-    from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY
-    from nutch2.plugins.scoring_opic.opic import CASH_KEY
+    from nutch2.crawldb.rowjson import METADATA_LABELS
+    from nutch2.rowkeys import (
+        RESERVED_METADATA,
+    )
     from nutch2.stores import open_store
     from nutch2.webpage import ParseStatus, ProtocolStatus, WebPage
 
-    assert set(RESERVED_METADATA) == {CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, NOINDEX_KEY, IP_KEY,
-                                      LASTMOD_KEY}  # the keys readdb names are the ones the project keeps
+    assert set(METADATA_LABELS) == set(RESERVED_METADATA)  # readdb names every key the project keeps
     page = WebPage("com.example:http/a", status=0x22, score=0.25, fetch_time=1_700_000_000_000,
                    title="Two\nlines", signature=bytes.fromhex("00ff10"), protocol_status=ProtocolStatus(16, ["boom"]),
                    parse_status=ParseStatus(2, 200, ["bad"]), headers={"X-A": "1"},

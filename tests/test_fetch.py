@@ -447,7 +447,7 @@ def test_queues_abort_releases_waiters() -> None:
 
 def test_fetch_keeps_row_metadata_and_clears_stale_truncation(web: TestWeb, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from nutch2.parse.parseutil import TRUNCATED_KEY
+    from nutch2.rowkeys import TRUNCATED_KEY
     from nutch2.stores import open_store
 
     c = Crawl(tmp_path, capsys, "md", **{"http.content.limit": 100})

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from nutch2.crawldb.journal import Journal
-from nutch2.fetch.fetchclaim import CLAIM, LOST_REASON, MAX_CLAIMS, claim_value
+from nutch2.fetch.fetchclaim import LOST_REASON, MAX_CLAIMS, claim_value
 from nutch2.marks import Mark
+from nutch2.rowkeys import CLAIM
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url

@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CLI = {"nutch2.cli"}
 BACKENDS = {f"nutch2.stores.{p.stem}" for p in (REPO / "stores").glob("*.py")} - {
-    f"nutch2.stores.{m}" for m in ("__init__", "base", "query", "index", "lease", "codec")}
+    f"nutch2.stores.{m}" for m in ("__init__", "base", "query", "index", "lease", "codec", "sqlbase")}
 CLIENTS = {"happybase", "cassandra", "sqlite3", "thriftpy2", "psycopg", "Hbase_thrift"}
 # what the store layer may use besides itself: the model and a few leaf helpers
 STORE_DEPS = {"nutch2.webpage", "nutch2.errors", "nutch2.config", "nutch2.marks", "nutch2.failpoints", "nutch2.logs"}
@@ -181,3 +181,38 @@ def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     assert edges(a, "nutch2.a", {"nutch2.a": a, "nutch2.b": b}) == {"nutch2.b"}
     assert edges(b, "nutch2.b", {"nutch2.a": a, "nutch2.b": b}) == {"nutch2.a"}
     assert loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_reserved_row_keys_have_one_home() -> None:
+    """The metadata keys and marks nutch2 keeps in a row ("_name_") are written in nutch2/rowkeys.py and
+    nutch2/marks.py only; every other module names them by their constant."""
+    import re
+
+    homes = {"nutch2.rowkeys", "nutch2.marks"}
+    found = [f"{name}:{node.lineno} {node.value!r}" for name, path in sorted(modules().items()) if name not in homes
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and re.fullmatch(r"_[a-z]+_", node.value)]
+    assert found == []
+
+
+def test_journal_writes_have_one_home() -> None:
+    """Every write to the batch journal is a transition of nutch2/crawldb/lifecycle.py: no other module calls a
+    writing method of a Journal (`Journal(store).record(...)`, or of a name bound to one)."""
+    writes = {"record", "advance", "fetching", "forget", "start_update", "forget_all_update", "record_crawl"}
+    homes = {"nutch2.crawldb.lifecycle", "nutch2.crawldb.journal"}
+
+    def journal(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Journal"
+
+    found = []
+    for name, path in sorted(modules().items()):
+        if name in homes:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and journal(n.value)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        found += [f"{name}:{n.lineno} .{n.func.attr}()" for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Attribute) and n.func.attr in writes
+                  and (journal(n.func.value) or isinstance(n.func.value, ast.Name) and n.func.value.id in bound)]
+    assert found == []

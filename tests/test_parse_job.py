@@ -13,9 +13,10 @@ from nutch2.jobs.parse import ParserJob
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, TaskContext
 from nutch2.marks import Mark
-from nutch2.parse.parseutil import NOINDEX_KEY, TRUNCATED_KEY, PageParser
+from nutch2.parse.parseutil import PageParser
 from nutch2.parse.signature import md5_signature, text_profile_signature
 from nutch2.plugins.scoring_opic.opic import get_cash, set_cash
+from nutch2.rowkeys import NOINDEX_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url

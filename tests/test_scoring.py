@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
-from nutch2.plugins.scoring_opic.opic import CASH_KEY, OPICScoringFilter, get_cash, set_cash
+from nutch2.plugins.scoring_opic.opic import OPICScoringFilter, get_cash, set_cash
+from nutch2.rowkeys import CASH_KEY
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.jobs.sitemap import LASTMOD_KEY
 from nutch2.marks import Mark
+from nutch2.rowkeys import LASTMOD_KEY
 from nutch2.sitemap.sitemaps import CHANGEFREQ_SECONDS
 from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url

@@ -18,10 +18,10 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from nutch2.archive.warc import IP_KEY, fetched_at, restore_headers, warc_date
+from nutch2.archive.warc import fetched_at, restore_headers, warc_date
 from nutch2.crawldb.journal import FETCHED, UPDATED, Journal
 from nutch2.marks import Mark
-from nutch2.parse.parseutil import TRUNCATED_KEY
+from nutch2.rowkeys import IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url, unreverse_url

@@ -33,14 +33,13 @@ from nutch2 import __version__
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
-from nutch2.parse.parseutil import TRUNCATED_KEY
+from nutch2.rowkeys import IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus
 from nutch2.webpage import WebPage
 
 __all__ = ["IP_KEY", "ArchivedResponse", "WarcFileWriter", "WarcReader", "fetched_at", "inputs_digest",
            "page_records", "require_warcio", "restore_headers", "stale_files", "warcinfo"]
 
-IP_KEY = "_ip_"  # metadata: the server's IP address (Nutch's content metadata key), from WARC-IP-Address
 OPEN_SUFFIX = ".open"
 _RENAMED = ("content-encoding", "transfer-encoding")
 _CRAWLER = "X-Crawler-"

@@ -10,6 +10,7 @@ from typing import Any
 
 from nutch2.crawldb.tablestats import status_name
 from nutch2.marks import DIST, Mark
+from nutch2.rowkeys import CASH_KEY, CLAIM, IP_KEY, LASTMOD_KEY, NOINDEX_KEY, STAGE_KEY, TRUNCATED_KEY, UPDATE_RUN
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
@@ -86,7 +87,7 @@ def row_lines(page: WebPage) -> Iterator[str]:
     for key, value in sorted(page.markers.items()):
         yield f"marker {_shown(_MARKERS.get(key, key))}:\t{_shown(value)}"
     for key, raw in sorted(page.metadata.items()):
-        label, show = _METADATA.get(key, (key, _bytes))
+        label, show = METADATA_LABELS.get(key, (key, _bytes))
         yield f"metadata {_shown(label)}:\t{_shown(show(bytes(raw)))}"
     for name, links in (("outlink", page.outlinks), ("inlink", page.inlinks), ("sitemap", page.sitemaps)):
         for url, anchor in links.items():
@@ -158,15 +159,14 @@ _MARKERS = {Mark.INJECT.value: "inject (_injmrk_)", Mark.GENERATE.value: "genera
             Mark.FETCH.value: "fetch (_ftcmrk_)", Mark.PARSE.value: "parse (__prsmrk__)",
             Mark.UPDATEDB.value: "updatedb (_updmrk_)", Mark.INDEX.value: "index (_idxmrk_)",
             DIST: "distance (dist)"}
-# the metadata keys nutch2 keeps for itself (owner: the constant of that name; tests/test_cli.py checks they agree)
-_METADATA: dict[str, tuple[str, Callable[[bytes], str]]] = {
-    "_csh_": ("cash (_csh_)", _number),  # scoring-opic CASH_KEY: the row's OPIC cash
-    "_ftclaim_": ("fetch claim (_ftclaim_)", _claim),  # nutch2/fetch/fetchclaim.py CLAIM
-    "_updrun_": ("updatedb run (_updrun_)", _bytes),  # jobs/updatedb.py UPDATE_RUN
-    "_updstg_": ("updatedb staged (_updstg_)", _staged),  # jobs/updatedb.py STAGE_KEY
-    "_trunc_": ("truncated (_trunc_)", _flag),  # nutch2/parse/parseutil.py TRUNCATED_KEY
-    "_noidx_": ("noindex (_noidx_)", _flag),  # nutch2/parse/parseutil.py NOINDEX_KEY
-    "_ip_": ("ip (_ip_)", _bytes),  # nutch2/archive/warc.py IP_KEY
-    "_stmlm_": ("sitemap lastmod (_stmlm_)", _time_ms),  # jobs/sitemap.py LASTMOD_KEY
+# how readdb shows the metadata keys nutch2 keeps for itself (nutch2/rowkeys.py; tests/test_cli.py checks all are here)
+METADATA_LABELS: dict[str, tuple[str, Callable[[bytes], str]]] = {
+    CASH_KEY: ("cash (_csh_)", _number),
+    CLAIM: ("fetch claim (_ftclaim_)", _claim),
+    UPDATE_RUN: ("updatedb run (_updrun_)", _bytes),
+    STAGE_KEY: ("updatedb staged (_updstg_)", _staged),
+    TRUNCATED_KEY: ("truncated (_trunc_)", _flag),
+    NOINDEX_KEY: ("noindex (_noidx_)", _flag),
+    IP_KEY: ("ip (_ip_)", _bytes),
+    LASTMOD_KEY: ("sitemap lastmod (_stmlm_)", _time_ms),
 }
-RESERVED_METADATA = tuple(_METADATA)

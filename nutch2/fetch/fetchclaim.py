@@ -26,8 +26,8 @@ from enum import Enum
 from typing import NamedTuple
 
 from nutch2.marks import Mark
+from nutch2.rowkeys import CLAIM
 
-CLAIM = "_ftclaim_"  # metadata key: "<batch>/<run>/<n>" of the fetch that may have requested the URL
 MAX_CLAIMS = 2  # requests of one URL in one batch whose answers were lost before it is recorded as failed
 LOST_REASON = "fetch result lost: every fetch that requested the URL ended before its answer (a retry is counted)"
 

@@ -15,14 +15,13 @@ from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.result import ParseResult
 from nutch2.parse.signature import md5_signature, text_profile_signature
 from nutch2.plugin import Plugins
+from nutch2.rowkeys import NOINDEX_KEY, TRUNCATED_KEY
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import host_of
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import ParseStatus, WebPage
 
-TRUNCATED_KEY = "_trunc_"  # metadata flag the fetcher sets when http.content.limit cut the body
-NOINDEX_KEY = "_noidx_"  # metadata flag for pages whose meta robots forbid indexing
 META_PREFIX = "meta_"  # metadata keys of meta tags kept by parse-metatags (read by index-metadata, the searcher)
 
 PARSE_FIELDS = ("status", "content", "content_type", "headers", "markers", "signature", "metadata", "base_url")

@@ -1,7 +1,7 @@
 """The Tool layer (Nutch 2's NutchTool): one class per command, run the same way by the CLI and the job API.
 
 A tool declares its typed arguments (`Args`, nutch2/tools/args.py), the locks it takes, and for the batch steps
-its place in the batch life cycle (nutch2/tools/lifecycle.py); `execute(run)` takes the locks, runs the jobs and
+its place in the batch life cycle (nutch2/crawldb/lifecycle.py); `execute(run)` takes the locks, runs the jobs and
 returns an exit code while `run` collects what the tool produced: counters per job (live), result values and
 output lines. Stopping (a signal, or the API's stop) and the exit codes are the same for every tool:
 0 done, 1 the tool could not do its job (one line says why), 2 bad usage, 130 stopped (the line names the

@@ -6,19 +6,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nutch2.config import Configuration
+from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
+from nutch2.crawldb.lifecycle import BatchStep
 from nutch2.logs import counted, log
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
-from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.tools.lifecycle import BatchStep
 
 
 class BatchTool(Tool):
-    """A step of a batch's life (tools/lifecycle.py): checked, run on the batch's rows, recorded."""
+    """A step of a batch's life (crawldb/lifecycle.py): checked, run on the batch's rows, recorded."""
 
     step: ClassVar[BatchStep]
     batch_lock = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
 from nutch2.logs import log
@@ -18,7 +19,6 @@ from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store
-from nutch2.tools import lifecycle
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
@@ -104,7 +104,7 @@ class Crawl(Tool):
 
     def record_crawl(self, value: dict | None) -> None:
         with open_store(self.conf, self.crawl_id, create=False) as store:
-            Journal(store).record_crawl(value)
+            lifecycle.record_crawl(store, value)
 
     def finish_interrupted(self, run: Run) -> int:
         """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with."""

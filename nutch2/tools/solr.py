@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nutch2.config import Configuration
+from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import has_rows
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
-from nutch2.tools import lifecycle
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import BatchTool

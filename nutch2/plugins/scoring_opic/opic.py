@@ -6,10 +6,9 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoreDatum, ScoringFilter
+from nutch2.rowkeys import CASH_KEY
 from nutch2.urls.domains import host_of
 from nutch2.webpage import WebPage
-
-CASH_KEY = "_csh_"  # metadata key holding the row's OPIC cash, as Nutch 2 does
 
 
 def get_cash(page: WebPage) -> float:

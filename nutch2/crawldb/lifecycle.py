@@ -1,4 +1,6 @@
 """The batch life cycle: what each batch step works on, what it refuses to do, what it records in the journal.
+Every journal write is made here (the jobs and tools call the transitions below; nutch2/crawldb/journal.py keeps
+the records).
 
     generate -> generated -> fetch (fetching) -> fetched -> parse -> parsed -> updatedb -> updated -> index -> indexed
 
@@ -15,13 +17,16 @@ batch stays `fetching` until its fetch is resumed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nutch2.crawldb.journal import (
     FETCHED,
     FETCHING,
     GENERATED,
     GENERATING,
+    IMPORTING,
     INDEXED,
     PARSED,
     UPDATED,
@@ -30,6 +35,7 @@ from nutch2.crawldb.journal import (
     Journal,
 )
 from nutch2.errors import NutchError
+from nutch2.logs import counted, log
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
@@ -172,6 +178,97 @@ def unfinished(store: DataStore) -> list[BatchRecord]:
     return [r for r in Journal(store).batches() if r.reached(GENERATED) and not r.reached(UPDATING)]
 
 
+
+# ---------------------------------------------------------------- the transitions the jobs make
+def begin_generate(store: DataStore, batch_id: str, release: Callable[[str], int]) -> None:
+    """generate: first release the batches of a generate killed before it ended (`release(batch)` removes their
+    marks and says how many rows), then record `batch_id` "generating" before its first mark is written."""
+    journal = Journal(store)
+    journal.check_no_interrupted_update(updating=False)
+    for rec in journal.batches():  # first: a killed `generate -batchId G` run again makes G again
+        if rec.state == GENERATING:
+            released = release(rec.batch_id)
+            journal.forget(rec.batch_id)
+            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its "
+                f"{counted(released, 'row')} can be generated again")
+    if journal.batch(batch_id) is not None:
+        raise NutchError(f"generate: batch id {batch_id} is already used in this crawl; give a new one")
+    journal.record(batch_id, GENERATING)
+
+
+def end_generate(store: DataStore, batch_id: str, generated: int) -> None:
+    """generate ran to its end: the batch is "generated" once every mark is durable; an empty batch is forgotten."""
+    journal = Journal(store)
+    if generated:
+        journal.record(batch_id, GENERATED, generated, counts={"generated": generated})
+    else:
+        journal.forget(batch_id)
+
+
+def fetching(store: DataStore, batch_id: str) -> None:
+    """A fetch task is about to send the first request of the batch: fetching it again needs -resume."""
+    Journal(store).fetching(batch_id)
+
+
+def begin_update(store: DataStore, batch: str | None) -> None:
+    """updatedb may start: no other updatedb was interrupted (its run must be finished first)."""
+    Journal(store).check_no_interrupted_update(batch)
+
+
+def update_found_nothing(store: DataStore, batch: str | None) -> None:
+    """updatedb found no row of the batch to update: a run killed after its last commit is recorded as done."""
+    journal = Journal(store)
+    rec = journal.batch(batch) if batch is not None else None
+    if batch is not None and rec is not None and rec.state == UPDATING:
+        journal.record(batch, UPDATED, rec.rows)
+
+
+def start_update(store: DataStore, batch: str | None) -> str:
+    """The batch (None: every batch) is "updating" under a run id; a rerun after a kill gets the same id."""
+    return Journal(store).start_update(batch)
+
+
+def end_update(store: DataStore, batch: str | None, batches: set[str]) -> None:
+    """updatedb ran to its end over `batches`: each is "updated", with the rows it left with its mark."""
+    journal = Journal(store)
+    for b in batches:
+        rec = journal.batch(b)
+        updated = store.count(mark=(Mark.UPDATEDB.value, b))  # the rows it left with its mark, as every step counts
+        journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": updated})
+    if batch is None:
+        journal.forget_all_update()
+
+
+def begin_import(store: DataStore, batch: str) -> bool:
+    """warcimport: record the import's batch "importing"; False when these files were imported already."""
+    journal = Journal(store)
+    rec = journal.batch(batch)
+    if rec is not None and rec.state != IMPORTING:
+        log(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
+        return False
+    journal.check_no_interrupted_update(updating=False)
+    if rec is None:
+        journal.record(batch, IMPORTING)
+    else:
+        log(f"warcimport: continuing the interrupted import of batch {batch}")
+    return True
+
+
+def end_import(store: DataStore, batch: str, rows: int) -> None:
+    """warcimport ran to its end: the batch is "fetched" with its rows; an import of nothing is forgotten."""
+    journal = Journal(store)
+    if rows:
+        journal.record(batch, FETCHED, rows)
+    else:
+        journal.forget(batch)
+
+
+def record_crawl(store: DataStore, value: dict[str, Any] | None) -> None:
+    """A `crawl` command's progress (round k of n), None once it ended."""
+    Journal(store).record_crawl(value)
+
+
 __all__ = ["BatchStep", "FETCH", "PARSE", "UPDATE", "INDEX", "Refused", "check", "record", "record_empty",
-           "pending_index",
-           "unfinished", "PARSED", "UPDATED"]
+           "pending_index", "unfinished", "PARSED", "UPDATED", "begin_generate", "end_generate", "fetching",
+           "begin_update", "update_found_nothing", "start_update", "end_update", "begin_import", "end_import",
+           "record_crawl"]
