@@ -36,7 +36,7 @@ class ServerArgs(ToolArgs):
 
 
 @tool
-class Server(Tool):
+class Server(Tool[ServerArgs]):
     name = "server"
     help = "serve search, cached pages, page info, a crawl dashboard and a JSON API over HTTP"
     Args = ServerArgs
@@ -45,7 +45,7 @@ class Server(Tool):
     def run(self, run: Run) -> int:
         from nutch2.searcher.server import ServerOptions, add_user_interactively, serve
 
-        a: ServerArgs = self.args  # type: ignore[assignment]
+        a = self.args
         if a.addUser:
             return add_user_interactively(a.users or "", a.addUser)
         opts = ServerOptions(a.host, a.port, a.jobs, a.tokenFile, a.users, a.insecure, a.sslCert, a.sslKey)

@@ -5,7 +5,8 @@
     crawl.py     crawl (a sequence of the above)       checkers.py  parsechecker, indexchecker, filterchecker,
                                                                     normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
-    lifecycle.py what each batch step requires, refuses and records
+
+What each batch step requires, refuses and records is the core's (nutch2/crawldb/lifecycle.py).
 
 The `server` command is the searcher's (nutch2/searcher/command.py), which the CLI adds.
 """

@@ -244,6 +244,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type[ToolArgs]) -> None:
         if o.metavar:
             kw["metavar"] = o.metavar
         if base is bool:
+            if o.flag is None:
+                raise TypeError(f"{cls.__name__}.{f.name}: a yes/no argument needs a flag")
             parser.add_argument(o.flag, dest=f.name, action="store_true", help=o.help)
             continue
         if o.flag is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from nutch2 import logs
 from nutch2.config import Configuration
@@ -78,8 +78,12 @@ class Run:
         return out
 
 
-class Tool:
-    """Base of every command. Subclasses set the class attributes and implement run()."""
+A = TypeVar("A", bound=ToolArgs)
+
+
+class Tool(Generic[A]):
+    """Base of every command, typed by its arguments (`class Fetch(BatchTool[FetchArgs])`). Subclasses set the
+    class attributes and implement run()."""
 
     name: ClassVar[str]
     help: ClassVar[str]
@@ -91,10 +95,10 @@ class Tool:
     plugin_points: ClassVar[tuple[str, ...]] = ()  # the extension points its jobs use, built once to check them
     creates: ClassVar[bool] = False  # may create the crawl (its lock is taken in a store it creates)
 
-    def __init__(self, conf: Configuration, crawl_id: str | None, args: ToolArgs) -> None:
+    def __init__(self, conf: Configuration, crawl_id: str | None, args: A) -> None:
         self.conf = conf
         self.crawl_id = crawl_id
-        self.args = args
+        self.args: A = args
 
     # ---------------------------------------------------------------- life cycle
     def execute(self, run: Run) -> int:
@@ -140,10 +144,11 @@ class Tool:
         return getattr(self.args, "num_tasks", None)
 
 
-TOOLS: dict[str, type[Tool]] = {}
+TOOLS: dict[str, type[Tool[Any]]] = {}
+T = TypeVar("T", bound=type[Tool[Any]])
 
 
-def tool(cls: type[Tool]) -> type[Tool]:
+def tool(cls: T) -> T:
     """Register a tool class under its name (the CLI command and the job API type)."""
     TOOLS[cls.name] = cls
     return cls

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
@@ -16,15 +16,17 @@ from nutch2.stores.base import DataStore
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 
+B = TypeVar("B", bound=BatchArgs)
 
-class BatchTool(Tool):
+
+class BatchTool(Tool[B]):
     """A step of a batch's life (crawldb/lifecycle.py): checked, run on the batch's rows, recorded."""
 
     step: ClassVar[BatchStep]
     batch_lock = True
 
     def run(self, run: Run) -> int:
-        batch = self.args.batch_id  # type: ignore[attr-defined]
+        batch = self.args.batch_id
         counters = run.job_counters(self.name)
         with self.store() as store:
             if self.has_work(store, batch, counters):
@@ -59,7 +61,7 @@ class GenerateArgs(ToolArgs):
 
 
 @tool
-class Generate(Tool):
+class Generate(Tool[GenerateArgs]):
     name = "generate"
     plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "select due URLs into a new batch and print its id"
@@ -67,7 +69,7 @@ class Generate(Tool):
     crawl_lock = True
 
     def run(self, run: Run) -> int:
-        a: GenerateArgs = self.args  # type: ignore[assignment]
+        a = self.args
         batch = generate(self.conf, self.crawl_id, run, a.topN, a.batchId, not a.noFilter, not a.noNorm,
                          a.adddays, a.num_tasks)
         if batch is None:
@@ -128,7 +130,7 @@ class FetchArgs(BatchArgs):
 
 
 @tool
-class Fetch(BatchTool):
+class Fetch(BatchTool[FetchArgs]):
     name = "fetch"
     plugin_points = ("protocol", "url-filter", "url-normalizer", "parser", "parse-filter")
     help = "fetch the URLs of a batch"
@@ -138,7 +140,7 @@ class Fetch(BatchTool):
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.fetch import FetcherJob
 
-        a: FetchArgs = self.args  # type: ignore[assignment]
+        a = self.args
         make_runner(self.conf, a.num_tasks).run(FetcherJob(self.conf, batch, a.threads, a.resume), store, counters)
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
@@ -149,7 +151,7 @@ class Fetch(BatchTool):
             lifecycle.record(lifecycle.PARSE, store, batch, counters)
 
     def resume_flags(self) -> list[str]:
-        return [] if self.args.resume else ["-resume"]  # type: ignore[attr-defined]
+        return [] if self.args.resume else ["-resume"]
 
 
 # ---------------------------------------------------------------- parse
@@ -167,7 +169,7 @@ class ParseArgs(BatchArgs):
 
 
 @tool
-class Parse(BatchTool):
+class Parse(BatchTool[ParseArgs]):
     name = "parse"
     plugin_points = ("parser", "parse-filter", "url-filter", "url-normalizer")
     help = "parse the fetched pages of a batch"
@@ -175,17 +177,17 @@ class Parse(BatchTool):
     step = lifecycle.PARSE
 
     def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
-        return self.args.reparse or super().has_work(store, batch, counters)  # type: ignore[attr-defined]
+        return self.args.reparse or super().has_work(store, batch, counters)
 
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.parse import ParserJob
 
-        a: ParseArgs = self.args  # type: ignore[assignment]
+        a = self.args
         make_runner(self.conf, a.num_tasks).run(ParserJob(self.conf, batch, a.resume, a.force, a.reparse), store,
                                                 counters)
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
-        if self.args.reparse:  # type: ignore[attr-defined]
+        if self.args.reparse:
             return
         if counters.get("retry_later"):  # a parser server was down: those pages must be parsed before updatedb
             n = counters.get("retry_later")
@@ -196,7 +198,7 @@ class Parse(BatchTool):
         super().done(store, batch, counters)
 
     def resume_flags(self) -> list[str]:
-        return [] if self.args.resume or self.args.reparse else ["-resume"]  # type: ignore[attr-defined]
+        return [] if self.args.resume or self.args.reparse else ["-resume"]
 
 
 # ---------------------------------------------------------------- updatedb
@@ -208,7 +210,7 @@ class UpdateArgs(BatchArgs):
 
 
 @tool
-class UpdateDb(BatchTool):
+class UpdateDb(BatchTool[UpdateArgs]):
     name = "updatedb"
     plugin_points = ("scoring-filter", "fetch-schedule")
     help = "update the table with a batch's fetch and parse results"

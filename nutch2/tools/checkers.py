@@ -30,7 +30,7 @@ class CheckArgs(ToolArgs):
     forceAs: str | None = opt("-forceAs", "parse as this content type (e.g. text/html)", metavar="TYPE")
 
 
-class _Checker(Tool):
+class _Checker(Tool[CheckArgs]):
     crawl = False
     job = False
     Args = CheckArgs
@@ -49,7 +49,7 @@ class _Checker(Tool):
         from nutch2.urls.tableutil import reverse_url
         from nutch2.webpage import WebPage
 
-        a: CheckArgs = self.args  # type: ignore[assignment]
+        a = self.args
         url = a.url.strip()
         if a.normalize:
             url = UrlChecker(self.conf, "fetcher", filter=False).normalize(url) or url
@@ -128,7 +128,7 @@ class ParseChecker(_Checker):
         run.out("Parse Metadata:")
         for k, v in sorted(page.metadata.items()):
             run.out(f"  {k}={v.decode('utf-8', 'replace')}")
-        if self.args.dumpText:  # type: ignore[attr-defined]
+        if self.args.dumpText:
             run.out("---------\nParseText\n---------")
             run.out(page.text or "")
         run.values.update(title=page.title, outlinks=len(page.outlinks), status=ps.name)
@@ -153,7 +153,7 @@ class IndexChecker(_Checker):
         filters.close()
         if doc is None:
             raise NutchError(f"{url} would not be indexed: an indexing filter keeps it out")
-        if not self.args.dumpText:  # type: ignore[attr-defined]
+        if not self.args.dumpText:
             doc["content"] = _short(doc.get("content", ""))
         for name in sorted(doc):
             for value in doc[name] if isinstance(doc[name], list) else [doc[name]]:
@@ -191,7 +191,7 @@ class FilterCheckArgs(UrlsArgs):
 
 
 @tool
-class FilterChecker(Tool):
+class FilterChecker(Tool[FilterCheckArgs]):
     name = "filterchecker"
     help = "show for each URL whether the URL filters keep it (+) or drop it (-), and which rule decided"
     Args = FilterCheckArgs
@@ -201,7 +201,7 @@ class FilterChecker(Tool):
     def run(self, run: Run) -> int:
         from nutch2.urls.filters import URLFilters
 
-        a: FilterCheckArgs = self.args  # type: ignore[assignment]
+        a = self.args
         filters = URLFilters.from_conf(self.conf)
         if a.filterName:
             named = filters.named(a.filterName)
@@ -231,7 +231,7 @@ class NormalizerCheckArgs(UrlsArgs):
 
 
 @tool
-class NormalizerChecker(Tool):
+class NormalizerChecker(Tool[NormalizerCheckArgs]):
     name = "normalizerchecker"
     help = "show what the URL normalizers of a scope make of each URL, step by step"
     Args = NormalizerCheckArgs
@@ -241,7 +241,7 @@ class NormalizerChecker(Tool):
     def run(self, run: Run) -> int:
         from nutch2.urls.normalizers import URLNormalizers
 
-        a: NormalizerCheckArgs = self.args  # type: ignore[assignment]
+        a = self.args
         normalizers = URLNormalizers.from_conf(self.conf, a.scope)
         if a.normalizer and a.normalizer not in normalizers.names():
             raise UsageError(f"-normalizer {a.normalizer!r} is not one of {', '.join(normalizers.names())} (the active "
@@ -266,7 +266,7 @@ class PluginArgs(ToolArgs):
 
 
 @tool
-class PluginLister(Tool):
+class PluginLister(Tool[PluginArgs]):
     name = "plugins"
     help = "list the installed plugins: active or not (plugin.includes/plugin.excludes), their extension points"
     Args = PluginArgs
@@ -277,7 +277,7 @@ class PluginLister(Tool):
         from nutch2.plugin import Plugins, descriptor, installed
 
         active = set(Plugins(self.conf).ids)
-        point = self.args.point  # type: ignore[attr-defined]
+        point = self.args.point
         for pid, ep in sorted(installed().items()):
             try:
                 plugin = descriptor(pid)

@@ -39,9 +39,9 @@ class CrawlArgs(SeedsArgs):
 
 
 @tool
-class Crawl(Tool):
+class Crawl(Tool[CrawlArgs]):
     name = "crawl"
-    plugin_points = POINTS
+    plugin_points = tuple(POINTS)
     help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
     Args = CrawlArgs
 
@@ -49,7 +49,7 @@ class Crawl(Tool):
         from nutch2.fetch.fetcher import fetcher_threads
         from nutch2.fetch.protocols import protocol_for
 
-        a: CrawlArgs = self.args  # type: ignore[assignment]
+        a = self.args
         fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
         protocol_for(self.conf).close()
         self.indexing = bool(a.solr or a.index)
@@ -99,7 +99,7 @@ class Crawl(Tool):
         return cls(self.conf, self.crawl_id if cls.crawl else None, args).execute(run.child())
 
     def inject(self, run: Run) -> None:
-        with seed_path(self.args) as seeds:  # type: ignore[arg-type]
+        with seed_path(self.args) as seeds:
             self.step(run, Inject, InjectArgs(seeds=seeds))
 
     def record_crawl(self, value: dict | None) -> None:
@@ -138,7 +138,7 @@ class Crawl(Tool):
 
     def run_batch(self, run: Run, batch: str, resume: bool) -> None:
         """The steps of one batch that did not run to their end yet: fetch, parse, updatedb, then index."""
-        a: CrawlArgs = self.args  # type: ignore[assignment]
+        a = self.args
         with open_store(self.conf, self.crawl_id, create=False) as store:
             rec = Journal(store).batch(batch)
         state = rec.state if rec is not None else GENERATED

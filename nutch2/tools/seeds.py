@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from nutch2.errors import NutchError
 from nutch2.mapred.frameworks import make_runner
@@ -21,7 +22,7 @@ class SeedsArgs(ToolArgs):
     seeds: Path | None = opt(None, "a seed file (one URL per line, tab-separated k=v metadata) or a folder of them",
                              metavar="seeds", api="file_in", name="seedDir")
     seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
-    groups = (("seeds", "seedUrls"),)
+    groups: ClassVar[tuple[tuple[str, ...], ...]] = (("seeds", "seedUrls"),)
 
     def check(self) -> None:
         super().check()
@@ -52,7 +53,7 @@ class InjectArgs(SeedsArgs):
 
 
 @tool
-class Inject(Tool):
+class Inject(Tool[InjectArgs]):
     name = "inject"
     plugin_points = ("url-filter", "url-normalizer", "scoring-filter")
     help = "inject seed URLs into the webpage table"
@@ -64,17 +65,17 @@ class Inject(Tool):
         from nutch2.jobs.inject import seed_files
 
         super().prepare()
-        if self.args.seeds is not None:  # type: ignore[attr-defined]
-            seed_files(self.args.seeds)  # type: ignore[attr-defined]
+        if self.args.seeds is not None:
+            seed_files(self.args.seeds)
 
     def run(self, run: Run) -> int:
-        with seed_path(self.args) as seeds:  # type: ignore[arg-type]
+        with seed_path(self.args) as seeds:
             return self._inject(run, seeds)
 
     def _inject(self, run: Run, seeds: Path) -> int:
         from nutch2.jobs.inject import InjectorJob
 
-        a: InjectArgs = self.args  # type: ignore[assignment]
+        a = self.args
         job = InjectorJob(self.conf, seeds, overwrite=a.overwrite, update=a.update)
         counters = run.job_counters("inject")
         with self.store(create=True) as store:
@@ -108,7 +109,7 @@ class SitemapArgs(ToolArgs):
 
 
 @tool
-class Sitemap(Tool):
+class Sitemap(Tool[SitemapArgs]):
     name = "sitemap"
     plugin_points = ("protocol", "url-filter", "url-normalizer", "scoring-filter")
     help = "fetch sitemaps (listed, or named in robots.txt) and add the URLs they list to the table"
@@ -119,7 +120,7 @@ class Sitemap(Tool):
     def run(self, run: Run) -> int:
         from nutch2.jobs.sitemap import SitemapJob
 
-        a: SitemapArgs = self.args  # type: ignore[assignment]
+        a = self.args
         conf = self.conf.copy()
         for flag, key in ((a.noStrict, "sitemap.strict.parsing"), (a.noFilter, "sitemap.url.filter"),
                           (a.noNormalize, "sitemap.url.normalize")):

@@ -6,7 +6,7 @@ import html
 import re
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from nutch2.index.solr import SolrClient
 
 
-def solr_opt() -> object:
+def solr_opt() -> Any:
     return opt("-solr", "Solr core URL (solr.server.url)", metavar="URL", api="no")
 
 
@@ -61,7 +61,7 @@ class IndexArgs(BatchArgs):
 
 
 @tool
-class Index(BatchTool):
+class Index(BatchTool[IndexArgs]):
     name = "index"
     plugin_points = ("indexing-filter", "index-writer", "scoring-filter")
     help = "send parsed, updated pages of a batch to the index (Solr; index-writers.xml)"
@@ -69,17 +69,17 @@ class Index(BatchTool):
     step = lifecycle.INDEX
 
     def run(self, run: Run) -> int:
-        self.writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        self.writers = index_writers(self.conf, self.args.solr)
         return super().run(run)
 
     def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
-        return self.args.reindex or has_rows(store, self.step.mark, batch, self.name, self.step.producer,  # type: ignore[attr-defined]
+        return self.args.reindex or has_rows(store, self.step.mark, batch, self.name, self.step.producer,
                                              counters)
 
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.index import run_index
 
-        run_index(self.conf, store, batch, self.writers, self.args.reindex,  # type: ignore[attr-defined]
+        run_index(self.conf, store, batch, self.writers, self.args.reindex,
                   make_runner(self.conf, self.tasks()), counters, self.crawl_id)
 
 
@@ -90,7 +90,7 @@ class SolrArgs(ToolArgs):
 
 
 @tool
-class Clean(Tool):
+class Clean(Tool[SolrArgs]):
     name = "clean"
     plugin_points = ("index-writer",)
     help = "delete GONE pages, redirects and noindex pages from the index"
@@ -99,7 +99,7 @@ class Clean(Tool):
     def run(self, run: Run) -> int:
         from nutch2.jobs.index import CleaningJob
 
-        writers = index_writers(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        writers = index_writers(self.conf, self.args.solr)
         counters = run.job_counters("clean")
         counters.incr("deleted", 0)
         with self.store() as store:
@@ -109,7 +109,7 @@ class Clean(Tool):
 
 
 @tool
-class Dedup(Tool):
+class Dedup(Tool[SolrArgs]):
     name = "dedup"
     help = "remove the crawl's duplicate documents (same digest) from Solr, keeping the best"
     Args = SolrArgs
@@ -118,7 +118,7 @@ class Dedup(Tool):
         from nutch2.jobs.index import dedup
 
         counters = run.job_counters("dedup")
-        solr = solr_client(self.conf, self.args.solr)  # type: ignore[attr-defined]
+        solr = solr_client(self.conf, self.args.solr)
         counters.incr("deleted", dedup(solr, self.crawl_id))
         run.summary(counters)
         return 0
@@ -133,7 +133,7 @@ class SearchArgs(ToolArgs):
 
 
 @tool
-class Search(Tool):
+class Search(Tool[SearchArgs]):
     name = "search"
     help = "search the crawl's documents in Solr: title, URL and a highlighted snippet per hit"
     Args = SearchArgs
@@ -142,7 +142,7 @@ class Search(Tool):
     def run(self, run: Run) -> int:
         from nutch2.index.solr import crawl_filter
 
-        a: SearchArgs = self.args  # type: ignore[assignment]
+        a = self.args
         solr = solr_client(self.conf, a.solr)
         res = solr.search(a.query, **{"rows": a.rows, "fq": crawl_filter(self.crawl_id), "fl": "id,url,title,boost",
                                       "hl": "true",

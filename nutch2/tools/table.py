@@ -38,13 +38,13 @@ class ReaddbArgs(ToolArgs):
 
 
 @tool
-class Readdb(Tool):
+class Readdb(Tool[ReaddbArgs]):
     name = "readdb"
     help = "read the webpage table: -stats, -url U or -dump DIR"
     Args = ReaddbArgs
 
     def run(self, run: Run) -> int:
-        a: ReaddbArgs = self.args  # type: ignore[assignment]
+        a = self.args
         with self.store() as store:
             if a.url:
                 return self._row(run, store, a.url)
@@ -98,7 +98,7 @@ class Readdb(Tool):
     def _dump(self, run: Run, store, runner, out: Path) -> int:
         from nutch2.jobs.readdb import DumpJob
 
-        a: ReaddbArgs = self.args  # type: ignore[assignment]
+        a = self.args
         if out.exists() and not out.is_dir():
             raise NutchError(f"-dump {out}: it is a file; give a new folder")
         if out.exists() and any(out.iterdir()):
@@ -133,7 +133,7 @@ class WarcArgs(ToolArgs):
 
 
 @tool
-class Warc(Tool):
+class Warc(Tool[WarcArgs]):
     name = "warc"
     help = "write the fetched pages of a batch (or -all) as WARC/1.1 files"
     Args = WarcArgs
@@ -141,7 +141,7 @@ class Warc(Tool):
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import export
 
-        a: WarcArgs = self.args  # type: ignore[assignment]
+        a = self.args
         max_mb = a.maxSize if a.maxSize is not None else self.conf.get_float("warc.export.max.size.mb")
         with self.store() as store:
             counters, files = export(self.conf, store, a.outdir, a.batch_id, self.crawl_id, max_mb,
@@ -160,7 +160,7 @@ class WarcImportArgs(ToolArgs):
 
 
 @tool
-class WarcImport(Tool):
+class WarcImport(Tool[WarcImportArgs]):
     name = "warcimport"
     plugin_points = ("url-filter", "url-normalizer", "scoring-filter", "fetch-schedule")
     help = "load the HTTP responses of WARC files as a fetched batch (prints its id)"
@@ -171,7 +171,7 @@ class WarcImport(Tool):
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import import_id, run_import
 
-        paths = self.args.files  # type: ignore[attr-defined]
+        paths = self.args.files
         for path in paths:
             if not path.is_file():
                 raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
