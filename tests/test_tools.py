@@ -135,7 +135,7 @@ def test_bad_numbers_in_the_configuration_are_one_line(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------- logs
 def test_jobs_log_to_a_rotated_file_and_q_keeps_stderr_quiet(tmp_path: Path) -> None:
     d = defines(tmp_path, "sqlite", **{"log.file.max.size.mb": 0.001, "log.file.backups": 2})
-    seeds = seed_file(tmp_path, *[f"http://h{i}.test/" for i in range(30)])
+    seeds = seed_file(tmp_path, *[f"http://192.0.2.{i}/" for i in range(30)])  # TEST-NET-1: no DNS lookup
     p = run("inject", seeds, "-q", *d)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     log = tmp_path / "crawl" / "logs" / "hadoop.log"
