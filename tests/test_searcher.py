@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,6 +164,16 @@ def test_passwords_are_kept_hashed_and_checked(tmp_path: Path) -> None:
     (tmp_path / "bad").write_text("ann:plaintext\n")
     with pytest.raises(ConfigError, match="bad:1 is not a 'user:scrypt"):
         read_users(tmp_path / "bad")
+
+
+def test_users_added_at_once_by_several_commands_are_all_kept(tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    code = ("import sys; from pathlib import Path; from nutch2.searcher.auth import add_user; "
+            "add_user(Path(sys.argv[1]), sys.argv[2], 'password-' + sys.argv[2])")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(users), f"user{i}"]) for i in range(6)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 6
+    assert sorted(read_users(users)) == [f"user{i}" for i in range(6)]
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_failed_logins_back_off_per_client_and_unknown_users_cost_a_scrypt(tmp_path: Path,

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fasteners
+
 from nutch2.errors import ConfigError
 
 MIN_TOKEN = 16
@@ -101,16 +103,19 @@ def add_user(path: Path, user: str, password: str) -> None:
         raise ConfigError(f"user name {user!r} must be 1-64 letters, digits or . _ @ -")
     if len(password) < 8:
         raise ConfigError("the password must have at least 8 characters")
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    kept = [ln for ln in lines if ln.partition(":")[0].strip() != user]
-    kept.append(f"{user}:{hash_password(password)}")
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(kept) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    line = f"{user}:{hash_password(password)}"  # the scrypt runs before the lock is taken
+    # two commands adding users at once: each reads, changes and renames the file under the lock, so none is lost
+    with fasteners.InterProcessLock(str(path.with_name(path.name + ".lock"))):
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        kept = [ln for ln in lines if ln.partition(":")[0].strip() != user]
+        kept.append(line)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(kept) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
 
 class Backoff(Exception):
