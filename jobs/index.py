@@ -11,7 +11,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.index.filters import FilterOverrun, IndexingFilters
-from nutch2.index.solr import SolrClient, crawl_filter, document_id
+from nutch2.index.solr import SolrClient, crawl_filter, document_id, row_key_of
 from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
@@ -48,7 +48,8 @@ class IndexingJob(Job):
     after the writers committed them, by MarkIndexedJob, which selects the same rows again — so a failed run marks
     nothing and a rerun sends what is missing. `-all` sends rows that some active writer does not hold as last
     updated (updated since, or never indexed there: a new writer gets every document); `-reindex` sends every
-    indexable row.
+    indexable row. A document a writer did not take (IndexWriter.refused: said and counted) leaves its row without
+    that writer's mark, so a later `-all` sends it again.
 
     Documents carry their crawl: the crawlId field, and ids `<crawlId>!<row key>` (index.solr.document_id), so
     crawls share a core without overwriting each other. `-reindex` also deletes the document a row had under its
@@ -93,6 +94,7 @@ class IndexingJob(Job):
         self.filters = IndexingFilters.from_conf(ctx.conf)
         self.out = self.writers.open(ctx.conf, ctx.task, self.run)
         self.overran: list[str] = []  # rows an indexing filter did not finish: neither sent nor marked
+        self.refused: list[list[str]] = []  # per writer, the rows whose documents it did not take: not marked for it
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         reason = self.skip(page)
@@ -119,15 +121,21 @@ class IndexingJob(Job):
         try:
             if sys.exc_info()[0] is None:  # a failed task sends no more
                 self.out.flush()
+                for name, n in self.out.counts().items():
+                    ctx.incr(name, n)
+                self.refused = [[row_key_of(doc_id) for doc_id in ids] for ids in self.out.refused()]
         finally:
             self.out.close()
             self.filters.close()
 
     def result(self, ctx: TaskContext) -> Any:
-        return self.overran
+        return {"overran": self.overran, "refused": self.refused}
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        self.overran = [key for part in results for key in part or ()]
+        parts = [part for part in results if part]
+        self.overran = [key for part in parts for key in part["overran"]]
+        self.refused = [sorted({key for part in parts if part["refused"] for key in part["refused"][i]})
+                        for i in range(len(self.writers.writers))]
         out = self.writers.open(ctx.conf, None, self.run)
         try:
             out.commit()
@@ -136,14 +144,17 @@ class IndexingJob(Job):
 
 
 class MarkIndexedJob(IndexingJob):
-    """Second pass of index, after Solr committed: the INDEX mark on every row the first pass sent."""
+    """Second pass of index, after the writers committed: the INDEX mark on every row the first pass sent, and the
+    mark of each writer that took its document."""
 
     def __init__(self, conf: Configuration, batch_id: str | None, writers: IndexWriters, reindex: bool = False,
-                 crawl_id: str | None = None, overran: Iterable[str] = ()) -> None:
+                 crawl_id: str | None = None, overran: Iterable[str] = (),
+                 refused: Iterable[Iterable[str]] = ()) -> None:
         Job.__init__(self, conf)
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, reindex, crawl_id
         self.marks = list(writers.marks)
         self.overran = frozenset(overran)  # rows the first pass did not send (an indexing filter overran)
+        self.refused = [frozenset(keys) for keys in refused]  # per writer (as marks), the rows it did not take
         self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "mark indexed"
@@ -153,10 +164,14 @@ class MarkIndexedJob(IndexingJob):
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if self.skip(page) is None and page.key not in self.overran:
+            took = [mark for i, mark in enumerate(self.marks)
+                    if not (i < len(self.refused) and page.key in self.refused[i])]
+            if self.marks and not took:  # no writer holds it
+                return iter(())
             marked = WebPage(page.key, markers=dict(page.markers))
             updated = page.markers.get(Mark.UPDATEDB.value, self.batch_id) or ""
             Mark.INDEX.put(marked, updated)
-            for mark in self.marks:
+            for mark in took:
                 marked.markers[mark] = updated
             ctx.write(marked)
         return iter(())
@@ -177,7 +192,7 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
     job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
     writers.begin(conf, job.run)
     runner.run(job, store, counters)
-    runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id, job.overran), store)
+    runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id, job.overran, job.refused), store)
 
 
 class CleaningJob(Job):

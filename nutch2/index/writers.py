@@ -77,6 +77,15 @@ class IndexWriter(Extension):
     def commit(self) -> None:
         """Make what the run wrote visible (the job's final step, on the driver)."""
 
+    def counts(self) -> dict[str, int]:
+        """What the writer counted in a task (e.g. requests sent again), added to the job's counters at its end."""
+        return {}
+
+    def refused(self) -> list[str]:
+        """Ids of the documents of a task the writer did not take (each said in a line and counted, e.g. one larger
+        than a request may be): their rows are not marked for this writer, so a later index sends them again."""
+        return []
+
     def describe(self) -> str:
         """One line for logs: which writer, where to (no credentials)."""
         return self.plugin_id
@@ -237,6 +246,18 @@ class OpenWriters:
     def commit(self) -> None:
         for writer, _ in self.writers:
             writer.commit()
+
+    def counts(self) -> dict[str, int]:
+        """The writers' counts, added up."""
+        out: dict[str, int] = {}
+        for writer, _ in self.writers:
+            for name, n in writer.counts().items():
+                out[name] = out.get(name, 0) + n
+        return out
+
+    def refused(self) -> list[list[str]]:
+        """The ids each writer did not take, in the writers' order."""
+        return [writer.refused() for writer, _ in self.writers]
 
     def close(self) -> None:
         for writer, _ in self.writers:
