@@ -120,6 +120,33 @@ def solr_up() -> str:
     return require_solr()
 
 
+OPENSEARCH_URL = os.environ.get("NUTCH2_OPENSEARCH_URL", "http://127.0.0.1:9200").rstrip("/")
+
+
+def require_opensearch() -> str:
+    """The test OpenSearch cluster's URL (docker/services.sh start opensearch); fails in CI and skips elsewhere when
+    it does not answer (or is not yet yellow)."""
+    import requests
+
+    try:
+        r = requests.get(f"{OPENSEARCH_URL}/_cluster/health", params={"wait_for_status": "yellow", "timeout": "5s"},
+                         timeout=10)
+        r.raise_for_status()
+        if r.json().get("status") not in ("yellow", "green"):
+            raise requests.RequestException(r.text[:80])
+    except (requests.RequestException, ValueError):
+        if os.environ.get("CI"):
+            pytest.fail(f"OpenSearch not answering at {OPENSEARCH_URL} in CI (tests/run.sh starts it)")
+        pytest.skip(f"OpenSearch not answering at {OPENSEARCH_URL}; run: docker/services.sh start opensearch")
+    return OPENSEARCH_URL
+
+
+@pytest.fixture(scope="module")
+def opensearch_up() -> str:
+    """The real OpenSearch cluster (docker/services.sh start opensearch), as require_opensearch() finds it."""
+    return require_opensearch()
+
+
 TIKA_URL = os.environ.get("NUTCH2_TIKA_URL", "http://127.0.0.1:9998").rstrip("/")
 
 

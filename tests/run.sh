@@ -63,7 +63,7 @@ fi
 phase "debian packages"
 
 services=()
-for s in ${NUTCH2_SERVICES:-solr cassandra hbase postgres spark tika}; do
+for s in ${NUTCH2_SERVICES:-solr cassandra hbase postgres spark tika opensearch}; do
   if [ -f "docker/services/$s.sh" ]; then services+=("$s"); fi
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" >/dev/null 2>&1 || true; done; report; }
