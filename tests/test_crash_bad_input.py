@@ -9,6 +9,7 @@ import resource
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,18 +18,14 @@ from nutch2.crawldb.journal import Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
+from tests import helpers
 from tests.crawlutil import conf_for, defines
-from tests.test_crash_safety import build_batch, same_rows, table
+from tests.helpers import build_batch, same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-
-
-def nutch2(*args: object, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
-    kw.setdefault("cwd", REPO)
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+nutch2 = partial(helpers.nutch2, timeout=120)  # tests/helpers.py, with a shorter time limit
 
 
 def one_line(p: subprocess.CompletedProcess[str]) -> str:

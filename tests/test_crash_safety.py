@@ -20,98 +20,18 @@ import pytest
 
 from nutch2.crawldb.journal import GENERATING, UPDATING, Journal
 from nutch2.marks import Mark
-from nutch2.plugins.scoring_opic.opic import set_cash
-from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
-from nutch2.urls.tableutil import reverse_url
-from nutch2.webpage import WebPage
 from tests.conftest import DURABLE_STORES, runner_of
 from tests.crawlutil import conf_for, defines
+from tests.helpers import KILLED, SOURCES, build_batch, nutch2, same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 DURABLE = DURABLE_STORES
-KILLED = -signal.SIGKILL
-
-
-def nutch2(*args: object, failpoints: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
-    if failpoints:
-        env["NUTCH2_FAILPOINTS"] = failpoints
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def table(conf, crawl_id: str) -> dict[str, WebPage]:
-    with open_store(conf, crawl_id, create=False) as store:
-        return {p.key: p for p in store.scan()}
-
-
-def comparable(page: WebPage, batch_names: dict[str, str]) -> dict:
-    """A row as an uninterrupted run must reproduce it: batch ids and run ids renamed, new rows' creation time
-    and float rounding left out."""
-    values = {}
-    for name in sorted(page.loaded()):
-        value = getattr(page, name)
-        if name == "markers":
-            value = {k: batch_names.get(v, v) for k, v in value.items()}
-        elif name == "batch_id":
-            value = batch_names.get(value, value)
-        elif name == "score":
-            value = round(value, 9)
-        elif name == "metadata":
-            value = {k: (round(float(v), 9) if k == "_csh_" else v) for k, v in value.items()
-                     if k not in ("_updrun_", "_ftclaim_")}  # run ids
-        elif name in ("fetch_time", "prev_fetch_time") and page.status == CrawlStatus.UNFETCHED:
-            continue
-        elif name in ("fetch_time", "prev_fetch_time", "modified_time", "prev_modified_time", "headers",
-                      "protocol_status", "content"):
-            continue  # a fetch at another moment (crawl tests)
-        values[name] = value
-    return values
-
-
-def same_rows(a: dict[str, WebPage], b: dict[str, WebPage], names_a: dict[str, str] | None = None,
-              names_b: dict[str, str] | None = None) -> None:
-    assert set(a) == set(b), (len(a), len(b), sorted(set(a) ^ set(b))[:5])
-    for key in a:
-        assert comparable(a[key], names_a or {}) == comparable(b[key], names_b or {}), key
 
 
 # ---------------------------------------------------------------------------------------------------- updatedb
-SOURCES, OUTLINKS = 240, 20
-
-
-def build_batch(conf, crawl_id: str, sources: int = SOURCES) -> None:
-    """A fetched and parsed batch of `sources` pages with OUTLINKS outlinks each: to other batch rows, to rows of
-    the table outside the batch, and (mostly) to URLs not yet in the table."""
-    now = int(time.time() * 1000)
-    with open_store(conf, crawl_id) as store:
-        for i in range(60):
-            url = f"http://old{i % 6}.test/o{i}"
-            page = WebPage(reverse_url(url), status=int(CrawlStatus.UNFETCHED), score=0.5, fetch_time=now,
-                           fetch_interval=2592000, markers={"dist": "2"}, inlinks={"http://x.test/": "x"})
-            set_cash(page, 0.25)
-            store.put(page.key, page)
-        for i in range(sources):
-            # batch rows and new link targets share hosts, and sort before and after each other ("/a" < "/n" < "/z")
-            url = f"http://site{i % 12}.test/{'a' if i % 2 else 'z'}{i}"
-            links = {f"http://site{(i + j) % 12}.test/{'a' if (i * 7 + j) % 2 else 'z'}{(i * 7 + j) % sources}":
-                     f"to {j}" for j in range(4)}
-            links |= {f"http://old{j % 6}.test/o{(i + j) % 60}": "" for j in range(4)}
-            links |= {f"http://site{(i + j) % 12}.test/n{(i * 3 + j) % 900}": f"n{j}" for j in range(OUTLINKS - 8)}
-            marks = {Mark.GENERATE.value: "B", Mark.FETCH.value: "B", Mark.PARSE.value: "B", "dist": "1"}
-            status = CrawlStatus.RETRY if i % 17 == 0 else CrawlStatus.FETCHED
-            page = WebPage(reverse_url(url), status=int(status), score=1.0 + i / 100, fetch_time=now - 1000,
-                           prev_fetch_time=now - 86400000, fetch_interval=2592000, markers=marks, outlinks=links,
-                           signature=bytes([i % 256]) * 16, batch_id="B", retries_since_fetch=i % 3)
-            if i % 29 == 0:  # generated but never fetched (deferred)
-                page.markers = {Mark.GENERATE.value: "B", "dist": "1"}
-            set_cash(page, 1.0)
-            store.put(page.key, page)
-
-
 def _killed_in_a_task(p: subprocess.CompletedProcess[str], point: str) -> int:
     """Under the processes runner a task's point is reached in the driver (which runs task 0: the command is
     killed) or in a worker (the job fails with one line, the command lives); either way KILLED for what follows."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,19 +16,15 @@ from warcio.archiveiterator import ArchiveIterator
 from nutch2.crawldb.journal import FETCHED, IMPORTING, Journal
 from nutch2.stores import open_store
 from nutch2.webpage import WebPage
+from tests import helpers
 from tests.conftest import STORE_BACKENDS, runner_of
 from tests.crawlutil import conf_for, defines
-from tests.test_crash_safety import KILLED
-from tests.test_crash_safety import nutch2 as crash_nutch2
+from tests.helpers import KILLED
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parent.parent
 BACKENDS = [*[b for b in STORE_BACKENDS if b != "memory"], "sqlite:local"]
-
-
-def nutch2(*args: object, failpoints: str = "", timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return crash_nutch2(*args, failpoints=failpoints, timeout=timeout)
+nutch2 = partial(helpers.nutch2, timeout=300)  # tests/helpers.py, with a longer time limit
 
 
 def killed(proc: subprocess.CompletedProcess[str], backend: str, in_task: bool) -> bool:

@@ -8,7 +8,6 @@ what the crawler recorded and what the server saw (an answer cut off vs. sent wh
 from __future__ import annotations
 
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -19,20 +18,19 @@ from nutch2.status import CrawlStatus, ParseMajor, ParseMinor, ProtocolStatusCod
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.crawlutil import conf_for, defines, rows
+from tests.helpers import nutch2
 from tests.hostile_server import Exchange, HostileServer, gzip_bomb, head, refused_url
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
 CRAWL = "hostile"
 ROBOTS_OK = b"User-agent: *\nDisallow:\n"
 PAGE = b"<html><head><title>fine</title></head><body><p>a fine page</p><a href='/next'>next</a></body></html>"
 
 
 def nutch(tmp: Path, *args: object, timeout: float = 60, **props: object) -> subprocess.CompletedProcess[str]:
-    """`python -m nutch2.cli <args> -D ...` on the sqlite store under `tmp`."""
-    cmd = [sys.executable, "-m", "nutch2.cli", *map(str, args), "-crawlId", CRAWL, *defines(tmp, "sqlite", **props)]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    """`nutch2 <args> -crawlId hostile -D ...` (tests/helpers.py) on the sqlite store under `tmp`."""
+    return nutch2(*args, "-crawlId", CRAWL, *defines(tmp, "sqlite", **props), timeout=timeout)
 
 
 def inject_generate(tmp: Path, urls: list[str], **props: object) -> str:

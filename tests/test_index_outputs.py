@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,10 +26,9 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
-from tests.test_robots import QuietServer, Route
+from tests.helpers import QuietServer, Route, nutch2
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-REPO = Path(__file__).resolve().parent.parent
 
 LAST_MODIFIED = "Tue, 18 Sep 2018 17:59:00 GMT"
 HTML = {"Content-Type": "text/html; charset=utf-8", "X-Powered-By": "plugin-site/1.0", "Content-Language": "en",
@@ -257,14 +253,6 @@ def crawled(site: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     assert cli("crawl", seed_file(tmp, site), "-crawlId", cid, "-rounds", "2",
                *defines(tmp, "sqlite", **{"plugin.includes": FILES_ONLY})) == 0
     return tmp, cid
-
-
-def nutch2(*args: object, failpoints: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NUTCH2_FAILPOINTS"}
-    if failpoints:
-        env["NUTCH2_FAILPOINTS"] = failpoints
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=180)
 
 
 def copy_of(crawled: tuple[Path, str], tmp: Path, backend: str = "sqlite") -> list[str]:

@@ -23,8 +23,8 @@ from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import require_solr
 from tests.crawlutil import conf_for, defines, rows, seed_file
+from tests.helpers import KILLED, build_batch, nutch2, same_rows, table
 from tests.proxy import Proxy
-from tests.test_crash_safety import KILLED, build_batch, nutch2, same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow

@@ -34,7 +34,7 @@ from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR, make_conf
 from tests.crawlutil import cli, conf_for, defines, row
-from tests.test_robots import QuietServer, Route
+from tests.helpers import QuietServer, Route
 
 # ---------------------------------------------------------------------------- URLs
 

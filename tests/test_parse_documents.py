@@ -372,7 +372,7 @@ def test_a_parser_killing_document_does_not_hold_its_batch(tmp_path: Path) -> No
     a rerun, so updatedb (and crawl) go on with the batch without -force."""
     from nutch2.crawldb.journal import FETCHED, Journal
     from tests.crawlutil import defines
-    from tests.test_crash_safety import nutch2
+    from tests.helpers import nutch2
 
     fake = DroppingTika()
     crawl_id = "td" + uuid.uuid4().hex[:10]
@@ -454,7 +454,7 @@ def test_a_batch_tika_could_not_finish_is_not_updated_until_its_parse_is_done(ti
     crawl) refuse it until `parse -resume` has parsed them; nothing is updated without its text and links."""
     from nutch2.crawldb.journal import FETCHED, Journal
     from tests.crawlutil import defines
-    from tests.test_crash_safety import nutch2
+    from tests.helpers import nutch2
 
     host, port = tika.split("//", 1)[1].split(":")
     proxy = Proxy((host, int(port)), allow=2)

@@ -23,6 +23,7 @@ from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli, defines
+from tests.helpers import page_html
 
 HTML = "text/html; charset=utf-8"
 
@@ -39,11 +40,6 @@ def env(backend: str, tmp_path: Path) -> Iterator[tuple]:
     yield tmp_path, backend, crawl_id, store
     store.drop_schema()
     store.close()
-
-
-def page_html(title: str, body: str = "", links: list[tuple[str, str]] = (), head: str = "") -> bytes:
-    a = "".join(f'<a href="{href}">{text}</a> ' for href, text in links)
-    return (f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p>{a}</body></html>").encode()
 
 
 def put_fetched(store, url: str, content: bytes, *, batch: str = "B", content_type: str = HTML,

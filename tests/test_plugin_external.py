@@ -6,7 +6,6 @@ to load (tests/plugins/nutch2-broken-plugin) is one line naming it, exit status 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -16,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from nutch2.config import Configuration
-from tests.conftest import CONF_DIR, REPO
+from tests.conftest import CONF_DIR
 from tests.crawlutil import conf_for, defines, rows
+from tests.helpers import nutch2, same_rows, table
 from tests.solrschema import crawl_docs, delete_crawl, require_dynamic_fields
-from tests.test_crash_safety import same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -56,14 +55,13 @@ def web():
         yield w
 
 
-def nutch2(site: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=env)
+def nutch2_with(site: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    """`nutch2 <args>` (tests/helpers.py) with the plugin folder `site` as its PYTHONPATH."""
+    return nutch2(*args, env={"PYTHONPATH": str(site)}, timeout=300)
 
 
 def test_the_installed_plugin_is_listed(example_site: Path) -> None:
-    p = nutch2(example_site, "plugins", "-D", f"plugin.includes={DEFAULT_INCLUDES}|example-wordcount")
+    p = nutch2_with(example_site, "plugins", "-D", f"plugin.includes={DEFAULT_INCLUDES}|example-wordcount")
     assert p.returncode == 0, p.stderr
     line, = [line for line in p.stdout.splitlines() if "example-wordcount" in line]
     assert line.startswith("+") and "parse-filter, indexing-filter" in line and "nutch2_example_plugin:PLUGIN" in line
@@ -79,8 +77,8 @@ def test_its_field_reaches_solr_and_leaves_with_it(example_site: Path, web: Test
     try:
         # the plugin's own property (declared by its descriptor) is read: words of 6 characters or more
         props = {"plugin.includes": f"{DEFAULT_INCLUDES}|example-wordcount", "example.wordcount.min.length": 6}
-        p = nutch2(example_site, "crawl", seeds, "-rounds", 2, "-crawlId", with_it, "-solr", solr_up,
-                   *defines(tmp_path, "sqlite", **props))
+        p = nutch2_with(example_site, "crawl", seeds, "-rounds", 2, "-crawlId", with_it, "-solr", solr_up,
+                        *defines(tmp_path, "sqlite", **props))
         assert p.returncode == 0, p.stderr
         assert "not a nutch2 property" not in p.stderr
         table = {page.key: page for page in rows(conf_for(tmp_path, "sqlite"), with_it).values() if page.text}
@@ -90,8 +88,8 @@ def test_its_field_reaches_solr_and_leaves_with_it(example_site: Path, web: Test
         docs = crawl_docs(solr_up, with_it, fl="url,words_i")
         assert len(docs) >= 5 and all(d["words_i"] > 0 for d in docs)
 
-        p = nutch2(example_site, "crawl", seeds, "-rounds", 2, "-crawlId", without, "-solr", solr_up,
-                   *defines(tmp_path, "sqlite"))
+        p = nutch2_with(example_site, "crawl", seeds, "-rounds", 2, "-crawlId", without, "-solr", solr_up,
+                        *defines(tmp_path, "sqlite"))
         assert p.returncode == 0, p.stderr
         docs = crawl_docs(solr_up, without, fl="*")
         assert len(docs) >= 5 and not any("words_i" in d for d in docs)
@@ -105,8 +103,8 @@ def test_its_field_reaches_solr_and_leaves_with_it(example_site: Path, web: Test
 def test_an_unknown_plugin_id_is_one_warning_line(example_site: Path, web: TestWeb, tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(web.seed_url + "\n")
-    p = nutch2(example_site, "crawl", seeds, "-rounds", 1, "-crawlId", "unknown",
-               *defines(tmp_path, "sqlite", **{"plugin.includes": f"{DEFAULT_INCLUDES}|index-nosuch"}))
+    p = nutch2_with(example_site, "crawl", seeds, "-rounds", 1, "-crawlId", "unknown",
+                    *defines(tmp_path, "sqlite", **{"plugin.includes": f"{DEFAULT_INCLUDES}|index-nosuch"}))
     assert p.returncode == 0, p.stderr
     warned = [line for line in p.stderr.splitlines() if "index-nosuch" in line]
     assert len(warned) == 1 and warned[0].startswith("warning: plugin.includes names 'index-nosuch'"), p.stderr
@@ -119,13 +117,13 @@ def test_a_plugin_that_fails_to_load_stops_the_command_before_any_row(broken_sit
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(web.seed_url + "\n")
     d = defines(tmp_path, "sqlite")
-    p = nutch2(broken_site, "inject", seeds, "-crawlId", "broken", *d)
+    p = nutch2_with(broken_site, "inject", seeds, "-crawlId", "broken", *d)
     assert p.returncode == 0, p.stderr
     conf = conf_for(tmp_path, "sqlite")
     before = table(conf, "broken")
     args = [seeds] if command[0] == "crawl" else []
-    p = nutch2(broken_site, command[0], *args, *command[1:], "-crawlId", "broken",
-               *defines(tmp_path, "sqlite", **{"plugin.includes": f"{DEFAULT_INCLUDES}|broken-example"}))
+    p = nutch2_with(broken_site, command[0], *args, *command[1:], "-crawlId", "broken",
+                    *defines(tmp_path, "sqlite", **{"plugin.includes": f"{DEFAULT_INCLUDES}|broken-example"}))
     assert p.returncode == 1
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, p.stderr

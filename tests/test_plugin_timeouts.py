@@ -24,6 +24,7 @@ from nutch2.status import ParseMajor
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import SOLR_URL, require_solr
 from tests.crawlutil import conf_for, defines, rows, seed_file
+from tests.helpers import nutch2
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -67,11 +68,10 @@ def install(tmp: Path) -> Path:
     return where
 
 
-def nutch2(site: Path, *args: object, env: dict[str, str] | None = None,
-           timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+def nutch2_with(site: Path, *args: object, env: dict[str, str] | None = None,
+                timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`nutch2 <args>` (tests/helpers.py) with the plugin folder `site` and the repository as its PYTHONPATH."""
+    return nutch2(*args, env={"PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), **(env or {})}, timeout=timeout)
 
 
 @pytest.fixture
@@ -82,9 +82,9 @@ def web():
 
 def _fetched(tmp: Path, site: Path, web: TestWeb, crawl_id: str, d: list[str]) -> str:
     seeds = seed_file(tmp, *[web.page_url(0, i) for i in range(8)])
-    assert nutch2(site, "inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
-    batch = nutch2(site, "generate", "-crawlId", crawl_id, *d).stdout.strip()
-    assert nutch2(site, "fetch", batch, "-crawlId", crawl_id, *d).returncode == 0
+    assert nutch2_with(site, "inject", seeds, "-crawlId", crawl_id, *d).returncode == 0
+    batch = nutch2_with(site, "generate", "-crawlId", crawl_id, *d).stdout.strip()
+    assert nutch2_with(site, "fetch", batch, "-crawlId", crawl_id, *d).returncode == 0
     return batch
 
 
@@ -98,7 +98,7 @@ def test_a_parse_filter_that_never_returns_fails_its_document_only(web: TestWeb,
     crawl_id = f"pt{uuid.uuid4().hex[:8]}"
     batch = _fetched(tmp_path, site, web, crawl_id, d)
     started = time.monotonic()
-    p = nutch2(site, "parse", batch, "-crawlId", crawl_id, *d)
+    p = nutch2_with(site, "parse", batch, "-crawlId", crawl_id, *d)
     elapsed = time.monotonic() - started
     assert p.returncode == 0, p.stderr
     assert elapsed < 3 + 30, elapsed  # parser.timeout + 30 s
@@ -126,7 +126,7 @@ def test_a_stop_during_a_stuck_parse_filter_keeps_its_promise(web: TestWeb, tmp_
     out, err = proc.communicate(timeout=60)
     assert time.monotonic() - sent < 10, err  # well within the stop's promise
     assert proc.returncode == 130 and "run `nutch2 parse" in err, err
-    again = nutch2(site, "parse", batch, "-resume", "-crawlId", crawl_id, *d, "-D", "parser.timeout=2")
+    again = nutch2_with(site, "parse", batch, "-resume", "-crawlId", crawl_id, *d, "-D", "parser.timeout=2")
     assert again.returncode == 0 and "failed_parse_filter_timeout=1" in again.stderr, again.stderr
 
 
@@ -141,16 +141,16 @@ def test_an_indexing_filter_that_never_returns_keeps_its_document_for_the_next_r
     d = defines(tmp_path, "sqlite", **props)
     crawl_id = f"pi{uuid.uuid4().hex[:8]}"
     batch = _fetched(tmp_path, site, web, crawl_id, d)
-    clean = nutch2(site, "parse", batch, "-crawlId", crawl_id, *d, "-D", "plugin.includes=" + DEFAULT_INCLUDES)
+    clean = nutch2_with(site, "parse", batch, "-crawlId", crawl_id, *d, "-D", "plugin.includes=" + DEFAULT_INCLUDES)
     assert clean.returncode == 0
-    assert nutch2(site, "updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
-    p = nutch2(site, "index", batch, "-solr", SOLR_URL, "-crawlId", crawl_id, *d)
+    assert nutch2_with(site, "updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
+    p = nutch2_with(site, "index", batch, "-solr", SOLR_URL, "-crawlId", crawl_id, *d)
     assert p.returncode == 0 and "failed_indexing_filter_timeout=1" in p.stderr and "indexed=7" in p.stderr, p.stderr
     table = rows(conf_for(tmp_path, "sqlite", **props), crawl_id)
     assert Mark.INDEX.check(table[reverse_url(web.page_url(0, 1))]) is None  # not sent: not marked
     assert sum(Mark.INDEX.check(p) is not None for p in table.values()) == 7
-    fixed = nutch2(site, "index", "-all", "-solr", SOLR_URL, "-crawlId", crawl_id, *d, "-D",
-                   "plugin.includes=" + DEFAULT_INCLUDES)
+    fixed = nutch2_with(site, "index", "-all", "-solr", SOLR_URL, "-crawlId", crawl_id, *d, "-D",
+                        "plugin.includes=" + DEFAULT_INCLUDES)
     assert fixed.returncode == 0 and "indexed=1" in fixed.stderr, fixed.stderr  # the one it kept
 
 
@@ -161,7 +161,7 @@ def test_a_plugin_that_ends_the_process_is_named(web: TestWeb, tmp_path: Path) -
     d = defines(tmp_path, "sqlite:local", **props)
     crawl_id = f"px{uuid.uuid4().hex[:8]}"
     batch = _fetched(tmp_path, site, web, crawl_id, d)
-    p = nutch2(site, "parse", batch, "-crawlId", crawl_id, *d, "-D", "parser.timeout=2", env={"SLEEPY_EXIT": "1"})
+    p = nutch2_with(site, "parse", batch, "-crawlId", crawl_id, *d, "-D", "parser.timeout=2", env={"SLEEPY_EXIT": "1"})
     assert p.returncode != 0
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert re.search(r"sleepy-test", lines[-1]) and "ended the process" in lines[-1], p.stderr

@@ -17,7 +17,7 @@ from nutch2.config import Configuration
 from nutch2.status import CrawlStatus
 from tests.conftest import CONF_DIR, REPO
 from tests.crawlutil import conf_for, defines
-from tests.test_crash_safety import same_rows, table
+from tests.helpers import same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow

@@ -7,12 +7,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from nutch2.fetch.robots import ROBOTS_MAX_BYTES, RobotRules, RobotsCache, robot_agent_name, robot_agents
 from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
+from tests.helpers import QuietServer, Route
 
 AGENT = "MyBot"
 ROBOTS = b"""User-agent: *
@@ -24,50 +24,6 @@ Crawl-delay: 2.5
 
 Sitemap: http://example.com/sitemap.xml
 """
-
-# A route answers (status, headers, body); "delay" in headers sleeps before answering.
-Route = tuple[int, dict[str, str], bytes]
-
-
-class QuietServer(ThreadingHTTPServer):
-    """Threaded test server that counts requests per path and ignores client hang-ups."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, routes: dict[str, Route]) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.routes = routes
-        self.hits: dict[str, int] = {}
-        self.hits_lock = threading.Lock()
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """Do not print tracebacks for reset connections."""
-
-
-class Handler(BaseHTTPRequestHandler):
-    """Serves the routes of its server; 404 for anything else."""
-
-    protocol_version = "HTTP/1.1"
-    server: QuietServer
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
-        """Keep test output quiet."""
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        """Answer from the route table."""
-        with self.server.hits_lock:
-            self.server.hits[self.path] = self.server.hits.get(self.path, 0) + 1
-        status, headers, body = self.server.routes.get(self.path, (404, {}, b"missing"))
-        headers = dict(headers)
-        time.sleep(float(headers.pop("delay", "0")))
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
 
 @pytest.fixture
 def serve() -> Iterator[Callable[[dict[str, Route]], QuietServer]]:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,18 +22,15 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
+from tests import helpers
 from tests.crawlutil import conf_for, defines
-from tests.test_crash_safety import same_rows, table
+from tests.helpers import same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"^(\w+): finished in [\d.]+ s: (.*)$")
-
-
-def nutch2(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+nutch2 = partial(helpers.nutch2, timeout=300)  # tests/helpers.py, with a longer time limit
 
 
 def counters(stderr: str) -> list[tuple[str, str]]:

@@ -185,8 +185,7 @@ def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: Tes
                                                                      sig: int) -> None:
     import psutil
 
-    from tests.test_crash_safety import nutch2, same_rows, table
-    from tests.test_stop import page_requests
+    from tests.helpers import nutch2, page_requests, same_rows, table
 
     props = {"fetcher.server.delay": 0.5, "fetcher.write.batch.size": 5}
     d = defines(tmp_path, backend, **props)

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,10 @@ from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.checker import queue_id
 from nutch2.urls.tableutil import unreverse_url
+from tests import helpers
 from tests.conftest import SERVICE_STORES, SHARED_STORES
 from tests.crawlutil import cli, conf_for, defines
-from tests.test_crash_safety import same_rows, table
+from tests.helpers import same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -41,6 +43,7 @@ SOLR = os.environ.get("NUTCH2_SOLR_URL", "http://127.0.0.1:8983/solr/nutch")
 STANDALONE = "spark://127.0.0.1:7077"
 MASTER_UI = "http://127.0.0.1:8090"
 SUMMARY = re.compile(r"^(\w+): finished in [\d.]+ s: (.*)$", re.M)
+nutch2 = partial(helpers.nutch2, timeout=600)  # tests/helpers.py, with a longer time limit
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -114,11 +117,6 @@ def _names(conf, crawl_id: str) -> dict[str, str]:
 
     with open_store(conf, crawl_id, create=False) as store:
         return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}
-
-
-def nutch2(*args: object, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 # ---------------------------------------------------------------------------------------------- processes

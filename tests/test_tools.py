@@ -18,6 +18,7 @@ from nutch2.cli import build_parser
 from nutch2.tools import TOOLS, job_types
 from nutch2.tools.args import ArgError, from_json, json_schema
 from tests.crawlutil import defines, seed_file
+from tests.helpers import nutch2
 from tests.testweb import TestWeb
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,10 +27,8 @@ NOT_JOBS = {"server", "search", "parsechecker", "indexchecker", "filterchecker",
 
 def run(*args: object, cwd: Path = REPO, env: dict[str, str] | None = None, stdin: str | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    e = {k: v for k, v in os.environ.items() if k != "NUTCH_CONF_DIR"}
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=cwd, env=e, input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
+    """`nutch2 <args>` (tests/helpers.py) without this process's NUTCH_CONF_DIR: these tests choose the conf dir."""
+    return nutch2(*args, cwd=cwd, env={"NUTCH_CONF_DIR": None, **(env or {})}, input=stdin, timeout=timeout)
 
 
 def one_line(p: subprocess.CompletedProcess[str]) -> str:
@@ -264,13 +263,13 @@ def test_every_job_shows_its_progress_off_a_terminal(tmp_path: Path) -> None:
     records) done and their rate, as fetch does with pages."""
     from tests.conftest import require_solr
     from tests.crawlutil import conf_for
-    from tests.test_stop import _fetched
+    from tests.helpers import fetched_batch
 
     solr = require_solr()
     props = {"log.progress.interval": 0}
     d = defines(tmp_path, "sqlite", **props)
     crawl_id = f"pg{os.getpid()}"
-    _fetched(conf_for(tmp_path, "sqlite", **props), crawl_id, 1200)
+    fetched_batch(conf_for(tmp_path, "sqlite", **props), crawl_id, 1200)
     try:
         for args in (["parse", "B"], ["updatedb", "B"], ["index", "B", "-solr", solr], ["generate"]):
             p = run(*args, "-crawlId", crawl_id, *d)
