@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import logging
 import math
 import time
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,6 @@ from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.fetch.addresses import guarded_seeds, origin_of, record_seeds
-from nutch2.logs import log
 from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.status import CrawlStatus
@@ -22,6 +22,8 @@ from nutch2.stores.base import DataStore
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
+
+log = logging.getLogger(__name__)
 
 MAX_INTERVAL = 2**31 - 1  # Nutch's fetchInterval is an int of seconds
 
@@ -133,12 +135,12 @@ class InjectorJob(Job):
         found, late = guarded_seeds(origins, self.dns_seconds)  # type: ignore[arg-type]
         record_seeds(ctx.store, found)
         if found:
-            log(f"inject: the address guard lets through the seed host{'' if len(found) == 1 else 's'} "
-                f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's)")
+            log.info(f"inject: the address guard lets through the seed host{'' if len(found) == 1 else 's'} "
+                     f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's)")
         if late:
-            log(f"inject: {late} seed host{'' if late == 1 else 's'} not resolved within "
-                "inject.address.check.seconds: one of this machine's network must be listed in "
-                "fetcher.address.allow")
+            log.info(f"inject: {late} seed host{'' if late == 1 else 's'} not resolved within "
+                     "inject.address.check.seconds: one of this machine's network must be listed in "
+                     "fetcher.address.allow")
 
     def _seed(self, record: SeedLine, ctx: TaskContext) -> tuple[str, str, dict[str, str], float | None,
                                                                   int | None] | None:

@@ -16,6 +16,7 @@ no-op that prints the same id.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -41,7 +42,7 @@ from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.agent import user_agent
 from nutch2.fetch.headers import http_date_ms, stored_headers
-from nutch2.logs import counted, log
+from nutch2.logs import counted
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, set_distance
@@ -51,6 +52,8 @@ from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, strip_credentials
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
+
+log = logging.getLogger(__name__)
 
 EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
                  "metadata", "outlinks", "signature", "score", "modified_time")
@@ -127,7 +130,7 @@ def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | No
     for path in stale:  # what an earlier (killed or finished) run of this export wrote: replaced whole
         path.unlink()
     if stale:
-        log(f"warc: removed {counted(len(stale), 'file')} of an earlier run of this export from {out_dir}")
+        log.info(f"warc: removed {counted(len(stale), 'file')} of an earlier run of this export from {out_dir}")
     counters = runner.run(job, store)
     return counters, job.files
 
@@ -271,7 +274,7 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
                 runner.run(job, store, counters)
                 size = 0
         for error in reader.errors:
-            log(f"warcimport: {error}")
+            log.info(f"warcimport: {error}")
         reader.errors.clear()
     if job.chunk:
         runner.run(job, store, counters)
@@ -284,7 +287,7 @@ def run_import(conf: Configuration, store: DataStore, paths: list[Path], batch: 
                          f"({counted(counters.get('records'), 'response')} read); check that they are WARC files of a "
                          "web crawl")
     elapsed = max(time.monotonic() - started, 1e-6)
-    log(f"warcimport: batch {batch}: {counted(rows, 'row')} in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
+    log.info(f"warcimport: batch {batch}: {counted(rows, 'row')} in {elapsed:.1f} s ({rows / elapsed:.0f} records/s)")
 
 
 def _key(url: str, checker: UrlChecker) -> str | None:

@@ -8,6 +8,7 @@ signal (the line names the command that resumes); 141 stdout closed (e.g. `| hea
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -25,6 +26,8 @@ from nutch2.searcher import command  # noqa: F401 - the server command registers
 from nutch2.stores import Capability, open_store, store_class
 from nutch2.tools import TOOLS, Run, Tool, tools
 from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
+
+log = logging.getLogger("nutch2.cli")  # by name: `python -m nutch2.cli` runs this module as __main__
 
 
 class Parser(NoAbbrevParser):
@@ -68,16 +71,18 @@ def load_conf(args: argparse.Namespace) -> Configuration:
 
 
 def setup_logging(conf: Configuration, args: argparse.Namespace) -> None:
-    level = conf.get_str("log.level").upper()
+    """The levels (-v, -q, log.level, log.level.<logger>) and the log file of the command."""
+    level = logs.check_level("log.level", conf.get_str("log.level"))
     if args.verbose:
         level = "DEBUG"
     elif args.quiet:
         level = "WARNING"
+    levels = logs.check_levels(conf.with_prefix(logs.LEVEL_PREFIX))
     data = Path(conf.get_str("storage.data.dir"))
     folder = conf.get_str("hadoop.log.dir").strip()
     name = conf.get_str("hadoop.log.file").strip()
     logs.setup(level, Path(folder or data / "logs") / name if name else None, conf.get_float("log.file.max.size.mb"),
-               conf.get_int("log.file.backups"), after=None if folder else data)
+               conf.get_int("log.file.backups"), after=None if folder else data, levels=levels)
 
 
 @contextmanager
@@ -88,7 +93,7 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
     handling = {"now": False, "again": False}  # a second signal may run this handler inside the first one
 
     def quit_now() -> None:
-        logs.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
+        log.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
         os._exit(130)
 
     def handler(signum: int, _frame: object) -> None:
@@ -102,7 +107,7 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
             n = stop.in_flight()
             what = ("the work in hand" if n is None else "the work in hand (no request in flight)" if n == 0
                     else f"{logs.counted(n, 'request')} in flight")
-            logs.log(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
+            log.info(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
                      "again to quit now")
             stop.request()
         finally:
@@ -137,8 +142,8 @@ def warn_rows_end_here(prog: str, conf: Configuration, tool: Tool) -> None:
     if n:
         rows = "the 1 row of this crawl is" if n == 1 else f"the {n} rows of this crawl are"
         steps = "" if tool.name == "crawl" else " (or run every step in one `nutch2 crawl`)"
-        logs.warning(f"{prog}: warning: storage.data.store.class={cls.name} keeps rows only within one process: "
-                     f"{rows} gone once this command ends; use sqlite (the default) for a crawl that lasts{steps}")
+        log.warning(f"{prog}: warning: storage.data.store.class={cls.name} keeps rows only within one process: "
+                    f"{rows} gone once this command ends; use sqlite (the default) for a crawl that lasts{steps}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         conf = load_conf(ns)
         setup_logging(conf, ns)
         for source in conf.sources:
-            logs.debug(f"conf: {source}")
+            log.debug(f"conf: {source}")
         tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
             return tool.execute(Run())
@@ -182,13 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     except stop.Stopped:
         resume = resume_command(tool, argv) if tool is not None else shlex.join(["nutch2", *argv])
-        logs.warning(f"{prog}: stopped; what was done is kept: run `{resume}` to go on")
+        log.warning(f"{prog}: stopped; what was done is kept: run `{resume}` to go on")
         return 130
     except UsageError as e:
-        logs.error(str(e))
+        log.error(str(e))
         return 2
     except NutchError as e:  # one line naming the cause and the fix; a refusal names -force
-        logs.error(f"{prog}: error: {e}")
+        log.error(f"{prog}: error: {e}")
         return 1
     except BrokenPipeError:  # `nutch2 readdb -stats | head`: the reader went away; say nothing
         try:
@@ -197,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 141
     except KeyboardInterrupt:
-        logs.warning(f"{prog}: interrupted")
+        log.warning(f"{prog}: interrupted")
         return 130
 
 

@@ -3,11 +3,13 @@
 The conf folder is --conf, else $NUTCH_CONF_DIR, else ./conf when it holds any file, else the shipped one; it is
 an overlay on the shipped defaults: a file it lacks (nutch-default.toml, regex-urlfilter.txt, ...) is read from
 the shipped conf/. A property nutch2 does not know gets one warning line: a typo in TOML or -D, or a Nutch
-property nutch2 does not implement (from nutch-site.xml); spark.* properties go to Spark as they are.
+property nutch2 does not implement (from nutch-site.xml); spark.* properties go to Spark as they are, and
+log.level.<logger> properties set the level of one logger (nutch2/logs.py checks them).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import tomllib
@@ -17,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.errors import ConfigError
-from nutch2.logs import warning
+from nutch2.logs import LEVEL_PREFIX
 
+log = logging.getLogger(__name__)
 DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
 SITE_XML = "nutch-site.xml"
-PASS_THROUGH = ("spark.",)  # property prefixes handed to another system as they are
+PASS_THROUGH = ("spark.", LEVEL_PREFIX)  # property prefixes whose names are open: handed to another system (Spark)
+# or to the loggers as they are
 PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir", "hadoop.log.dir", "server.files.dir")  # folders, made
 # absolute (relative to the start folder)
 # bounds of numeric properties where a value outside them is a mistake (a hung fetch, a fork bomb), checked with
@@ -226,11 +230,11 @@ class Configuration:
             if key not in self.unknown or key.startswith(PASS_THROUGH):
                 continue
             if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
-                warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
-                        "(conf/nutch-default.toml lists what nutch2 reads)")
+                log.warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
+                            "(conf/nutch-default.toml lists what nutch2 reads)")
             else:
-                warning(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml, "
-                        "or the plugin that should declare it)")
+                log.warning(f"warning: {source}: {key}: not a nutch2 property, ignored (see conf/nutch-default.toml, "
+                            "or the plugin that should declare it)")
 
     def get(self, key: str) -> Any:
         try:

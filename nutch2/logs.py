@@ -1,13 +1,17 @@
 """Logging as operators expect: levels, a rotated log file (Nutch's hadoop.log), progress lines that suit where
 they go (a live line on a terminal, a periodic log line elsewhere), and silence on a closed pipe.
 
-Every line goes through the `nutch2` logger: to stderr at the chosen level (`-v`, `-q`, `log.level`) and to
-`<hadoop.log.dir>/<hadoop.log.file>` with a time stamp. Worker processes append to the same file (reopened
-when the driver rotates it) and write to the stderr they inherited.
+Every module logs through its own logger, `log = logging.getLogger(__name__)` (nutch2.fetch.fetcher,
+nutch2.stores.sqlite, nutch2.plugins.parse_html.parser...), whose lines reach the handlers of the `nutch2` logger:
+stderr at the chosen level (`-v`, `-q`, `log.level`) and `<hadoop.log.dir>/<hadoop.log.file>` with a time stamp.
+`log.level.<logger>` sets one logger and those below it, for both (Nutch's levels per package). Worker processes
+set up the same levels, append to the same file (reopened when the driver rotates it) and write to the stderr they
+inherited. Third-party loggers are tuned here, in THIRD_PARTY.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import logging.handlers
 import sys
@@ -16,8 +20,18 @@ import time
 from collections import deque
 from pathlib import Path
 
-LOGGER = logging.getLogger("nutch2")
+from nutch2.errors import ConfigError
+
+LOGGER = logging.getLogger("nutch2")  # holds the handlers; the logger of every module of nutch2 propagates to it
+log = logging.getLogger(__name__)
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LEVEL_PREFIX = "log.level."  # log.level.<logger> = <level>
+# third-party loggers and the level below which their lines are dropped
+THIRD_PARTY = {
+    "pypdf": logging.ERROR,  # pypdf warns about every quirk of a real-world PDF
+    "cassandra": logging.ERROR,  # the driver's warnings about its connections and the cluster's state
+    "psycopg": logging.ERROR,  # what psycopg ignored while a lost connection's pipeline ends (the store says why)
+}
 _FILE_FORMAT = "%(asctime)s %(levelname)-5s %(process)d %(message)s"
 _state: dict[str, object] = {}
 _lock = threading.Lock()
@@ -72,8 +86,8 @@ class _LazyFolder:
         except OSError as e:
             LOGGER.removeHandler(self)  # type: ignore[arg-type]
             _state["file"] = None
-            LOGGER.warning(f"warning: cannot write the log file {self.baseFilename} ({e.strerror}); "
-                           "logging to stderr only (set hadoop.log.dir)")
+            log.warning(f"warning: cannot write the log file {self.baseFilename} ({e.strerror}); "
+                        "logging to stderr only (set hadoop.log.dir)")
             raise
 
 
@@ -107,34 +121,87 @@ class _WatchedFile(_LazyFolder, logging.handlers.WatchedFileHandler):
 
 
 def _install_default() -> None:
-    """Before setup(): INFO lines to stderr, as a library would print them."""
+    """Before setup(): INFO lines to stderr, as a library would print them; the third-party loggers tuned."""
     if not LOGGER.handlers:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         LOGGER.addHandler(handler)
         LOGGER.setLevel(logging.INFO)
         LOGGER.propagate = False
+    for name, level in THIRD_PARTY.items():
+        logging.getLogger(name).setLevel(level)
     logging.raiseExceptions = False  # a closed stderr must not print tracebacks about logging
 
 
 _install_default()
 
 
+class _Levels(logging.Filter):
+    """A handler's threshold for each line: the level of the nearest logger given its own (log.level.<logger>:
+    that logger and those below it), else the handler's `level`."""
+
+    def __init__(self, level: int, levels: dict[str, int]) -> None:
+        super().__init__()
+        self.level = level
+        self.levels = levels
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = record.name
+        while name not in self.levels:
+            if "." not in name:
+                return record.levelno >= self.level
+            name = name.rsplit(".", 1)[0]
+        return record.levelno >= self.levels[name]
+
+
+def check_level(key: str, value: object) -> str:
+    """The level a property gives (DEBUG, INFO, WARNING, ERROR, in any case); ConfigError for anything else."""
+    level = str(value).strip().upper()
+    if level not in logging.getLevelNamesMapping():
+        raise ConfigError(f"{key}={value!r} is not a log level; give {', '.join(LEVELS[:-1])} or {LEVELS[-1]}")
+    return level
+
+
+def check_levels(props: dict[str, str]) -> dict[str, str]:
+    """The loggers and levels of the `log.level.<logger>` properties, checked: ConfigError for a logger that is no
+    module or package of nutch2 (a typo, another library's logger) or a value that is no level."""
+    found: dict[str, str] = {}
+    for key, value in sorted(props.items()):
+        name = key.removeprefix(LEVEL_PREFIX)
+        if not _is_module(name):
+            raise ConfigError(f"{key}: {name or '(nothing)'} is not a logger of nutch2; give a module or package of "
+                              "it (nutch2.fetch, nutch2.stores.sqlite, ...)")
+        found[name] = check_level(key, value)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    """Whether `name` is nutch2 or one of its modules or packages (stores and jobs as nutch2.stores, nutch2.jobs)."""
+    if name != "nutch2" and not name.startswith("nutch2."):
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is no package, an empty part (nutch2..fetch)
+        return False
+
+
 def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.0, backups: int = 5,
-          worker: bool = False, after: Path | None = None) -> None:
+          worker: bool = False, after: Path | None = None, levels: dict[str, str] | None = None) -> None:
     """Configure the `nutch2` logger: stderr at `level`; a log file (rotated by the driver) at INFO or lower,
-    written once the folder `after` exists (if given: the data dir that holds the log folder)."""
+    written once the folder `after` exists (if given: the data dir that holds the log folder). `levels` (logger ->
+    level, from check_levels()) set those loggers and the ones below them, on stderr and in the log file."""
     with _lock:
-        stderr_level = getattr(logging, level.upper())
+        stderr_level = logging.getLevelNamesMapping()[level.upper()]
+        file_level = min(stderr_level, logging.INFO)
+        own = {name: logging.getLevelNamesMapping()[lvl.upper()] for name, lvl in (levels or {}).items()}
         for h in list(LOGGER.handlers):
             LOGGER.removeHandler(h)
             if isinstance(h, logging.FileHandler):
                 h.close()
         err = _StderrHandler()
-        err.setLevel(stderr_level)
+        err.addFilter(_Levels(stderr_level, own))
         err.setFormatter(logging.Formatter("%(message)s"))
         LOGGER.addHandler(err)
-        file_level = min(stderr_level, logging.INFO)
         if log_file is not None:
             fh: logging.FileHandler
             if worker:
@@ -142,19 +209,30 @@ def setup(level: str = "INFO", log_file: Path | None = None, max_mb: float = 10.
             else:
                 fh = _RotatingFile(log_file, maxBytes=int(max_mb * 1024 * 1024), backupCount=max(0, backups),
                                    encoding="utf-8", delay=True)
-            fh.setLevel(file_level)
+            fh.addFilter(_Levels(file_level, own))
             fh.setFormatter(logging.Formatter(_FILE_FORMAT))
             fh.after = after  # type: ignore[attr-defined]
             LOGGER.addHandler(fh)
+        for name in _state.get("levels") or {}:  # the loggers an earlier setup in this process set
+            logging.getLogger(name).setLevel(logging.NOTSET)
         LOGGER.setLevel(min(stderr_level, file_level))
+        for name, value in own.items():
+            logging.getLogger(name).setLevel(value)
         _state["file"] = log_file
         _state["level"] = level.upper()
+        _state["levels"] = dict(levels or {})
         _state["worker"] = worker
 
 
 def settings() -> tuple[str, Path | None]:
-    """(stderr level, log file) as set up here: what worker processes set up again (setup(..., worker=True))."""
+    """(stderr level, log file) as set up here: what worker processes set up again (setup(..., worker=True),
+    with levels())."""
     return str(_state.get("level", "INFO")), log_file()
+
+
+def levels() -> dict[str, str]:
+    """The levels of single loggers as set up here (log.level.<logger>)."""
+    return dict(_state.get("levels") or {})  # type: ignore[call-overload]
 
 
 def log_file() -> Path | None:
@@ -167,28 +245,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
-def log(msg: str, level: int = logging.INFO) -> None:
-    """A progress or summary line (stderr and the log file)."""
-    LOGGER.log(level, msg)
-
-
-def debug(msg: str) -> None:
-    LOGGER.debug(msg)
-
-
-def warning(msg: str) -> None:
-    LOGGER.warning(msg)
-
-
-def config_warning(msg: str) -> None:
+def config_warning(logger: logging.Logger, msg: str) -> None:
     """A warning about the configuration (an unknown plugin id...): the command's driver says it; a worker
     process, which reads the same configuration, keeps it to DEBUG rather than saying it once more."""
-    LOGGER.log(logging.DEBUG if _state.get("worker") else logging.WARNING, msg)
-
-
-def error(msg: str) -> None:
-    """An error line: why a command failed (stderr, even with -q, and the log file)."""
-    LOGGER.error(msg)
+    logger.log(logging.DEBUG if _state.get("worker") else logging.WARNING, msg)
 
 
 # ---------------------------------------------------------------- progress
@@ -207,10 +267,12 @@ def _clear_live_line() -> None:
 
 class Progress:
     """Progress of one long job: `update(line)` as often as it likes; on a terminal the line is redrawn in
-    place, elsewhere it becomes a log line every `interval` seconds; `last()` is the newest line."""
+    place, elsewhere it becomes a line of `logger` every `interval` seconds; `last()` is the newest line."""
 
-    def __init__(self, job: str, interval: float = 30.0, tty: bool | None = None) -> None:
+    def __init__(self, job: str, interval: float = 30.0, tty: bool | None = None,
+                 logger: logging.Logger = log) -> None:
         self.job = job
+        self.logger = logger
         self.interval = max(0.0, interval)
         self.tty = _stderr_is_tty() if tty is None else tty
         self._logged = time.monotonic()
@@ -228,7 +290,7 @@ class Progress:
         now = time.monotonic()
         if now - self._logged >= self.interval:
             self._logged = now
-            log(line)
+            self.logger.info(line)
 
     def done(self) -> None:
         if self.tty:

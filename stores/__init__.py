@@ -10,6 +10,7 @@ configuration (from_conf) and declares its capabilities; crawl_ids(conf) names t
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 import re
 from collections.abc import Callable
@@ -17,11 +18,12 @@ from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError, StoreLockedError
-from nutch2.logs import debug
 from nutch2.stores import base
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import StoreLease, held_leases, holder_text
 from nutch2.stores.query import Capability, Query
+
+log = logging.getLogger(__name__)
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: no path, no newline
 _NOT_STORES = {"base", "query", "index", "lease", "codec"}  # modules of this package that hold no store
@@ -122,7 +124,8 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
         store.batch_bytes = int(conf.get_float("storage.write.batch.mb") * 2**20)
     if create:
         store.create_schema()
-    debug(f"store: opened {cls.name} table {store.table}" + (f" ({store.path})" if hasattr(store, "path") else ""))
+    log.debug(f"store: opened {cls.name} table {store.table}"
+              + (f" ({store.path})" if hasattr(store, "path") else ""))
     return store
 
 
@@ -140,19 +143,19 @@ class Held:
         self.store = store
         self.leases: list[StoreLease] = []
 
-    def take(self, scope: str, job: str, ttl: float, log: Callable[[str], None] | None, busy: str) -> None:
-        lease = StoreLease(self.store, scope, job, ttl, log)
+    def take(self, scope: str, job: str, ttl: float, say: Callable[[str], None] | None, busy: str) -> None:
+        lease = StoreLease(self.store, scope, job, ttl, say)
         holder = lease.try_acquire()
         if holder is not None:
             self.release()
             raise StoreLockedError(busy.format(holder=holder_text(holder)))
         self.leases.append(lease)
-        debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
+        log.debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
 
     def release(self) -> None:
         for lease in reversed(self.leases):
             lease.release()
-            debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
+            log.debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
         self.leases.clear()
         self.store.close()
 

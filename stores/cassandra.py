@@ -27,7 +27,6 @@ replaced as a whole.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 _CQL_TYPES = {"int": "bigint", "float": "double", "str": "text", "bytes": "blob", "protocol": "text",
               "parse": "text"}
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1
-logging.getLogger("cassandra").setLevel(logging.ERROR)
 
 
 def _cql_type(name: str) -> str:

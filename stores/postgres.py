@@ -17,7 +17,6 @@ Text values cannot hold NUL characters (PostgreSQL's text type refuses them).
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,9 +27,6 @@ from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.query import Capability, Partition, Query, is_mark
 from nutch2.stores.sqlbase import Fenced, SqlStore
 from nutch2.webpage import FIELDS, WebPage, check_fields
-
-# psycopg warns of what it ignored while a lost connection's pipeline ends; the store's one-line error says it
-logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 if TYPE_CHECKING:
     from nutch2.config import Configuration

@@ -23,18 +23,20 @@ A step is recorded as done only after the rows it wrote are durable (put_state f
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nutch2.errors import NutchError
-from nutch2.logs import log
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import active_fences
 from nutch2.stores.query import Query
+
+log = logging.getLogger(__name__)
 
 _PAST = {"generate": "generated", "fetch": "fetched", "updatedb": "updated"}
 GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, UPDATED, INDEXED = (
@@ -186,7 +188,7 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
     counters.incr(f"{_PAST[producer]}_rows", 0)
     state = f" (the batch is {rec.state})" if rec is not None else ""
     article = "an" if producer[0] in "aeiou" else "a"
-    log(f"{job}: no row of batch {batch} carries {article} {producer} mark{state}: nothing to do")
+    log.info(f"{job}: no row of batch {batch} carries {article} {producer} mark{state}: nothing to do")
     return False
 
 

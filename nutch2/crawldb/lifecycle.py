@@ -17,6 +17,7 @@ batch stays `fetching` until its fetch is resumed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,11 +36,13 @@ from nutch2.crawldb.journal import (
     Journal,
 )
 from nutch2.errors import NutchError
-from nutch2.logs import counted, log
+from nutch2.logs import counted
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Query
+
+log = logging.getLogger(__name__)
 
 
 class Refused(NutchError):
@@ -189,8 +192,8 @@ def begin_generate(store: DataStore, batch_id: str, release: Callable[[str], int
         if rec.state == GENERATING:
             released = release(rec.batch_id)
             journal.forget(rec.batch_id)
-            log(f"generate: batch {rec.batch_id} was interrupted before it was complete; its "
-                f"{counted(released, 'row')} can be generated again")
+            log.info(f"generate: batch {rec.batch_id} was interrupted before it was complete; its "
+                     f"{counted(released, 'row')} can be generated again")
     if journal.batch(batch_id) is not None:
         raise NutchError(f"generate: batch id {batch_id} is already used in this crawl; give a new one")
     journal.record(batch_id, GENERATING)
@@ -244,13 +247,13 @@ def begin_import(store: DataStore, batch: str) -> bool:
     journal = Journal(store)
     rec = journal.batch(batch)
     if rec is not None and rec.state != IMPORTING:
-        log(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
+        log.info(f"warcimport: these files were imported already as batch {batch} (it is {rec.state}); nothing to do")
         return False
     journal.check_no_interrupted_update(updating=False)
     if rec is None:
         journal.record(batch, IMPORTING)
     else:
-        log(f"warcimport: continuing the interrupted import of batch {batch}")
+        log.info(f"warcimport: continuing the interrupted import of batch {batch}")
     return True
 
 

@@ -6,6 +6,7 @@ threshold. What a fetch gives is handed to the caller's output function (the fet
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.urls.checker import UrlChecker, queue_id
 
+log = logging.getLogger(__name__)
 _TRIM_EVERY = 30.0  # seconds between heap trims during a fetch
 MAX_FETCHER_THREADS = 1000  # per fetch task; each thread holds a pooled HTTP session and its queue share
 
@@ -173,7 +175,7 @@ class Fetcher:
         last_check = last_trim = time.monotonic()
         last_pages = 0
         progress = None if self.progress is False else Progress(
-            "fetch", self.log_interval, tty=None if self.progress is None else True)
+            "fetch", self.log_interval, tty=None if self.progress is None else True, logger=log)
         while any(w.is_alive() for w in workers):
             time.sleep(min(0.2, self.progress_interval))
             now = time.monotonic()

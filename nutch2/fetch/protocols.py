@@ -4,14 +4,16 @@ protocol-http, which it uses itself)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import warning
 from nutch2.plugin import Plugins, extension_class
 from nutch2.plugin.extension import Extension
+
+log = logging.getLogger(__name__)
 
 # a resource a rendered page asks for: (url, until: time.monotonic() deadline) -> (ProtocolOutput | None, refusal)
 ResourceFetch = Callable[[str, float], Any]
@@ -73,6 +75,6 @@ def protocol_for(conf: Configuration, scheme: str = "http") -> Any:
     pid = max(found)[1]
     if pid != "protocol-chromium" and (conf.get_str("chromium.url.pattern").strip()
                                        or conf.get_str("chromium.hosts").strip()):
-        warning("warning: chromium.url.pattern / chromium.hosts are set but protocol-chromium is not in "
-                "plugin.includes: no page is rendered")
+        log.warning("warning: chromium.url.pattern / chromium.hosts are set but protocol-chromium is not in "
+                    "plugin.includes: no page is rendered")
     return plugins.build_one("protocol", pid)

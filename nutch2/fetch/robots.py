@@ -40,7 +40,7 @@ from nutch2.status import ProtocolStatusCode
 __all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",
            "robot_agent_name", "robot_agents", "rules_from_output"]
 
-LOG = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 500 * 1024
 ROBOTS_MAX_REDIRECTS = 5
@@ -335,9 +335,9 @@ class RobotsCache:
         try:
             rules = rules_from_output(self._fetch(_robots_url(key)), self.agent)
         except Exception:  # noqa: BLE001 - a robots problem must not kill a fetcher thread
-            LOG.exception("robots.txt for %s failed", key)
+            log.exception("robots.txt for %s failed", key)
             rules = RobotRules(DEFER)
-        LOG.debug("robots.txt %s -> %s", key, rules.state)
+        log.debug("robots.txt %s -> %s", key, rules.state)
         return rules
 
     def _fetch(self, url: str) -> ProtocolOutput:

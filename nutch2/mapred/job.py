@@ -10,6 +10,7 @@ counters are per task and merged by the runner, and partitioning uses a stable h
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import zlib
@@ -21,10 +22,11 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.logs import log
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.query import Partition, Query
 from nutch2.webpage import WebPage
+
+log = logging.getLogger(__name__)
 
 
 class Counters:
@@ -96,14 +98,16 @@ MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to p
 class TaskContext:
     """What a task sees: the configuration, the store it writes to, its counters, its number and step
     (-1 for a map task, i for the reducers of step i). Lines for the user go through log(): printed at once in
-    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere.
+    this process, or kept (the first MAX_MESSAGES) and printed by the driver when the task ran elsewhere, through
+    `logger` (the job's: Job.logger).
     `attempt` is None where the runner runs each task once (local, processes); a runner that may run a task
     again, or two attempts of it at once (Spark: retries, lost executors, stage re-runs, speculation), names
     each attempt, so a job whose tasks act on the world (fetch) can keep its attempts apart."""
 
     def __init__(self, conf: Configuration, store: DataStore, counters: Counters, task: int, step: int = -1,
-                 messages: list[str] | None = None) -> None:
+                 messages: list[str] | None = None, logger: logging.Logger = log) -> None:
         self.conf = conf
+        self.logger = logger
         self.store = store
         self.counters = counters
         self.task = task
@@ -115,7 +119,7 @@ class TaskContext:
 
     def log(self, msg: str) -> None:
         if self.messages is None:
-            log(msg)
+            self.logger.info(msg)
         elif len(self.messages) < MAX_MESSAGES:
             self.messages.append(msg)
         else:
@@ -151,6 +155,11 @@ class Job:
 
     def __init__(self, conf: Configuration) -> None:
         self.conf = conf
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The logger of the module that defines the job (nutch2.jobs.inject...): its tasks' lines go there."""
+        return logging.getLogger(type(self).__module__)
 
     # ---------------------------------------------------------------- input (driver, then task)
     def mark_filter(self) -> MarkFilter | None:

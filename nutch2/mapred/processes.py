@@ -8,7 +8,7 @@ store), so n tasks take n - 1 workers: one interpreter fewer. Workers are starte
 kept for the jobs that follow (they keep nothing between tasks); they die with the command. A worker that dies
 (kill -9, out of memory) fails the job with one line; every job can then be run again with the same command.
 
-Workers log as the driver does (its level and log file) and report, a few times a second, the records their
+Workers log as the driver does (its levels and log file) and report, a few times a second, the records their
 tasks have done and their requests in flight (nutch2/mapred/workers.py): the job's progress line and the stop line
 ("finishing N requests in flight") count them.
 """
@@ -120,7 +120,7 @@ class ProcessRunner(Runner):
         if _pool is None or _pool.broken or len(_pool.reports) != workers or _pool.max_rss_mb != max_mb:
             shutdown_pool()
             # fresh interpreters, not forks: the driver has threads (and a store client)
-            _pool = WorkerPool(workers, _init_worker, (logs.settings(),), max_mb)
+            _pool = WorkerPool(workers, _init_worker, (logs.settings(), logs.levels()), max_mb)
             _uncount = stop.count_in_flight(_workers_in_flight)
         return _pool
 
@@ -201,11 +201,12 @@ def _forward_stop() -> None:
 stop.on_request(_forward_stop)
 
 
-def _init_worker(log_settings: tuple[str, Any]) -> None:
-    """A worker takes SIGTERM as a stop request (the driver forwards its own) and logs as the driver does."""
+def _init_worker(log_settings: tuple[str, Any], levels: dict[str, str] | None = None) -> None:
+    """A worker takes SIGTERM as a stop request (the driver forwards its own) and logs as the driver does (its
+    levels, those of single loggers too, and its log file)."""
     signal.signal(signal.SIGTERM, lambda *_: stop.request())
     level, log_file = log_settings
-    logs.setup(level, log_file, worker=True)
+    logs.setup(level, log_file, worker=True, levels=levels)
 
 
 def _open(job: Job, crawl_id: str | None) -> DataStore:

@@ -9,12 +9,15 @@ log.progress.interval seconds elsewhere), as the fetcher does for pages.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.logs import Progress, Window
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _finished = [0]  # records of the tasks of this process that ended
@@ -57,7 +60,7 @@ class JobProgress:
     def __init__(self, job: str, phase: str, conf: Configuration, done: Callable[[], int]) -> None:
         self.job = job
         self._done = done
-        self._progress = Progress(job, conf.get_float("log.progress.interval"))
+        self._progress = Progress(job, conf.get_float("log.progress.interval"), logger=log)
         redraw = conf.get_float("fetcher.progress.interval")
         self._tick = redraw if self._progress.tty else max(0.05, min(redraw, conf.get_float("log.progress.interval")))
         self._phase = (phase, "rows", done(), Window())

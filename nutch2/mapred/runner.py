@@ -10,6 +10,7 @@ All run the same task bodies (nutch2/mapred/task.py).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,13 +19,14 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import debug, log
 from nutch2.mapred import progress
 from nutch2.mapred.job import Counters, Job, ReduceStep, TaskContext
 from nutch2.mapred.memory import release_memory
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
 from nutch2.mapred.task import TaskOutput, run_map_task, run_reduce_task, task_copy
 from nutch2.stores.base import DataStore
+
+log = logging.getLogger(__name__)
 
 
 def default_tasks(conf: Configuration) -> int:
@@ -53,8 +55,8 @@ class Runner:
         self.check(job, store)
         splits = job.inputs(store, self.num_tasks)
         steps = job.steps()
-        debug(f"{job.name}: {self.framework} runner: {len(splits)} map tasks"
-              + "".join(f", reduce step {s}: {self._reducers(steps, s)} tasks" for s in range(len(steps))))
+        log.debug(f"{job.name}: {self.framework} runner: {len(splits)} map tasks"
+                  + "".join(f", reduce step {s}: {self._reducers(steps, s)} tasks" for s in range(len(steps))))
         spill = SpillDir(self.conf.get_str("mapreduce.cluster.local.dir"))
         results: list[Any] = []
         watch = progress.JobProgress(job.name, job.map_phase, self.conf, self.records_done) \
@@ -62,18 +64,18 @@ class Runner:
         try:
             parts = self._reducers(steps, 0)
             outs = self.map_tasks(job, splits, store, spill, parts)
-            runs = self._collect(outs, counters, results, parts)
+            runs = self._collect(job, outs, counters, results, parts)
             for s in range(len(steps)):
                 if watch is not None:
                     watch.phase("reduce" if len(steps) == 1 else f"reduce {s}", "records")
                 parts = self._reducers(steps, s + 1)
                 outs = self.reduce_tasks(job, s, runs, store, spill, parts)
-                runs = self._collect(outs, counters, results, parts)
+                runs = self._collect(job, outs, counters, results, parts)
         finally:
             spill.remove()
             if watch is not None:
                 watch.close()
-        job.finish(results, TaskContext(self.conf, store, counters, 0))
+        job.finish(results, TaskContext(self.conf, store, counters, 0, logger=job.logger))
         store.flush()
         release_memory()
         failpoints.reach("runner.job")
@@ -97,12 +99,13 @@ class Runner:
         return MapOutput(parts, job.sort_key(step), self.budget, spill, to_disk=self.to_disk)
 
     @staticmethod
-    def _collect(outs: list[TaskOutput], counters: Counters, results: list[Any], parts: int) -> list[list[Run]]:
+    def _collect(job: Job, outs: list[TaskOutput], counters: Counters, results: list[Any],
+                 parts: int) -> list[list[Run]]:
         runs: list[list[Run]] = [[] for _ in range(parts)]
         counters.settle([out.counters for out in outs])
         for out in outs:
-            for msg in out.messages:
-                log(msg)
+            for msg in out.messages:  # lines of tasks that ran in another process
+                job.logger.info(msg)
             if out.spilled:
                 counters.incr("spilled_records", out.spilled)
             if out.result is not None:

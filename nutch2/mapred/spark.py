@@ -22,6 +22,7 @@ and is stopped at exit.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import pickle
 import re
@@ -37,7 +38,6 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError
-from nutch2.logs import log
 from nutch2.mapred import stop
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.memory import release_memory
@@ -46,6 +46,8 @@ from nutch2.mapred.task import map_pairs, reduce_pairs, task_context
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Capability
+
+log = logging.getLogger(__name__)
 
 # defaults the user can override with -D spark.*=...
 SPARK_DEFAULTS = {
@@ -105,8 +107,8 @@ def spark_context(conf: Configuration) -> Any:
     # spark-submit, which a plain `python` driver does not run)
     _sc.pythonExec = props["spark.pyspark.python"]
     _sc_props = props
-    log(f"spark: SparkContext started in {time.monotonic() - started:.1f} s: master {props['spark.master']}, "
-        f"application {_sc.applicationId}, executors run {_sc.pythonExec}")
+    log.info(f"spark: SparkContext started in {time.monotonic() - started:.1f} s: master {props['spark.master']}, "
+             f"application {_sc.applicationId}, executors run {_sc.pythonExec}")
     return _sc
 
 
@@ -183,9 +185,9 @@ class SparkRunner(Runner):
         for r in reports:
             merged.add(r)
         for msg in merged.messages:
-            log(msg)
+            job.logger.info(msg)
         counters.merge(merged.counters)
-        job.finish(merged.results, TaskContext(self.conf, store, counters, 0))
+        job.finish(merged.results, TaskContext(self.conf, store, counters, 0, logger=job.logger))
         store.flush()
         release_memory()
         failpoints.reach("runner.job")

@@ -3,6 +3,7 @@ of the job, its records through the job's hooks, its output partitioned for the 
 
 from __future__ import annotations
 
+import logging
 import pickle
 import time
 from collections.abc import Iterator
@@ -10,11 +11,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from nutch2.logs import debug
 from nutch2.mapred import progress, stop
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.shuffle import MapOutput, Run, merge
 from nutch2.stores.base import DataStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,7 +66,7 @@ def task_context(job: Job, store: DataStore, task: int, step: int = -1, remote: 
     """A task's context: its own counters (given: live ones of the job's, Counters.task); remote (another
     process), its lines go back to the driver."""
     return TaskContext(job.conf, store, counters or Counters(job.name), task, step,
-                       messages=[] if remote else None)
+                       messages=[] if remote else None, logger=job.logger)
 
 
 def run_map_task(job: Job, split: Any, task: int, store: DataStore, out: MapOutput | None,
@@ -89,7 +91,7 @@ def run_reduce_task(job: Job, step: int, runs: list[Run], task: int, store: Data
 def _task(job: Job, ctx: TaskContext, kind: str) -> Iterator[None]:
     """A task's debug lines and its share of the job's progress."""
     started = time.monotonic()
-    debug(f"{job.name}: {kind} task {ctx.task} started")
+    log.debug(f"{job.name}: {kind} task {ctx.task} started")
     progress.task_started(ctx)
     how = "failed"
     try:
@@ -100,8 +102,8 @@ def _task(job: Job, ctx: TaskContext, kind: str) -> Iterator[None]:
         raise
     finally:
         progress.task_ended(ctx)
-        debug(f"{job.name}: {kind} task {ctx.task} {how}: {ctx.records} records in "
-              f"{time.monotonic() - started:.1f} s")
+        log.debug(f"{job.name}: {kind} task {ctx.task} {how}: {ctx.records} records in "
+                  f"{time.monotonic() - started:.1f} s")
 
 
 def _collect_into(job: Job, pairs: Iterator[tuple[Any, Any]], out: MapOutput | None) -> None:

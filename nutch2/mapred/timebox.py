@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from nutch2.mapred import stop
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 IDLE_EXIT = 10.0  # seconds a worker thread waits for work before it exits
 
@@ -144,11 +145,10 @@ def _exit(code: int) -> None:
     """os._exit, naming the plugin whose code called it (a forked child's exit is its own business)."""
     who = getattr(_local, "owner", None)
     if who and os.getpid() == _pid:
-        logger = logging.getLogger("nutch2")
         try:
-            logger.error(f"nutch2: error: plugin {who} ended the process (os._exit({code})); fix it, or take it "
-                         "out of plugin.includes")
-            for handler in logger.handlers:
+            log.error(f"nutch2: error: plugin {who} ended the process (os._exit({code})); fix it, or take it "
+                      "out of plugin.includes")
+            for handler in logging.getLogger("nutch2").handlers:  # where the lines of every module of nutch2 go
                 handler.flush()
         except Exception:  # noqa: BLE001 - the process ends anyway
             pass

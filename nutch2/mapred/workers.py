@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import pickle
 import queue
@@ -33,9 +34,10 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
-from nutch2.logs import debug, warning
 from nutch2.mapred import progress, stop, timebox
 from nutch2.mapred.memory import limit_arenas, rss_mb
+
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 _REPORT_EVERY = 0.2  # seconds between a worker's reports (records done, requests in flight)
@@ -238,11 +240,11 @@ def serve(fd: int) -> None:
         left = timebox.stuck()
         retiring = 0 < max_rss_mb < size or bool(left)
         if left:
-            warning(f"worker {slot}: its task left {', '.join(sorted(set(left)))} running (a plugin that did not "
-                    "answer in time): a fresh process takes its place")
+            log.warning(f"worker {slot}: its task left {', '.join(sorted(set(left)))} running (a plugin that did "
+                        "not answer in time): a fresh process takes its place")
         elif retiring:
-            debug(f"worker {slot}: {size:.0f} MB after its task (mapreduce.processes.worker.max.mb={max_rss_mb:g}): "
-                  "a fresh process takes its place")
+            log.debug(f"worker {slot}: {size:.0f} MB after its task (mapreduce.processes.worker.max.mb="
+                      f"{max_rss_mb:g}): a fresh process takes its place")
         with send_lock:
             try:
                 if retiring:  # its records so far, which the driver keeps counting after it has gone

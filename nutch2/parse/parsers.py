@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import logging
 import mimetypes
 import re
 import xml.etree.ElementTree as ET
@@ -25,13 +26,14 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.logs import warning
 from nutch2.parse.encoding import bom_encoding, header_value
 from nutch2.parse.html import DEFAULT_OUTLINK_TAGS, outlink_tags
 from nutch2.parse.result import ParseResult, failure
 from nutch2.plugin.extension import Extension
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.webpage import WebPage
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Document", "ParseSettings", "ParserFactory", "mime_type", "read_parse_plugins_xml"]
 
@@ -211,7 +213,7 @@ class ParserFactory:
             raise ConfigError(f"parse.plugin names parsers that are not installed: {', '.join(unknown)}; installed "
                               "parsers: " + ", ".join(sorted(i for i in installed() if i.startswith("parse-"))))
         if not self.parsers:
-            warning("warning: no parser plugin is active (plugin.includes): no page will be parsed")
+            log.warning("warning: no parser plugin is active (plugin.includes): no page will be parsed")
 
     def parsers_for(self, mime: str | None) -> list[Any]:
         """Available parsers of the first mapping entry that matches: exact type, then patterns (text/*), then *."""

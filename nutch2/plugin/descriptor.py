@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import pkgutil
 import re
 from collections.abc import Mapping
@@ -35,6 +36,8 @@ from typing import Any
 
 from nutch2.errors import ConfigError
 from nutch2.logs import config_warning
+
+log = logging.getLogger(__name__)
 
 GROUP = "nutch2.plugins"
 BUILT_IN = "nutch2.plugins"  # the package whose folders are the built-in plugins
@@ -191,8 +194,8 @@ def active_ids(includes: str, excludes: str) -> tuple[str, ...]:
             except re.error:
                 missing = []
         for name in missing:
-            config_warning(f"warning: plugin.includes names {name!r}, which is no installed plugin; ignored "
-                    f"(installed: {', '.join(ids)})")
+            config_warning(log, f"warning: plugin.includes names {name!r}, which is no installed plugin; ignored "
+                           f"(installed: {', '.join(ids)})")
     return tuple(i for i in ids if inc.fullmatch(i) and not (exc is not None and exc.fullmatch(i)))
 
 

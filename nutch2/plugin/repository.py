@@ -3,6 +3,7 @@ ExtensionPoint.getExtensions): what a task calls to get its filters, parsers, wr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,6 +11,8 @@ from nutch2.errors import ConfigError
 from nutch2.logs import config_warning
 from nutch2.plugin.descriptor import POINTS, UNNAMED_FOLLOW, PluginError, active_ids, descriptor, extension_class
 from nutch2.plugin.extension import Settings
+
+log = logging.getLogger(__name__)
 
 
 class Plugins:
@@ -41,7 +44,7 @@ class Plugins:
         for prop in (only_prop, order_prop or POINTS[point]):
             for name in self._names_in(prop):
                 if not any(name in _names(i, c) for i, c in active):
-                    config_warning(f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
+                    config_warning(log, f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
         only = set(self._names_in(only_prop))
         if only:
             found = [(i, c) for i, c in active if only & _names(i, c)]

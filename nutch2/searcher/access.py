@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,8 +32,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nutch2.searcher.auth import NEEDS_SCRYPT, Backoff, Credentials
-
-log = logging.getLogger("nutch2.searcher")
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 HOLD_MAX = 2.0  # seconds of a client's login back-off the server waits out before answering, rather than 429

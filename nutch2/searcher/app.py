@@ -64,7 +64,7 @@ from nutch2.searcher.snapshot import LOOKUP_FIELDS, RESOURCE_TYPES, Lookup, rewr
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.tableutil import reverse_url
 
-log = logging.getLogger("nutch2.searcher")
+log = logging.getLogger(__name__)
 
 APP_CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; form-action 'self'; "
            "base-uri 'none'; frame-ancestors 'self'")

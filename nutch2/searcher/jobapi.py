@@ -25,13 +25,15 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, StoreLockedError
-from nutch2.logs import LOGGER, clear_progress, last_progress
+from nutch2.logs import clear_progress, last_progress
 from nutch2.mapred import stop
 from nutch2.searcher.params import ParamError
 from nutch2.stores import crawl_lock
 from nutch2.tools import TOOLS, job_types
 from nutch2.tools.args import ArgError, ToolArgs, from_json, in_folder, json_schema
 from nutch2.tools.base import Run, Tool
+
+log = logging.getLogger(__name__)
 
 _KEEP = 100  # finished jobs remembered
 
@@ -228,11 +230,11 @@ class JobManager:
         except NutchError as e:
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: error: {as_job_advice(str(e))}"
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
-            LOGGER.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
+            log.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: internal error: {type(e).__name__}"
         # the whole message, the server's paths and URLs included, for the operator
-        LOGGER.log(logging.ERROR if state == "FAILED" else logging.INFO,
-                   f"server: job {info.id} ({info.type}) {state}: {msg or info.run.message}")
+        log.log(logging.ERROR if state == "FAILED" else logging.INFO,
+                f"server: job {info.id} ({info.type}) {state}: {msg or info.run.message}")
         info.returncode = code
         info.msg, info.finished = msg, time.time()
         info.state = state  # last: a client that sees the job ended sees everything else too
@@ -255,12 +257,12 @@ class JobManager:
         """Stop the running job and wait for it to end (its work is safe to resume whenever it ends)."""
         running = [j for j in self._jobs.values() if j.state == "RUNNING"]
         if running:
-            LOGGER.info(f"server: stopping job {running[0].id} ({running[0].type}) with the server")
+            log.info(f"server: stopping job {running[0].id} ({running[0].type}) with the server")
             stop.request()
         deadline = time.monotonic() + wait
         for j in running:
             if j.thread is not None:
                 j.thread.join(max(0.1, deadline - time.monotonic()))
                 if j.thread.is_alive():  # what it did is kept, as after a kill: the same job resumes it
-                    LOGGER.warning(f"server: job {j.id} ({j.type}) did not stop within {wait:.0f} s; it ends "
-                                   "with the server")
+                    log.warning(f"server: job {j.id} ({j.type}) did not stop within {wait:.0f} s; it ends "
+                                "with the server")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import ipaddress
+import logging
 import shlex
 import signal
 import socket
@@ -19,6 +20,8 @@ from nutch2.index.solr import SolrClient, SolrUnavailable, solr_url
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
 from nutch2.stores import Capability, crawl_id_of, crawl_ids, store_class, table_name
+
+log = logging.getLogger(__name__)
 
 
 def _is_loopback(host: str) -> bool:
@@ -178,7 +181,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
           f"{', job API on' if opts.jobs else ''}, login: {login or 'none'}); Ctrl-C stops",
           file=sys.stderr, flush=True)
     for line in warnings:
-        logs.warning(line)
+        log.warning(line)
     if not _is_loopback(opts.host):
         if not creds.required:
             print(f"server: warning: -insecure: anyone who reaches {opts.host} can read the crawl"

@@ -10,19 +10,21 @@ command that resumes).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar, Generic, TypeVar
 
 from nutch2 import logs
 from nutch2.config import Configuration
-from nutch2.logs import log
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.plugin import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import ToolArgs
+
+log = logging.getLogger(__name__)
 
 _KEEP_LINES = 1000  # output lines a run keeps for the job API
 
@@ -56,7 +58,7 @@ class Run:
         if not any(c is counters for c in self._counters):
             self._counters.append(counters)
         self.message = counters.summary()
-        log(self.message)
+        log.info(self.message)
 
     def out(self, line: str) -> None:
         """A result line (stdout on the CLI)."""
@@ -114,9 +116,9 @@ class Tool(Generic[A]):
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
         """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""
         if self.crawl_lock:
-            yield crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log)
+            yield crawl_lock(self.conf, self.crawl_id, self.name, create=self.creates, log=log.info)
         if self.batch_lock:
-            yield BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log)
+            yield BatchLock(self.conf, self.crawl_id, self.locked_batch(), self.name, log=log.info)
 
     def locked_batch(self) -> str | None:
         """The batch whose lock this tool takes (None: every batch)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -9,12 +10,14 @@ from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
 from nutch2.crawldb.lifecycle import BatchStep
-from nutch2.logs import counted, log
+from nutch2.logs import counted
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
+
+log = logging.getLogger(__name__)
 
 B = TypeVar("B", bound=BatchArgs)
 
@@ -95,9 +98,9 @@ def generate(conf: Configuration, crawl_id: str | None, run: Run, top_n: int | N
         pending = [r.batch_id for r in lifecycle.unfinished(store)]
     run.summary(counters)
     if counters.get("generated") == 0:
-        log(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending)}")
+        log.info(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending)}")
         return None
-    log(f"generate: batch id {job.batch_id}: {counted(counters.get('generated'), 'URL')}")
+    log.info(f"generate: batch id {job.batch_id}: {counted(counters.get('generated'), 'URL')}")
     return job.batch_id
 
 
@@ -191,9 +194,9 @@ class Parse(BatchTool[ParseArgs]):
             return
         if counters.get("retry_later"):  # a parser server was down: those pages must be parsed before updatedb
             n = counters.get("retry_later")
-            log(f"parse: {counted(n, 'page')} could not be parsed now ({'its' if n == 1 else 'their'} parser did not "
-                f"answer); {'it stays' if n == 1 else 'they stay'} in the batch: run `nutch2 parse {batch or '-all'} "
-                "-resume` once it is back")
+            log.info(f"parse: {counted(n, 'page')} could not be parsed now ({'its' if n == 1 else 'their'} parser "
+                     f"did not answer); {'it stays' if n == 1 else 'they stay'} in the batch: run `nutch2 parse "
+                     f"{batch or '-all'} -resume` once it is back")
             return
         super().done(store, batch, counters)
 

@@ -7,6 +7,7 @@ normalizerchecker what the URL filters and normalizers make of each URL and whic
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Iterator
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nutch2.errors import NutchError, UsageError
-from nutch2.logs import log
 from nutch2.mapred.job import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.urls.normalizers import SCOPES
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -214,8 +216,8 @@ class FilterChecker(Tool[FilterCheckArgs]):
             for line in filters.describe():
                 run.out(line)
             return 0
-        log(f"filterchecker: checking the combination of these URL filters: "
-            f"{', '.join(line.split(chr(9))[0] for line in filters.describe())}")
+        log.info(f"filterchecker: checking the combination of these URL filters: "
+                 f"{', '.join(line.split(chr(9))[0] for line in filters.describe())}")
         for url in _urls(a):
             kept, why = filters.explain(url)
             run.out(f"{'+' if kept else '-'}{url}\t{why}")
@@ -247,8 +249,8 @@ class NormalizerChecker(Tool[NormalizerCheckArgs]):
             raise UsageError(f"-normalizer {a.normalizer!r} is not one of {', '.join(normalizers.names())} (the active "
                              f"URL normalizers of scope {a.scope})")
         names = [a.normalizer] if a.normalizer else normalizers.names()
-        log(f"normalizerchecker: checking the combination of these URL normalizers (scope {a.scope}): "
-            f"{', '.join(names)}")
+        log.info(f"normalizerchecker: checking the combination of these URL normalizers (scope {a.scope}): "
+                 f"{', '.join(names)}")
         for url in _urls(a):
             steps = normalizers.explain(url, a.scope, only=a.normalizer)
             result = steps[-1][1] if steps else url

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import io
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.crawldb.tablestats import TableStats, record_stats
 from nutch2.errors import NutchError, StoreError
-from nutch2.logs import log
 from nutch2.mapred.frameworks import make_runner
 from nutch2.stores import BatchLock, open_store
 from nutch2.tools.args import ArgError, ToolArgs, check_batch_choice, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.urls.tableutil import reverse_url
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- readdb
@@ -73,7 +75,7 @@ class Readdb(Tool[ReaddbArgs]):
             with open_store(quick, self.crawl_id, create=False) as store:
                 record_stats(store, stats, per_host)
         except StoreError as e:
-            log(f"readdb: the counts are not kept for the dashboard this time (the table is being written: {e})")
+            log.info(f"readdb: the counts are not kept for the dashboard this time (the table is being written: {e})")
 
     def _row(self, run: Run, store, raw: str) -> int:
         from nutch2.crawldb.rowjson import row_lines, row_to_json
@@ -180,7 +182,7 @@ class WarcImport(Tool[WarcImportArgs]):
         except OSError as e:
             raise NutchError(f"cannot read {e.filename}: {e.strerror}; check its permissions") from None
         counters = run.job_counters("warcimport")
-        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport", log=log):
+        with self.store(create=True) as store, BatchLock(self.conf, self.crawl_id, batch, "warcimport", log=log.info):
             run_import(self.conf, store, paths, batch, make_runner(self.conf, self.tasks()), counters)
         run.summary(counters)
         run.values["batchId"] = batch

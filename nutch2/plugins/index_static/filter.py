@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from functools import cache
 from typing import Any
 
@@ -9,6 +10,8 @@ from nutch2.config import Configuration
 from nutch2.index.filters import IndexingFilter
 from nutch2.logs import config_warning
 from nutch2.webpage import WebPage
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SEPARATORS = {"fieldsep": ",", "keysep": ":", "valuesep": " "}
 
@@ -26,9 +29,9 @@ def static_fields(spec: str, fieldsep: str = ",", keysep: str = ":", valuesep: s
         parts = entry.split(keysep)
         values = [v.strip() for v in parts[-1].split(valuesep) if v.strip()]
         if len(parts) != 2 or not parts[0].strip() or not values:
-            config_warning(f"warning: index.static entry {entry.strip()!r} is not name{keysep}value; ignored (write "
-                    f"collection{keysep}docs{fieldsep}source{keysep}web{valuesep}crawl; the separators are "
-                    "index.static.fieldsep, index.static.keysep and index.static.valuesep)")
+            config_warning(log, f"warning: index.static entry {entry.strip()!r} is not name{keysep}value; ignored "
+                           f"(write collection{keysep}docs{fieldsep}source{keysep}web{valuesep}crawl; the separators "
+                           "are index.static.fieldsep, index.static.keysep and index.static.valuesep)")
             continue
         fields[parts[0].strip()] = values
     return fields

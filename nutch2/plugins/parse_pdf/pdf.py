@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import logging
 from typing import Any
 
 from nutch2.config import Configuration
@@ -27,8 +26,6 @@ from nutch2.parse.xhtml import meta_result
 from nutch2.status import ParseMajor, ParseMinor
 
 __all__ = ["PdfParser"]
-
-logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns about every quirk of a real-world PDF
 
 
 class PdfParser(Parser):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import queue
 import re
@@ -45,9 +46,10 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.output import ProtocolOutput
-from nutch2.logs import warning
 from nutch2.mapred import stop
 from nutch2.status import ProtocolStatusCode
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BrowserPool", "ChromiumSettings", "Renderer"]
 
@@ -315,7 +317,7 @@ class Renderer:
             return _stopped(out)
         except ChromiumError as e:
             self.counters.incr("chromium_failed")
-            warning(f"warning: chromium: {url} not rendered ({e}); its fetched HTML is parsed instead")
+            log.warning(f"warning: chromium: {url} not rendered ({e}); its fetched HTML is parsed instead")
             if browser is not None:
                 browser.alive = False  # restarted for the next page
             out.headers = {**out.headers, "X-Nutch2-Chromium": f"failed: {e}"[:200]}

@@ -20,6 +20,7 @@ that cannot be read or parsed, or a pattern Python cannot run, stops the command
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from nutch2.errors import ConfigError
 from nutch2.logs import config_warning
 from nutch2.plugins.urlnormalizer_regex.javaregex import JavaRegexError, translate_pattern, translate_replacement
 from nutch2.urls.normalizers import SCOPES, URLNormalizer
+
+log = logging.getLogger(__name__)
 
 ROOT, RULE = "regex-normalize", "regex"
 
@@ -68,7 +71,7 @@ def read_rules(data: bytes, source: str) -> list[Rule]:
         fields = {child.tag: child.text or "" for child in element if isinstance(child.tag, str)}
         if not fields.get("pattern") or "substitution" not in fields:
             missing = "substitution" if fields.get("pattern") else "pattern"
-            config_warning(f"warning: {where}: a <regex> without <{missing}> is skipped (as Nutch skips it)")
+            config_warning(log, f"warning: {where}: a <regex> without <{missing}> is skipped (as Nutch skips it)")
             continue
         java = (fields["pattern"], fields["substitution"])
         try:
