@@ -292,14 +292,14 @@ def bench_politeness(quick: bool = False, runs: int = 3, delay: float | None = N
 
 
 # ---------------------------------------------------------------------------------------------- memory vs batch
-def _put_rows(data: Path, rows, batch_size: int = 5000) -> None:
-    """Write WebPage rows straight into the sqlite store (no inject job)."""
+def _put_rows(data: Path, rows, batch_size: int = 5000, crawl_id: str = "bench") -> None:
+    """Write WebPage rows straight into the sqlite store of a crawl (no inject job)."""
     sys.path.insert(0, str(REPO))
     from nutch2.config import Configuration
     from nutch2.stores import open_store
 
     conf = Configuration(REPO / "conf", {"storage.data.dir": str(data), "storage.write.batch.size": str(batch_size)})
-    store = open_store(conf, "bench")
+    store = open_store(conf, crawl_id)
     try:
         for page in rows:
             store.put(page.key, page)

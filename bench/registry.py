@@ -1,5 +1,5 @@
-"""The benchmarks `python -m bench` runs, by name (bench/benchmarks.py, and bench/beyond.py for documents and
-rendered pages, which imports the test web's document writers only when it runs)."""
+"""The benchmarks `python -m bench` runs, by name (bench/benchmarks.py, bench/beyond.py for documents and rendered
+pages, which imports the test web's document writers only when it runs, and bench/index.py for Solr vs OpenSearch)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ from bench.benchmarks import (
     bench_warc,
     bench_web,
 )
+
+
+def _index(quick: bool = False, runs: int = 1) -> str:
+    from bench.index import bench_index  # issue 36
+
+    return bench_index(quick, runs)
 
 
 def _beyond(quick: bool = False, runs: int = 3) -> str:
@@ -35,4 +41,5 @@ BENCHMARKS: dict[str, Callable[..., str]] = {
     "sparkcrawl": bench_sparkcrawl,
     "warc": bench_warc,
     "beyond": _beyond,
+    "index": _index,
 }
