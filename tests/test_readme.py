@@ -1,10 +1,10 @@
 """The README as a new user meets it: its first command (install, then the demo crawl) and its tour of the
 commands, every line run in order in a fresh virtual environment that has only what `pip install -e .` gives,
 against the test web started as the README says (`python -m tests.testweb`, in a process of its own, here with
-fewer hosts and pages) and the real Solr. Each line's output is checked for what the README's comment on it says
-it gives. The only changes: the NUTCH2_OPTS line the README offers for the test web (a short politeness delay),
-and `pip install -e '.[solr]'` naming the repository, as the tour runs in a folder of its own (seeds/, crawl/,
-out/ there) rather than the repository root."""
+fewer hosts and pages) and the real Solr and OpenSearch. Each line's output is checked for what the README's comment
+on it says it gives. The only changes: the NUTCH2_OPTS line the README offers for the test web (a short politeness
+delay), and `pip install -e '.[solr,opensearch]'` naming the repository, as the tour runs in a folder of its own
+(seeds/, crawl/, out/ there) rather than the repository root."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SOLR_URL, require_solr
+from tests.conftest import OPENSEARCH_URL, SOLR_URL, require_opensearch, require_solr
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -110,9 +110,11 @@ CHECKS: list[tuple[str, Check]] = [
     ("readdb -url", _row),
     ("readdb -dump out/", lambda rc, out, err, d: (_ok(rc, out, err), list((d / "out").glob("part-*.jsonl")))),
     ("nutch2 parsechecker", lambda rc, out, err, _: (_ok(rc, out, err), "fetching: " in out, "Outlinks: " in out)),
-    ("pip install -e '.[solr]'", lambda rc, out, err, _: _ok(rc, out, err)),
+    ("pip install -e '.[solr,opensearch]'", lambda rc, out, err, _: _ok(rc, out, err)),
     ("S=http://", lambda rc, out, err, _: _ok(rc, out, err)),
-    ("nutch2 index $B", lambda rc, out, err, _: (_ok(rc, out, err), _counter(err, "indexed") >= 1)),
+    ("O=http://", lambda rc, out, err, _: _ok(rc, out, err)),
+    ("nutch2 index $B -solr", lambda rc, out, err, _: (_ok(rc, out, err), _counter(err, "indexed") >= 1)),
+    ("nutch2 index $B -opensearch", lambda rc, out, err, _: (_ok(rc, out, err), _counter(err, "indexed") >= 1)),
     ("nutch2 clean", lambda rc, out, err, _: (_ok(rc, out, err), "deleted=" in err)),
     ("nutch2 dedup", lambda rc, out, err, _: (_ok(rc, out, err), "deleted=" in err)),
     ("nutch2 search", lambda rc, out, err, _: (_ok(rc, out, err), re.match(r"[1-9]\d* hits? for 'host page'", out),
@@ -133,14 +135,16 @@ def _check(line: str, rc: int, out: str, err: str, folder: Path) -> None:
 @pytest.mark.timeout(1800)
 def test_the_readme_tour_runs_as_written(venv: Path, tmp_path: Path) -> None:
     require_solr()
+    require_opensearch()
     lines = tour()
     assert lines[0].startswith(FIRST_LINE), lines[:2]
     assert any(f"S={SOLR_URL} " in line for line in lines), "the tour uses the Solr of docker/services.sh"
+    assert any(f"O={OPENSEARCH_URL}/" in line for line in lines), "and its OpenSearch"
     lines[0] = quick_opts()
     script, logs = [], tmp_path / "lines"
     logs.mkdir()
     for i, line in enumerate(lines):
-        run = line.replace("pip install -e '.[solr]'", f"pip install -q -e '{REPO}[solr]'")
+        run = line.replace("pip install -e '.[solr,opensearch]'", f"pip install -q -e '{REPO}[solr,opensearch]'")
         script.append(f"{{ {run}\n}} >{logs}/{i}.out 2>{logs}/{i}.err; echo $? >{logs}/{i}.rc")
     env = environment(venv)
     web = subprocess.Popen([sys.executable, "-m", "tests.testweb", "--hosts", "3", "--pages", "6"], cwd=tmp_path,
