@@ -1,19 +1,19 @@
 """The crawl tool: inject, then rounds of generate -> fetch -> parse -> updatedb (-> index), as Nutch's crawl script.
 
 Killed or stopped and run again, it first finishes what was under way — every batch the journal shows short of
-updated (or, with -solr, of indexed) gets the steps it lacks, with -resume — then does the rounds the
+updated (or, with -solr or -opensearch, of indexed) gets the steps it lacks, with -resume — then does the rounds the
 interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
-from nutch2.logs import log
 from nutch2.mapred import stop
 from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
@@ -23,7 +23,20 @@ from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
 from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, seed_path
-from nutch2.tools.solr import Clean, Dedup, Index, IndexArgs, SolrArgs, solr_client, solr_opt
+from nutch2.tools.solr import (
+    Clean,
+    Dedup,
+    Index,
+    IndexArgs,
+    SolrArgs,
+    index_writers,
+    opensearch_opt,
+    solr_client,
+    solr_opt,
+    with_opensearch,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,6 +47,7 @@ class CrawlArgs(SeedsArgs):
     threads: int | None = threads_opt()
     num_tasks: int | None = tasks_opt()
     solr: str | None = solr_opt()
+    opensearch: str | None = opensearch_opt()
     index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
                       cli=False)
 
@@ -45,6 +59,10 @@ class Crawl(Tool[CrawlArgs]):
     help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
     Args = CrawlArgs
 
+    def prepare(self) -> None:
+        self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)  # every step's conf
+        super().prepare()
+
     def run(self, run: Run) -> int:
         from nutch2.fetch.fetcher import fetcher_threads
         from nutch2.fetch.protocols import protocol_for
@@ -52,9 +70,10 @@ class Crawl(Tool[CrawlArgs]):
         a = self.args
         fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
         protocol_for(self.conf).close()
-        self.indexing = bool(a.solr or a.index)
-        if self.indexing:
-            self.solr_url = solr_client(self.conf, a.solr).url  # Solr must answer before round 1
+        self.indexing = bool(a.solr or a.index or a.opensearch)
+        self.solr_url = solr_client(self.conf, a.solr).url if a.solr or a.index else None  # Solr must answer
+        if a.opensearch:  # and OpenSearch, before round 1
+            index_writers(self.conf, self.solr_url)
         with open_store(self.conf, self.crawl_id):  # and the store (created here, as inject would)
             pass
         self.inject(run)
@@ -64,19 +83,20 @@ class Crawl(Tool[CrawlArgs]):
         for r in range(first, (a.rounds or 1) + 1):
             if stop_file.exists():  # obeyed once: the same command goes on from this round
                 stop_file.unlink(missing_ok=True)
-                log(f"crawl: {stop_file} found (and removed): stopping before round {r}")
+                log.info(f"crawl: {stop_file} found (and removed): stopping before round {r}")
                 raise stop.Stopped()
-            log(f"crawl: round {r} of {a.rounds}")
+            log.info(f"crawl: round {r} of {a.rounds}")
             self.record_crawl({"round": r, "rounds": a.rounds})
             if self.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks)) != 0:
-                log("crawl: nothing left to fetch, stopping")
+                log.info("crawl: nothing left to fetch, stopping")
                 break
             batch = run.values["batchId"]
             self.record_crawl({"round": r, "rounds": a.rounds, "batch": batch})
             self.run_batch(run, batch, resume=False)
         if self.indexing:
-            self.step(run, Clean, SolrArgs(solr=self.solr_url))
-            self.step(run, Dedup, SolrArgs(solr=self.solr_url))
+            self.step(run, Clean, SolrArgs(solr=self.solr_url))  # every writer's (the conf has -opensearch's)
+            if self.solr_url:  # dedup is Solr's
+                self.step(run, Dedup, SolrArgs(solr=self.solr_url))
         self.record_crawl(None)
         from nutch2.crawldb.tablestats import record_stats
         from nutch2.jobs.readdb import StatsJob
@@ -120,18 +140,19 @@ class Crawl(Tool[CrawlArgs]):
                                 key=lambda b: (order.get(b, -1), b))
             to_index = lifecycle.pending_index(store) if self.indexing else []
         for batch in sorted(importing):
-            log(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
-                "warcimport")
+            log.info(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
+                     "warcimport")
         if state is not None:
-            log(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; "
-                "finishing it")
+            log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; "
+                     "finishing it")
         for batch in unfinished:
-            log(f"crawl: finishing batch {batch}")
+            log.info(f"crawl: finishing batch {batch}")
             self.run_batch(run, batch, resume=True)
         for batch in to_index:
             if batch not in unfinished:
-                log(f"crawl: batch {batch} was updated but not indexed; indexing it")
-                self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, num_tasks=self.tasks()))
+                log.info(f"crawl: batch {batch} was updated but not indexed; indexing it")
+                self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=self.args.opensearch,
+                                                num_tasks=self.tasks()))
         if state is None:
             return 1
         return state["round"] + 1 if "batch" in state else state["round"]
@@ -153,7 +174,8 @@ class Crawl(Tool[CrawlArgs]):
         if not reached(state, UPDATED):
             self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
         if self.indexing and not reached(state, INDEXED):
-            self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, num_tasks=a.num_tasks))
+            self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
+                                            num_tasks=a.num_tasks))
 
     def _state(self, batch: str) -> str:
         with open_store(self.conf, self.crawl_id, create=False) as store:

@@ -1,8 +1,9 @@
-"""Tools that talk to Solr: index (a batch step), clean, dedup and search."""
+"""Tools that talk to Solr: index (a batch step), clean, dedup and search; index also to OpenSearch (-opensearch)."""
 
 from __future__ import annotations
 
 import html
+import logging
 import re
 import sys
 from dataclasses import dataclass
@@ -21,9 +22,35 @@ from nutch2.tools.batch import BatchTool
 if TYPE_CHECKING:
     from nutch2.index.solr import SolrClient
 
+log = logging.getLogger(__name__)
+
 
 def solr_opt() -> Any:
     return opt("-solr", "Solr core URL (solr.server.url)", metavar="URL", api="no")
+
+
+def opensearch_opt() -> Any:
+    return opt("-opensearch", "OpenSearch index URL, e.g. http://127.0.0.1:9200/nutch (opensearch.url): index there "
+               "(indexer-opensearch-1x), and into Solr only with -solr too", metavar="URL", api="no")
+
+
+def with_opensearch(conf: Configuration, url: str | None, solr: str | None) -> Configuration:
+    """The configuration of a command given -opensearch URL: opensearch.url set, indexer-opensearch-1x active, and
+    indexer-solr active only with -solr too (a copy: the given one is left alone)."""
+    if not url:
+        return conf
+    from nutch2.plugin import Plugins
+
+    out = conf.copy()
+    out.set("opensearch.url", url)
+    active = Plugins(out).ids
+    if "indexer-opensearch-1x" not in active:
+        includes = out.get_str("plugin.includes").strip()
+        out.set("plugin.includes", f"{includes}|indexer-opensearch-1x" if includes else "indexer-opensearch-1x")
+    if not solr and "indexer-solr" in active:
+        excludes = out.get_str("plugin.excludes").strip()
+        out.set("plugin.excludes", f"{excludes}|indexer-solr" if excludes else "indexer-solr")
+    return out
 
 
 def index_writers(conf: Configuration, solr: str | None):
@@ -53,6 +80,7 @@ class IndexArgs(BatchArgs):
     reindex: bool = opt("-reindex", "every indexable row (of the batch, or of the table), indexed before or not",
                         default=False)
     solr: str | None = solr_opt()
+    opensearch: str | None = opensearch_opt()
     num_tasks: int | None = tasks_opt()
 
     def check(self) -> None:
@@ -64,9 +92,13 @@ class IndexArgs(BatchArgs):
 class Index(BatchTool[IndexArgs]):
     name = "index"
     plugin_points = ("indexing-filter", "index-writer", "scoring-filter")
-    help = "send parsed, updated pages of a batch to the index (Solr; index-writers.xml)"
+    help = "send parsed, updated pages of a batch to the index (Solr, OpenSearch; index-writers.xml)"
     Args = IndexArgs
     step = lifecycle.INDEX
+
+    def prepare(self) -> None:
+        self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)
+        super().prepare()
 
     def run(self, run: Run) -> int:
         self.writers = index_writers(self.conf, self.args.solr)
@@ -163,17 +195,15 @@ class Search(Tool[SearchArgs]):
 
     def say_where(self, solr: SolrClient) -> None:
         """No hit: which crawls the core holds, so that a search of the wrong crawl says so."""
-        from nutch2.logs import warning
-
         facets = solr.search("*:*", **{"rows": 0, "facet": "true", "facet.field": "crawlId", "facet.mincount": 1,
                                        "facet.limit": 6})
         counts = facets.facets.get("facet_fields", {}).get("crawlId", [])
         held = {counts[i]: counts[i + 1] for i in range(0, len(counts) - 1, 2)}
         crawl = self.crawl_id or "webpage"
         if not held:
-            warning("search: the core holds no document of any crawl yet (index a batch: nutch2 index B -solr URL)")
+            log.warning("search: the core holds no document of any crawl yet (index a batch: nutch2 index B -solr URL)")
         elif crawl not in held:
             listed = ", ".join(f"{c} ({n} document{'' if n == 1 else 's'})" for c, n in list(held.items())[:5])
             if len(held) > 5:
                 listed += ", ..."
-            warning(f"search: the core holds no document of crawl {crawl}; it holds {listed}: give -crawlId")
+            log.warning(f"search: the core holds no document of crawl {crawl}; it holds {listed}: give -crawlId")
