@@ -2,7 +2,8 @@
 jobs -> core and stores; stores -> the model only; no job imports another job; no core module imports a tool, a
 job or the CLI; nothing imports the CLI; no backend client outside its store module; plugins use the core only (no
 job, tool, store or other plugin); no module imports a plugin (the plugin system finds them: nutch2/plugin/); and
-no two product modules import each other, directly or round a longer loop."""
+no two product modules import each other, directly or round a longer loop. In tests/, no test module imports
+another one or runs the CLI through a subprocess helper of its own: they share tests/helpers.py."""
 
 from __future__ import annotations
 
@@ -216,3 +217,109 @@ def test_journal_writes_have_one_home() -> None:
                   and isinstance(n.func, ast.Attribute) and n.func.attr in writes
                   and (journal(n.func.value) or isinstance(n.func.value, ast.Name) and n.func.value.id in bound)]
     assert found == []
+
+
+# ---------------------------------------------------------------------------------------------------- tests/
+RUNS = {"run", "call", "check_call", "check_output"}  # the subprocess functions that wait for the command's end
+
+
+def waits_for_a_command(node: ast.AST) -> bool:
+    """A call of subprocess.run (or call, check_call, check_output)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RUNS
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess")
+
+
+def cli_command(node: ast.AST) -> bool:
+    """A command line `[..., "-m", "nutch2.cli", ...]` (or `-m nutch2`), as a list or tuple."""
+    words = [e.value if isinstance(e, ast.Constant) else None for e in getattr(node, "elts", [])]
+    return isinstance(node, ast.List | ast.Tuple) and any(
+        a == "-m" and b in ("nutch2", "nutch2.cli") for a, b in zip(words, words[1:], strict=False))
+
+
+def runs_the_cli(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function that puts the CLI's command line together and waits for it in a subprocess."""
+    inside = list(ast.walk(func))
+    return any(map(waits_for_a_command, inside)) and any(map(cli_command, inside))
+
+
+def imported_test_modules(node: ast.AST) -> list[str]:
+    """The tests/test_*.py modules an import names: `import tests.test_x`, `from tests.test_x import y`,
+    `from tests import test_x`, `from .test_x import y`."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level == 1:  # relative to tests/
+            base = f"tests.{base}" if base else "tests"
+        names = [f"{base}.{a.name}" for a in node.names] if base == "tests" else [base]
+    else:
+        return []
+    return [n for n in names if n.startswith("tests.test_")]
+
+
+def faults_of(path: Path) -> list[str]:
+    """What a tests/test_*.py module must not do: import another test module (shared helpers are in
+    tests/helpers.py), or define a helper of its own (a function taking *args) that runs `python -m nutch2` in a
+    subprocess to its end (tests/helpers.py has the one `nutch2(...)`)."""
+    me = f"tests.{path.stem}"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        found += [f"{path.name}:{node.lineno} imports {m}" for m in imported_test_modules(node) if m != me]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.vararg and runs_the_cli(node):
+            found.append(f"{path.name}:{node.lineno} {node.name}() runs the CLI itself (use tests.helpers.nutch2)")
+    return found
+
+
+def test_tests_share_helpers_through_tests_helpers() -> None:
+    """No tests/test_*.py imports another one or runs the CLI through a subprocess helper of its own."""
+    assert [f for path in sorted((REPO / "tests").glob("test_*.py")) for f in faults_of(path)] == []
+
+
+def test_the_tests_check_sees_a_fault(tmp_path: Path) -> None:
+    """The check finds each kind of fault, and passes what test modules legitimately do."""
+    path = tmp_path / "test_fake.py"
+    path.write_text("""\
+import subprocess, sys
+import tests.test_robots
+from tests import helpers, test_stop
+from tests.test_crash_safety import table
+from .test_parse_job import put_fetched
+from tests.helpers import nutch2
+from tests.testweb import TestWeb
+from tests.test_fake import me
+
+
+def nutch(*args):
+    return subprocess.run([sys.executable, "-m", "nutch2.cli", *map(str, args)], capture_output=True)
+
+
+def nutch_on(tmp, *args):
+    cmd = [sys.executable, "-m", "nutch2.cli", *map(str, args), "-crawlId", "x"]
+    return subprocess.run(cmd, cwd=tmp)
+
+
+def nutch2_with(site, *args):
+    return nutch2(*args, env={"PYTHONPATH": str(site)})
+
+
+def kill_when(*args):
+    return subprocess.Popen([sys.executable, "-m", "nutch2.cli", *args])
+
+
+def pip(*args):
+    return subprocess.run([sys.executable, "-m", "pip", *args])
+
+
+async def cli(*args):
+    return subprocess.check_output(args=[sys.executable, "-m", "nutch2", *args])
+
+
+def test_inline():
+    subprocess.run([sys.executable, "-m", "nutch2", "--help"])
+""")
+    assert faults_of(path) == [
+        "test_fake.py:2 imports tests.test_robots", "test_fake.py:3 imports tests.test_stop",
+        "test_fake.py:4 imports tests.test_crash_safety", "test_fake.py:5 imports tests.test_parse_job",
+        "test_fake.py:11 nutch() runs the CLI itself (use tests.helpers.nutch2)",
+        "test_fake.py:15 nutch_on() runs the CLI itself (use tests.helpers.nutch2)",
+        "test_fake.py:32 cli() runs the CLI itself (use tests.helpers.nutch2)"]

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,11 +25,9 @@ from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
-from nutch2.webpage import WebPage
 from tests.conftest import STORE_BACKENDS
 from tests.crawlutil import conf_for, defines, seed_file
-from tests.test_crash_safety import build_batch, nutch2, same_rows, table
-from tests.test_parse_job import page_html
+from tests.helpers import build_batch, fetched_batch, nutch2, page_requests, same_rows, table
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.slow
@@ -115,10 +112,6 @@ def logged(tmp: Path, stopped: subprocess.CompletedProcess[str]) -> None:
     for line in stopped.stderr.splitlines():
         if ": stopp" in line:
             assert any(x.endswith(line) for x in lines), (line, lines[-5:])
-
-
-def page_requests(web: TestWeb) -> Counter[tuple[str, str]]:
-    return Counter((r.host, r.path) for r in web.requests() if r.path != "/robots.txt")
 
 
 def twice(web: TestWeb) -> list[tuple[str, str]]:
@@ -247,19 +240,6 @@ def test_a_stop_lets_a_slow_request_end_and_starts_no_other(web: TestWeb, tmp_pa
 
 
 # ---------------------------------------------------------------------------------------------------- parse
-def _fetched(conf, crawl_id: str, n: int) -> None:
-    """A fetched, unparsed batch B of n pages (about 20 KB each)."""
-    with open_store(conf, crawl_id) as store:
-        for i in range(n):
-            url = f"http://p{i % 9}.test/{i}.html"
-            links = [(f"http://p{(i + j) % 9}.test/{(i * 7 + j) % n}.html", f"to {j}") for j in range(8)]
-            body = page_html(f"Page {i}", " ".join(f"word{(i * j) % 997}" for j in range(2500)), links)
-            page = WebPage(reverse_url(url), status=2, content=body, content_type="text/html",
-                           base_url=url, fetch_time=1, markers={Mark.GENERATE.value: "B", Mark.FETCH.value: "B"},
-                           batch_id="B")
-            store.put(page.key, page)
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(("backend", "how"), _cases(("sqlite:local", "TERM"), ("sqlite", "INT"),
                                                     ("sqlite", TWICE)))
@@ -271,7 +251,7 @@ def test_a_signal_stops_parse_and_the_resume_command_finishes_it_exactly(tmp_pat
     n = 1500 if backend.startswith("sqlite") else 800
     ref, crawl_id = f"pr{uuid.uuid4().hex[:8]}", f"ps{uuid.uuid4().hex[:8]}"
     for cid in (ref, crawl_id):
-        _fetched(conf, cid, n)
+        fetched_batch(conf, cid, n)
     assert nutch2("parse", "B", "-crawlId", ref, *d).returncode == 0
 
     def parsed() -> int:
@@ -370,7 +350,7 @@ def test_a_signal_stops_a_fetch_on_spark_and_resume_requests_nothing_twice(web: 
 def test_a_second_signal_during_the_first_ones_line_still_quits_at_once(monkeypatch, capsys) -> None:
     """Two signals delivered together (the TWICE cases above) can run the handler inside itself, while the first
     call writes its line: the second must still quit at once, after that line, not log a second first stop."""
-    from nutch2 import cli, logs
+    from nutch2 import cli
     from nutch2.mapred import stop
 
     class Quit(Exception):
@@ -388,8 +368,8 @@ def test_a_second_signal_during_the_first_ones_line_still_quits_at_once(monkeypa
         while inner:  # the second signal arrives while this line is written
             inner.pop()()
 
-    monkeypatch.setattr(logs, "log", log)
-    monkeypatch.setattr(logs, "warning", lambda line: lines.append(line))
+    monkeypatch.setattr(cli.log, "info", log)  # the lines of the CLI's logger
+    monkeypatch.setattr(cli.log, "warning", lambda line: lines.append(line))
     stop.reset()
     try:
         with cli.stop_on_signals("nutch2 crawl", "nutch2 crawl seeds"):
