@@ -14,7 +14,7 @@ from nutch2.index.writers import IndexWriters, WriterSpec
 from nutch2.plugin import Plugins
 from nutch2.plugins.indexer_opensearch_1x.mapping import index_body, mappings
 from nutch2.plugins.indexer_opensearch_1x.writer import opensearch_id, target_of_url, writer_params
-from nutch2.tools.solr import with_opensearch
+from nutch2.tools.index import with_opensearch
 from tests.conftest import CONF_DIR, make_conf
 from tests.crawlutil import cli
 

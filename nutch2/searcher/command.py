@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
-from nutch2.tools.solr import solr_opt
+from nutch2.tools.index import solr_opt
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """The tools: one class per `nutch2` command (Nutch's NutchTool), shared by the CLI and the job API.
 
-    batch.py     generate, fetch, parse, updatedb      solr.py      index, clean, dedup, search
+    batch.py     generate, fetch, parse, updatedb      index.py     index, clean, dedup
     seeds.py     inject, sitemap                       table.py     readdb, warc, warcimport
     crawl.py     crawl (a sequence of the above)       checkers.py  parsechecker, indexchecker, filterchecker,
                                                                     normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
+                                                       search.py    search
 
 What each batch step requires, refuses and records is the core's (nutch2/crawldb/lifecycle.py).
 
@@ -13,7 +14,7 @@ The `server` command is the searcher's (nutch2/searcher/command.py), which the C
 
 from __future__ import annotations
 
-from nutch2.tools import batch, checkers, crawl, seeds, solr, table  # noqa: F401 - they register
+from nutch2.tools import batch, checkers, crawl, index, search, seeds, table  # noqa: F401 - they register
 from nutch2.tools.base import TOOLS, Run, Tool
 
 ORDER = ("inject", "sitemap", "generate", "fetch", "parse", "updatedb", "index", "clean", "dedup", "crawl",

@@ -1,4 +1,4 @@
-"""The batch steps: generate, fetch, parse, updatedb (index is in tools/solr.py)."""
+"""The batch steps: generate, fetch, parse, updatedb (index is in tools/index.py)."""
 
 from __future__ import annotations
 

@@ -22,8 +22,7 @@ from nutch2.stores import open_store
 from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
-from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, seed_path
-from nutch2.tools.solr import (
+from nutch2.tools.index import (
     Clean,
     Dedup,
     Index,
@@ -35,6 +34,7 @@ from nutch2.tools.solr import (
     solr_opt,
     with_opensearch,
 )
+from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, seed_path
 
 log = logging.getLogger(__name__)
 
