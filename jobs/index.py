@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.index.filters import FilterOverrun, IndexingFilters
-from nutch2.index.solr import SolrClient, crawl_filter, document_id, row_key_of
+from nutch2.index.solr import document_id, row_key_of
 from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
@@ -196,7 +195,8 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
 
 
 class CleaningJob(Job):
-    """Delete from the index the rows that were indexed and are now GONE, redirects, or noindex: the tasks find
+    """Delete from the index the rows that were indexed and are now GONE, redirects, noindex or DUPLICATE (dedup):
+    the tasks find
     them, the final step deletes them through every active index writer, commits, and only then takes those
     writers' marks off (and the INDEX mark, once no writer holds the row)."""
 
@@ -216,7 +216,7 @@ class CleaningJob(Job):
         self.deleted: list[tuple[str, dict[str, str]]] = []
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if page.status in GONE_STATUSES or NOINDEX_KEY in page.metadata or (
+        if page.status in GONE_STATUSES or page.status == CrawlStatus.DUPLICATE or NOINDEX_KEY in page.metadata or (
                 page.parse_status.minor_code == ParseMinor.REDIRECT):
             self.deleted.append((page.key, dict(page.markers)))
         return iter(())
@@ -243,31 +243,3 @@ class CleaningJob(Job):
                 Mark.INDEX.remove(page)
             ctx.write(page)
         ctx.incr("deleted", len(deleted))
-
-
-def dedup(solr: SolrClient, crawl_id: str | None = None, page_size: int = 1000) -> int:
-    """Delete the crawl's Solr documents that share a digest, keeping the highest boost, then newest tstamp, then
-    shortest URL (Nutch's solrdedup order); other crawls' documents are neither read nor deleted. Returns how many
-    documents were deleted."""
-    deleted = 0
-    crawl = crawl_filter(crawl_id)
-    facets = solr.search("*:*", **{"rows": 0, "fq": crawl, "facet": "true", "facet.field": "digest",
-                                   "facet.mincount": 2, "facet.limit": -1})
-    counts = facets.facets.get("facet_fields", {}).get("digest", [])
-    digests = [counts[i] for i in range(0, len(counts), 2)]
-    for digest in digests:
-        res = solr.search(f'digest:"{digest}"', **{"fq": crawl, "fl": "id,url,boost,tstamp", "rows": page_size})
-        docs = sorted(res.docs, key=lambda d: (-float(d.get("boost", 0.0)), _neg_time(d.get("tstamp")),
-                                               len(d.get("url", "")), d["id"]))
-        losers = [d["id"] for d in docs[1:]]
-        solr.delete_ids(losers)
-        deleted += len(losers)
-    if deleted:
-        solr.commit()
-    return deleted
-
-
-def _neg_time(tstamp: str | None) -> float:
-    if not tstamp:
-        return 0.0
-    return -datetime.fromisoformat(tstamp.replace("Z", "+00:00")).timestamp()

@@ -14,6 +14,7 @@ class CrawlStatus(IntEnum):
     GONE = 3
     REDIR_TEMP = 4
     REDIR_PERM = 5
+    DUPLICATE = 7  # Nutch 1.x's db_duplicate: another row of the same signature was kept (nutch2 dedup)
     RETRY = 0x22
     NOTMODIFIED = 0x26
 

@@ -116,7 +116,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("nutch2 index $B -solr", lambda rc, out, err, _: (_ok(rc, out, err), _counter(err, "indexed") >= 1)),
     ("nutch2 index $B -opensearch", lambda rc, out, err, _: (_ok(rc, out, err), _counter(err, "indexed") >= 1)),
     ("nutch2 clean", lambda rc, out, err, _: (_ok(rc, out, err), "deleted=" in err)),
-    ("nutch2 dedup", lambda rc, out, err, _: (_ok(rc, out, err), "deleted=" in err)),
+    ("nutch2 dedup", lambda rc, out, err, _: (_ok(rc, out, err), "duplicates=" in err)),
     ("nutch2 search", lambda rc, out, err, _: (_ok(rc, out, err), re.match(r"[1-9]\d* hits? for 'host page'", out),
                                                "*" in out)),
     ("-rounds 3 -solr $S", lambda rc, out, err, _: (_ok(rc, out, err), re.search(r"^crawl: news: \d+ URLs: ", out,

@@ -51,10 +51,12 @@ def test_each_crawl_keeps_its_documents_and_dedups_only_its_own(crawls) -> None:
     for crawl in ROUNDS:
         table = rows(conf, crawl)
         docs = {k for k, p in table.items() if indexable(p)}
-        dups = [u for u, s in web.pages.items() if s.duplicate_of and reverse_url(u) in docs]
+        dups = [u for u, s in web.pages.items() if s.duplicate_of and reverse_url(u) in table]
         assert dups, "the crawl reached the duplicate pages"
-        # dedup of the other crawl deleted none of these: one of each duplicate pair is left in each crawl
-        assert in_crawl(crawl) == len(docs) - len(dups)
+        # each crawl's dedup marked one row of each pair in its own table, and neither deleted the other's:
+        # one of each duplicate pair is left in each crawl
+        assert sum(p.status == CrawlStatus.DUPLICATE for p in table.values()) == len(dups)
+        assert in_crawl(crawl) == len(docs)
         pair = " OR ".join(f'"{document_id(crawl, reverse_url(u))}"'
                            for u in (dups[0], web.pages[dups[0]].duplicate_of))
         assert count(f"id:({pair})") == 1

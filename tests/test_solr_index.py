@@ -77,7 +77,9 @@ def test_crawl_index_search_clean_dedup(web: TestWeb, solr: str, tmp_path: Path,
     docs = [p for p in table.values() if indexable(p)]
     dups = [u for u, s in web.pages.items() if s.duplicate_of and reverse_url(u) in table]
     assert dups, "the crawl reached the duplicate pages"
-    assert num_found() == len(docs) - len(dups)  # dedup kept one of each duplicate group
+    # dedup marked one row of each duplicate group DUPLICATE in the table, and clean took it out of Solr
+    assert sum(p.status == CrawlStatus.DUPLICATE for p in table.values()) == len(dups)
+    assert num_found() == len(docs)
     dup_ids = {document_id(SX, reverse_url(u)) for u in dups} | {
         document_id(SX, reverse_url(web.pages[u].duplicate_of)) for u in dups}
     assert num_found(" OR ".join(f'id:"{i}"' for i in dup_ids)) == len(dup_ids) - len(dups)

@@ -23,11 +23,10 @@ from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
 from nutch2.tools.index import (
-    Clean,
     Dedup,
+    DedupArgs,
     Index,
     IndexArgs,
-    SolrArgs,
     index_writers,
     opensearch_opt,
     solr_client,
@@ -93,10 +92,8 @@ class Crawl(Tool[CrawlArgs]):
             batch = run.values["batchId"]
             self.record_crawl({"round": r, "rounds": a.rounds, "batch": batch})
             self.run_batch(run, batch, resume=False)
-        if self.indexing:
-            self.step(run, Clean, SolrArgs(solr=self.solr_url))  # every writer's (the conf has -opensearch's)
-            if self.solr_url:  # dedup is Solr's
-                self.step(run, Dedup, SolrArgs(solr=self.solr_url))
+        if self.indexing:  # duplicates marked in the table, then every writer cleaned of them and of GONE pages
+            self.step(run, Dedup, DedupArgs(solr=self.solr_url, opensearch=a.opensearch, num_tasks=a.num_tasks))
         self.record_crawl(None)
         from nutch2.crawldb.tablestats import record_stats
         from nutch2.jobs.readdb import StatsJob

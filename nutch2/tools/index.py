@@ -11,6 +11,7 @@ from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import has_rows
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
+from nutch2.plugin import Plugins
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt
 from nutch2.tools.base import Run, Tool, tool
@@ -114,40 +115,68 @@ class Index(BatchTool[IndexArgs]):
 
 # ---------------------------------------------------------------- clean, dedup
 @dataclass
-class SolrArgs(ToolArgs):
+class WriterArgs(ToolArgs):
     solr: str | None = solr_opt()
+    opensearch: str | None = opensearch_opt()
+
+
+def clean(tool: Tool[Any], run: Run, writers: Any) -> None:
+    """Delete the rows that left the index (GONE, redirects, noindex, duplicates) through `writers`."""
+    from nutch2.jobs.index import CleaningJob
+
+    counters = run.job_counters("clean")
+    counters.incr("deleted", 0)
+    with tool.store() as store:
+        make_runner(tool.conf, tool.tasks()).run(CleaningJob(tool.conf, writers, tool.crawl_id), store, counters)
+    run.summary(counters)
 
 
 @tool
-class Clean(Tool[SolrArgs]):
+class Clean(Tool[WriterArgs]):
     name = "clean"
     plugin_points = ("index-writer",)
-    help = "delete GONE pages, redirects and noindex pages from the index"
-    Args = SolrArgs
+    help = "delete GONE pages, redirects, noindex pages and duplicates from every index writer"
+    Args = WriterArgs
+
+    def prepare(self) -> None:
+        self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)
+        super().prepare()
 
     def run(self, run: Run) -> int:
-        from nutch2.jobs.index import CleaningJob
-
-        writers = index_writers(self.conf, self.args.solr)
-        counters = run.job_counters("clean")
-        counters.incr("deleted", 0)
-        with self.store() as store:
-            make_runner(self.conf).run(CleaningJob(self.conf, writers, self.crawl_id), store, counters)
-        run.summary(counters)
+        clean(self, run, index_writers(self.conf, self.args.solr))
         return 0
 
 
+@dataclass
+class DedupArgs(WriterArgs):
+    num_tasks: int | None = tasks_opt()
+
+
 @tool
-class Dedup(Tool[SolrArgs]):
+class Dedup(Tool[DedupArgs]):
     name = "dedup"
-    help = "remove the crawl's duplicate documents (same digest) from Solr, keeping the best"
-    Args = SolrArgs
+    help = ("mark all but the best row of each signature DUPLICATE (Nutch's DeduplicationJob); with -solr or "
+            "-opensearch, then delete the duplicates from every index writer, as clean does")
+    Args = DedupArgs
+    crawl_lock = True  # rewrites rows' statuses: not while generate or updatedb run
+
+    def prepare(self) -> None:
+        self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)
+        super().prepare()
+        if self.args.solr or self.args.opensearch:
+            Plugins(self.conf).check(("index-writer",))
 
     def run(self, run: Run) -> int:
-        from nutch2.jobs.index import dedup
+        from nutch2.jobs.dedup import DeduplicationJob
 
+        writers = index_writers(self.conf, self.args.solr) if self.args.solr or self.args.opensearch else None
         counters = run.job_counters("dedup")
-        solr = solr_client(self.conf, self.args.solr)
-        counters.incr("deleted", dedup(solr, self.crawl_id))
+        counters.incr("duplicates", 0)
+        with self.store() as store:
+            make_runner(self.conf, self.tasks()).run(DeduplicationJob(self.conf), store, counters)
         run.summary(counters)
+        if writers is not None:
+            clean(self, run, writers)
+        elif counters.get("duplicates"):
+            log.info("dedup: nutch2 clean deletes the duplicates from the index writers")
         return 0
