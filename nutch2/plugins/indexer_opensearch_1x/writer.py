@@ -19,12 +19,23 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import orjson
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
+from nutch2.errors import ConfigError
+from nutch2.index.opensearch import (
+    DEFAULT_INDEX,
+    DEFAULT_PORT,
+    OpenSearchUnavailable,
+    Target,
+    connect,
+    connection_cause,
+    error_reason,
+    index_name,
+    one_line,
+    target_of_url,
+)
 from nutch2.index.writers import IndexWriter, WriterSpec
 from nutch2.mapred import stop
 from nutch2.plugins.indexer_opensearch_1x.mapping import SCHEMA, index_body
@@ -32,36 +43,13 @@ from nutch2.plugins.indexer_opensearch_1x.mapping import SCHEMA, index_body
 log = logging.getLogger(__name__)
 
 # Nutch's defaults (its index-writers.xml.template)
-DEFAULTS = {"port": 9200, "max.bulk.docs": 250, "max.bulk.size": 2_500_500, "exponential.backoff.millis": 100,
+DEFAULTS = {"port": DEFAULT_PORT, "max.bulk.docs": 250, "max.bulk.size": 2_500_500, "exponential.backoff.millis": 100,
             "exponential.backoff.retries": 10, "bulk.close.timeout": 600}
 RETRIED = (429, 503)  # answers after which a request (or a document of it) is sent again, as lost connections are
 MAX_ID_BYTES = 512  # OpenSearch's longest _id
-NOT_IN_INDEX_NAMES = set('\\/*?"<>| ,#:')
 MAPPING_ERRORS = ("mapper_parsing_exception", "document_parsing_exception", "illegal_argument_exception",
                   "strict_dynamic_mapping_exception")
-
-
-class OpenSearchUnavailable(NutchError):
-    """The cluster is down, unreachable, or refused a request (one line: where, the cause, what to do)."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """The cluster and the index a writer sends to."""
-
-    scheme: str
-    hosts: tuple[str, ...]
-    port: int
-    prefix: str  # a path the cluster is served under ("" for none)
-    index: str
-    username: str = ""
-    password: str = ""
-
-    @property
-    def url(self) -> str:
-        """The cluster's URL, without credentials."""
-        hosts = ",".join(f"[{h}]" if ":" in h else h for h in self.hosts)
-        return f"{self.scheme}://{hosts}:{self.port}" + (f"/{self.prefix}" if self.prefix else "")
+WHERE = "-opensearch / opensearch.url (or index-writers.xml)"
 
 
 @dataclass(frozen=True)
@@ -78,41 +66,6 @@ class Params:
     ca_file: str = ""
     cert_file: str = ""
     cert_password: str = ""
-
-
-def index_name(name: str, where: str) -> str:
-    """An index name OpenSearch takes, else ConfigError."""
-    if (not name or name != name.lower() or name in (".", "..") or name[0] in "-_+"
-            or NOT_IN_INDEX_NAMES & set(name) or len(name.encode()) > 255):
-        raise ConfigError(f"{where}: {name!r} is not an OpenSearch index name (lower case, at most 255 bytes, none of "
-                          '\\/*?"<>|,#: or spaces, not starting with -, _ or +); e.g. nutch')
-    return name
-
-
-def redacted(url: str) -> str:
-    """A URL without the password it may carry."""
-    u = urlsplit(url)
-    if u.password is None:
-        return url
-    return u._replace(netloc=f"{u.username}:***@{u.netloc.rpartition('@')[2]}").geturl()
-
-
-def target_of_url(url: str) -> Target:
-    """http(s)://[user:password@]host[:port][/prefix]/<index> (opensearch.url, -opensearch): port 9200 and index
-    nutch when the URL gives none."""
-    u = urlsplit(url.strip())
-    shown = redacted(url.strip())
-    try:
-        port = u.port or DEFAULTS["port"]
-    except ValueError:
-        port = 0
-    if u.scheme not in ("http", "https") or not u.hostname or not port or u.query or u.fragment:
-        raise ConfigError(f"OpenSearch URL {shown!r} is not http(s)://host:port/<index> (e.g. "
-                          "http://127.0.0.1:9200/nutch); fix -opensearch or opensearch.url")
-    parts = [p for p in u.path.split("/") if p]
-    index = index_name(unquote(parts[-1]) if parts else "nutch", f"OpenSearch URL {shown}")
-    return Target(u.scheme, (u.hostname,), port, "/".join(parts[:-1]), index, unquote(u.username or ""),
-                  unquote(u.password or ""))
 
 
 def writer_params(spec: WriterSpec, conf: Configuration) -> Params:
@@ -153,7 +106,7 @@ def writer_params(spec: WriterSpec, conf: Configuration) -> Params:
         if scheme not in ("http", "https"):
             raise bad("scheme", "http or https")
         target = Target(scheme, hosts, number("port", 1, 65535), "",
-                        index_name(text("index") or "nutch", f"index writer {spec.id}: parameter index"),
+                        index_name(text("index") or DEFAULT_INDEX, f"index writer {spec.id}: parameter index"),
                         text("username"), p.get("password") or "")
     timeout = conf.get_float("opensearch.timeout")
     if timeout <= 0:
@@ -190,18 +143,6 @@ def _sleep(seconds: float) -> None:
         time.sleep(min(left, 0.2))
 
 
-def _one_line(text: Any, limit: int = 300) -> str:
-    return " ".join(str(text).split())[:limit]
-
-
-def _reason(info: Any) -> str:
-    """`type: reason` of an OpenSearch error body (a request's or a bulk item's)."""
-    err = info.get("error", info) if isinstance(info, dict) else info
-    if isinstance(err, dict):
-        return _one_line(f"{err.get('type', 'error')}: {err.get('reason', '')}".rstrip(": "))
-    return _one_line(err)
-
-
 class OpenSearchIndexWriter(IndexWriter):
     nutch_class = "org.apache.nutch.indexwriter.opensearch1x.OpenSearch1xIndexWriter"
 
@@ -215,14 +156,10 @@ class OpenSearchIndexWriter(IndexWriter):
         self.client: Any = None
 
     def open(self, spec: WriterSpec, task: int | None, run: str) -> None:
-        from opensearchpy import OpenSearch
-
         super().open(spec, task, run)
         self.params = p = writer_params(spec, self.conf)
         self.target = t = p.target
-        kw: dict[str, Any] = {}
-        if t.username:
-            kw["http_auth"] = (t.username, t.password)
+        context = None
         if t.scheme == "https":
             try:
                 context = ssl.create_default_context(cafile=p.ca_file or None)
@@ -230,10 +167,8 @@ class OpenSearchIndexWriter(IndexWriter):
                     context.load_cert_chain(p.cert_file, password=p.cert_password or None)
             except (OSError, ssl.SSLError) as e:
                 raise ConfigError(f"index writer {spec.id}: cannot read trust.store.path / key.store.path as PEM "
-                                  f"({_one_line(e)}); fix them in index-writers.xml") from None
-            kw.update(use_ssl=True, ssl_context=context)
-        hosts = [{"host": h, "port": t.port, "url_prefix": t.prefix} for h in t.hosts]
-        self.client = OpenSearch(hosts, timeout=p.timeout, max_retries=0, retry_on_timeout=False, **kw)
+                                  f"({one_line(e)}); fix them in index-writers.xml") from None
+        self.client = connect(t, p.timeout, context)
         self.actions: list[dict[str, Any]] = []
         self.size = 0
         self._counts: Counter[str] = Counter()
@@ -378,7 +313,7 @@ class OpenSearchIndexWriter(IndexWriter):
             tried = (f"after {attempt} {'retry' if attempt == 1 else 'retries'} over {time.monotonic() - started:.1f} s"
                      if attempt else "not retried: exponential.backoff.retries=0")
             if isinstance(cause, dict):
-                cause_text, hint = f"HTTP {cause.get('status')} ({_reason(cause)}) {tried}", self._busy_hint()
+                cause_text, hint = f"HTTP {cause.get('status')} ({error_reason(cause)}) {tried}", self._busy_hint()
             else:
                 cause_text, hint = self._cause(cause)
                 cause_text = f"{cause_text} {tried}"
@@ -396,20 +331,15 @@ class OpenSearchIndexWriter(IndexWriter):
 
     def _cause(self, e: Exception) -> tuple[str, str]:
         """What went wrong, in a few words, and what to do."""
-        from opensearchpy import exceptions as ex
+        from opensearchpy.exceptions import SSLError
 
-        where = "-opensearch / opensearch.url (or index-writers.xml)"
-        if isinstance(e, ex.SSLError):
-            return f"TLS failed ({_one_line(e.info or e, 160)})", "check the scheme (http/https) and trust.store.path"
-        if isinstance(e, ex.ConnectionTimeout):
-            return (f"no answer within opensearch.timeout={self.params.timeout:g} s",
-                    "check that the cluster is up and not overloaded (opensearch.timeout)")
-        if isinstance(e, ex.ConnectionError):
-            if "refused" in str(e).lower():
-                return "connection refused", f"start it (docker/services.sh start opensearch) or fix {where}"
-            return f"the connection failed ({_one_line(e.info or e, 160)})", f"check that it is up, and {where}"
+        known = connection_cause(e, self.params.timeout, WHERE)
+        if known and isinstance(e, SSLError):
+            return known[0], "check the scheme (http/https) and trust.store.path"
+        if known:
+            return known
         status = getattr(e, "status_code", None)
-        reason = _reason(getattr(e, "info", None) or getattr(e, "error", e))
+        reason = error_reason(getattr(e, "info", None) or getattr(e, "error", e))
         if status == 401:
             return "HTTP 401, the login was refused", "check username and password (index-writers.xml, or the URL)"
         if status == 403:
@@ -420,7 +350,7 @@ class OpenSearchIndexWriter(IndexWriter):
                     "lower max.bulk.size (index-writers.xml) below the cluster's http.max_content_length")
         if status in RETRIED:
             return f"HTTP {status} ({reason})", self._busy_hint()
-        return f"HTTP {status} ({reason})", f"check the cluster's log and {where}"
+        return f"HTTP {status} ({reason})", f"check the cluster's log and {WHERE}"
 
     def _fail(self, what: str, e: Exception) -> OpenSearchUnavailable:
         cause, hint = self._cause(e)
@@ -442,4 +372,4 @@ class OpenSearchIndexWriter(IndexWriter):
         n = len(failed)
         return OpenSearchUnavailable(
             f"OpenSearch at {self.target.url} refused {n} of {total} documents sent to index {self.target.index} "
-            f"(HTTP {info.get('status')}, {_reason(info)}); {hint}")
+            f"(HTTP {info.get('status')}, {error_reason(info)}); {hint}")
