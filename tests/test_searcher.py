@@ -475,3 +475,114 @@ def test_queries_reach_solr_without_wildcards_regexes_fuzzy_or_ranges(typed: str
     from nutch2.searcher.search import parse_query
 
     assert parse_query(typed)[0] == sent
+
+
+# ------------------------------------------------------------------------------------------- over OpenSearch
+HOSTILE_QUERIES = ["{!join from=id to=id fromIndex=nutch}x", '_query_:"{!lucene}x"', '_val_:"sum(1,1)"',
+                   "crawlId:other", "id:other*", "*", "*:*", "?", "/.*/", "url:/.*/", "a*", "*ache", "qu?x",
+                   "nutch~2", "[a TO z]", "title:[* TO *]", "{a TO z}", "\\", '"', "(" * 500, "a " * 499,
+                   "title:" * 150, "x" * 1000, "OR", "NOT", "a OR b* OR /c/", '-"x*" -y~', "script:x", "host:*"]
+FORBIDDEN = {"query_string", "simple_query_string", "regexp", "wildcard", "prefix", "fuzzy", "script", "script_score",
+             "function_score", "range", "exists", "intervals", "wrapper", "more_like_this", "percolate", "span_multi",
+             "terms_set", "ids", "nested", "has_child", "has_parent", "geo_shape", "distance_feature"}
+
+
+def _keys(value: object) -> set[str]:
+    """Every key of a JSON body, however deep."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+@pytest.mark.parametrize("typed", HOSTILE_QUERIES)
+def test_opensearch_gets_what_is_typed_only_as_text_to_match(typed: str) -> None:
+    """Whatever is typed, the query body holds match queries and the crawl's term filter: no query parser, no
+    wildcard, regexp, prefix, fuzzy, range or script query, and the typed text only as the text of a match."""
+    from nutch2.searcher.search_opensearch import opensearch_body
+
+    try:
+        req = SearchRequest.from_params({"q": typed}, "mine")
+    except ParamError:
+        return  # refused before any query (host:*, ...)
+    body = opensearch_body(req)
+    assert not _keys(body["query"]) & FORBIDDEN, body
+    assert body["query"]["bool"]["filter"] == [{"term": {"crawlId": "mine"}}]
+
+    def texts(value: object, key: str = "") -> list[str]:
+        if isinstance(value, dict):
+            return [t for k, v in value.items() for t in texts(v, k)]
+        if isinstance(value, list):
+            return [t for v in value for t in texts(v, key)]
+        return [value] if isinstance(value, str) and key not in ("type", "operator", "fields") else []
+
+    shown = [t for t in texts(body["query"]["bool"]["must"]) if not t.endswith(("^8", "^4", "^1", "^0.5"))]
+    assert all(t in typed or t in typed.replace("\\", "") for t in shown), shown
+
+
+def test_opensearch_queries_weigh_the_fields_as_edismax_does() -> None:
+    from nutch2.index.opensearch import text_query
+    from nutch2.index.query import clauses
+    from nutch2.searcher.search import EDISMAX
+    from nutch2.searcher.search_opensearch import WINDOW, opensearch_body
+
+    assert (EDISMAX["qf"], EDISMAX["pf"]) == ("title^8 anchor^4 content^1 text^0.5", "title^20 anchor^8 content^4")
+    q = text_query("open source")
+    words, phrase = q["bool"]["must"][0]["multi_match"], q["bool"]["should"][0]["multi_match"]
+    assert words == {"query": "open source", "fields": ["title^8", "anchor^4", "content^1", "text^0.5"],
+                     "type": "cross_fields", "operator": "and"}  # every word, in any field, term by term
+    assert phrase == {"query": "open source", "fields": ["title^20", "anchor^8", "content^4"], "type": "phrase",
+                      "slop": 0}
+    assert text_query("") == {"match_all": {}}  # site:example.com alone lists the site (Solr's q.alt)
+    assert [[(c.text, c.field, c.phrase, c.negated) for c in g] for g in clauses(
+        'a OR b -c "d e" title:f crawlId:g NOT h AND')] == [
+        [("a", None, False, False), ("b", None, False, False)], [("c", None, False, True)],
+        [("d e", None, True, False)], [("f", "title", False, False)], [("crawlId:g", None, False, False)],
+        [("h", None, False, True)], [("AND", None, False, False)]]
+    # host:/site: are term filters; the facet's host a post_filter (the facet counts every host); one hit per site
+    req = SearchRequest.from_params({"q": "x site:a.test host:b.a.test"}, "c")
+    body = opensearch_body(req)
+    assert body["query"]["bool"]["filter"] == [{"term": {"crawlId": "c"}}, {"terms": {"host": ["b.a.test"]}},
+                                               {"terms": {"site": ["a.test"]}}]
+    assert "collapse" not in body and "post_filter" not in body
+    body = opensearch_body(SearchRequest.from_params({"q": "x", "host": "b.test"}))
+    assert body["post_filter"] == {"term": {"host": "b.test"}} and "collapse" not in body
+    body = opensearch_body(SearchRequest.from_params({"q": "x", "start": "20"}))
+    assert body["collapse"]["field"] == "host" and body["aggs"]["sites"]["cardinality"]["field"] == "host"
+    assert body["aggs"]["host"] == {"terms": {"field": "host", "size": 20}}
+    assert (body["from"], body["size"]) == (20, 10)
+    deep = opensearch_body(SearchRequest.from_params({"q": "x", "start": "9950", "rows": "100"}))
+    assert deep["from"] + deep["size"] == WINDOW  # within index.max_result_window
+
+
+def test_the_server_and_search_take_one_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ["-D", f"storage.data.dir={tmp_path}"]
+    for command in (["server", "-crawlId", "x"], ["search", "word"]):
+        assert cli(*command, "-solr", "http://127.0.0.1:9/solr/nutch", "-opensearch", "http://127.0.0.1:9/nutch",
+                   *d) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "give -solr URL or -opensearch URL, not both" in err[0], err
+    assert cli("server", "-crawlId", "x", "-opensearch", "http://127.0.0.1:9/Not An Index", *d) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not an OpenSearch index name" in err[0], err
+    assert cli("search", "word", "-opensearch", "ftp://127.0.0.1:9/nutch", *d) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not http(s)://host:port/<index>" in err[0], err
+
+
+def test_jobs_of_a_server_on_opensearch_index_there(tmp_path: Path) -> None:
+    from nutch2.searcher.jobapi import Redactor
+
+    url = "http://ann:s3cret@127.0.0.1:9200/web"
+    jobs = JobManager(make_conf(tmp_path), "c", None, None, url)
+    index = jobs.build("index", {"all": True})[1]
+    assert (index.opensearch, index.solr) == (url, None)
+    crawl = jobs.build("crawl", {"seedUrls": ["http://a/"], "rounds": 1, "index": True})[1]
+    assert (crawl.opensearch, crawl.solr, crawl.index) == (url, None, False)  # index: the server's Solr; off
+    assert jobs.build("crawl", {"seedUrls": ["http://a/"], "rounds": 1})[1].opensearch is None  # no indexing
+    with pytest.raises(ParamError, match="cannot be set through the job API"):
+        jobs.build("index", {"all": True, "opensearch": "http://evil.test:9200/x"})
+    r = Redactor(None, None, None, url)
+    assert r.text(f"index into {url} and http://ann:***@127.0.0.1:9200/web; OpenSearch at http://127.0.0.1:9200 "
+                  "failed") == "index into <opensearch> and <opensearch>; OpenSearch at <opensearch> failed"

@@ -438,13 +438,14 @@ def test_a_query_solr_rejects_is_one_message_a_400_and_names_no_url(crawl: list[
     import uvicorn
 
     from nutch2.searcher.app import create_app
+    from nutch2.searcher.search import SolrBackend
     from nutch2.searcher.server import bind
 
     records: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
     logging.getLogger("nutch2.searcher").addHandler(handler)
-    app = create_app(conf_for(tmp, "sqlite"), CRAWL, StandardParser(SOLR, 30))
+    app = create_app(conf_for(tmp, "sqlite"), CRAWL, SolrBackend(StandardParser(SOLR, 30)))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -89,7 +89,7 @@ class SolrClient:
             cause, hint = "timed out", "check that Solr is up and not overloaded (solr.timeout)"
         elif "http 404" in low:
             cause, hint = "HTTP 404, no such core", "check the core name in -solr / solr.server.url"
-        elif "http 400" in low:
+        elif "http 400" in low or "maxclausecount" in low:  # malformed, or too large to run (HTTP 500)
             reason = re.sub(r"^.*?\[Reason:\s*", "", raw).rstrip("]")
             reason = re.sub(r"^(?:org\.apache\.solr\.[\w.]+|[\w.]+Exception):\s*", "", reason)
             reason = reason.split(" Was expecting")[0]
@@ -127,3 +127,11 @@ class SolrClient:
 
     def search(self, q: str, **params: Any) -> Any:
         return self._call("search", self._solr.search, q, **params)
+
+
+def crawl_counts(solr: SolrClient, limit: int) -> dict[str, int]:
+    """The crawls the core holds (the crawlId field) with their documents, most first, at most `limit`."""
+    res = solr.search("*:*", **{"rows": 0, "facet": "true", "facet.field": "crawlId", "facet.mincount": 1,
+                                "facet.limit": limit})
+    counts = res.facets.get("facet_fields", {}).get("crawlId", []) if res.facets else []
+    return {str(counts[i]): int(counts[i + 1]) for i in range(0, len(counts) - 1, 2)}

@@ -5,7 +5,8 @@ HTML through Jinja's autoescape; snippets are rebuilt by search.snippet_markup. 
 and say so in their Content-Security-Policy. Cached copies are snapshots (snapshot.py) served from their own
 route with `Content-Security-Policy: sandbox` (an opaque origin, no scripts, no forms, no remote source) and
 shown in a sandboxed iframe, so nothing in a stored page can act on the app's origin or reach the live site.
-Error pages and API errors name no file, store address or Solr URL: those go to the server's log.
+Error pages and API errors name no file, store address or index URL (Solr's, OpenSearch's): those go to the
+server's log. The index is a SearchBackend (search.py): a Solr core or an OpenSearch index, the same pages over both.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nutch2.config import Configuration
 from nutch2.errors import StoreError
-from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, row_key_of
+from nutch2.index.solr import row_key_of
 from nutch2.parse.encoding import decode_content, detect_encoding
 from nutch2.parse.parseutil import caching_forbidden
 from nutch2.searcher.access import AccessGuard, AccessPolicy
@@ -54,11 +55,12 @@ from nutch2.searcher.pages import (
 from nutch2.searcher.params import ParamError, int_param, url_param
 from nutch2.searcher.search import (
     MAX_START,
+    QUERY_REFUSED,
+    UNAVAILABLE,
     IndexSummary,
+    SearchBackend,
     SearchRequest,
     SearchResult,
-    index_summary,
-    search,
 )
 from nutch2.searcher.snapshot import LOOKUP_FIELDS, RESOURCE_TYPES, Lookup, rewrite_css, snapshot_html
 from nutch2.urls.checker import UrlChecker
@@ -83,11 +85,11 @@ SUMMARY_TTL = 30.0  # seconds the home page's index size and freshness are kept
 
 @dataclass
 class Searcher:
-    """What the routes share: configuration, the crawl's store, Solr and the job manager."""
+    """What the routes share: configuration, the crawl's store, the index (Solr or OpenSearch) and the job manager."""
 
     conf: Configuration
     crawl_id: str | None
-    solr: SolrClient
+    index: SearchBackend
     store: StoreAccess
     jobs: JobManager | None
     templates: Jinja2Templates
@@ -114,7 +116,7 @@ class TtlValue:
             if time.monotonic() - self._at > self.ttl:
                 try:
                     self._value = self.compute()
-                except (SolrUnavailable, StoreError) as e:
+                except (*UNAVAILABLE, StoreError) as e:
                     log.warning("%s", e)
                     self._value = None
                 self._at = time.monotonic()
@@ -187,7 +189,7 @@ def _error(request: Request, status: int, title: str, message: str) -> Response:
 def _ctx(request: Request, **values: Any) -> dict[str, Any]:
     s: Searcher = request.app.state.searcher
     base = {"crawl_id": s.crawl_id or "webpage", "q": request.query_params.get("q", ""),
-            "jobs_enabled": s.jobs is not None}
+            "jobs_enabled": s.jobs is not None, "engine": s.index.name}
     base.update(values)
     return base
 
@@ -197,14 +199,15 @@ async def _on_param_error(request: Request, exc: Exception) -> Response:
     return _error(request, exc.status, "Cannot do that" if exc.status != 404 else "Not found", str(exc))
 
 
-async def _on_solr_error(request: Request, exc: Exception) -> Response:
-    log.warning("%s", exc)  # the whole story, Solr's URL included, for the operator
-    if isinstance(exc, SolrQueryError):
-        return _error(request, 400, "Solr could not run this query",
-                      f"Solr could not run this query: {exc.reason}. Put the words in quotes to search for them "
-                      "as they are.")
+async def _on_index_error(request: Request, exc: Exception) -> Response:
+    log.warning("%s", exc)  # the whole story, the index's URL included, for the operator
+    name = request.app.state.searcher.index.name
+    if isinstance(exc, QUERY_REFUSED):
+        return _error(request, 400, f"{name} could not run this query",
+                      f"{name} could not run this query: {getattr(exc, 'reason', '')}. Put the words in quotes to "
+                      "search for them as they are.")
     return _error(request, 503, "Search is unavailable",
-                  "Search is unavailable: Solr does not answer. The server's log says why; try again later.")
+                  f"Search is unavailable: {name} does not answer. The server's log says why; try again later.")
 
 
 async def _on_store_error(request: Request, exc: Exception) -> Response:
@@ -240,8 +243,8 @@ def _paging(total: int, req: SearchRequest) -> list[dict[str, Any]]:
 
 
 def _with_fetch_dates(s: Searcher, result: SearchResult) -> SearchResult:
-    """The fetch time of hits whose document has none (indexed before the fetched field) from their row (Solr's
-    tstamp is the next fetch); without the store, none."""
+    """The fetch time of hits whose document has none (indexed before the fetched field) from their row (the
+    document's tstamp is the next fetch); without the store, none."""
     missing = [hit for hit in result.hits if hit.fetched is None]
 
     def read(store: Any) -> None:
@@ -264,7 +267,7 @@ def search_page(request: Request) -> Response:
         summary: IndexSummary | None = s.summary.get()
         return s.templates.TemplateResponse(request, "search.html", _ctx(request, result=None, req=req,
                                                                          summary=summary))
-    result = _with_fetch_dates(s, search(s.solr, req))
+    result = _with_fetch_dates(s, s.index.search(req))
     prev_start = max(0, req.start - req.rows) if req.start > 0 else None
     next_start = req.start + req.rows if req.start + req.rows < result.total and \
         req.start + req.rows <= MAX_START else None
@@ -390,7 +393,7 @@ def rss(request: Request) -> Response:
     req = s.search_request(request)
     if not req.q:
         raise ParamError("q is missing; give a query, e.g. /rss?q=crawler")
-    result = _with_fetch_dates(s, search(s.solr, req))
+    result = _with_fetch_dates(s, s.index.search(req))
     return Response(rss_feed(result, _base(request), s.crawl_id or "webpage"), media_type=RSS_TYPE)
 
 
@@ -402,7 +405,7 @@ def api_search(request: Request) -> Response:
     req = s.search_request(request)
     if not req.q:
         raise ParamError("q is missing; give a query, e.g. /api/search?q=crawler")
-    return JSONResponse(_with_fetch_dates(s, search(s.solr, req)).to_json())
+    return JSONResponse(_with_fetch_dates(s, s.index.search(req)).to_json())
 
 
 def api_page(request: Request) -> Response:
@@ -481,11 +484,11 @@ def api_job_stop(request: Request) -> Response:
 # ---------------------------------------------------------------------------- the app
 
 
-def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs: JobManager | None = None,
+def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, jobs: JobManager | None = None,
                policy: AccessPolicy | None = None) -> Starlette:
     store = StoreAccess(conf, crawl_id)
-    summary = TtlValue(lambda: index_summary(solr, crawl_id), SUMMARY_TTL)
-    searcher = Searcher(conf, crawl_id, solr, store, jobs, _templates(), summary,
+    summary = TtlValue(lambda: index.index_summary(crawl_id), SUMMARY_TTL)
+    searcher = Searcher(conf, crawl_id, index, store, jobs, _templates(), summary,
                         UrlChecker(conf, "inject", filter=False), conf.get_bool("searcher.collapse.host"))
 
     @asynccontextmanager
@@ -517,8 +520,8 @@ def create_app(conf: Configuration, crawl_id: str | None, solr: SolrClient, jobs
         Route("/api/jobs/{job_id}/stop", api_job_stop, methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
-    handlers = {ParamError: _on_param_error, SolrUnavailable: _on_solr_error, StoreError: _on_store_error,
-                HTTPException: _on_http_error}
+    handlers = {ParamError: _on_param_error, StoreError: _on_store_error, HTTPException: _on_http_error,
+                **dict.fromkeys(UNAVAILABLE, _on_index_error)}
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)  # type: ignore[arg-type]
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.searcher = searcher

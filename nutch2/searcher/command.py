@@ -14,6 +14,8 @@ from nutch2.tools.index import solr_opt
 @dataclass
 class ServerArgs(ToolArgs):
     solr: str | None = solr_opt()
+    opensearch: str | None = opt("-opensearch", "search this OpenSearch index instead of Solr, e.g. "
+                                 "http://127.0.0.1:9200/nutch", metavar="URL", api="no")
     host: str = opt("-host", "address to listen on (127.0.0.1); another than loopback needs a login or -insecure",
                     default="127.0.0.1", metavar="ADDR")
     port: int = opt("-port", "port to listen on (8081; 0: any free port)", default=8081, metavar="N", min=0,
@@ -33,6 +35,8 @@ class ServerArgs(ToolArgs):
         super().check()
         if self.addUser and not self.users:
             raise ArgError("-addUser NAME needs -users FILE (the file to write)")
+        if self.solr and self.opensearch:
+            raise ArgError("give -solr URL or -opensearch URL, not both: the server searches one index")
 
 
 @tool
@@ -49,4 +53,4 @@ class Server(Tool[ServerArgs]):
         if a.addUser:
             return add_user_interactively(a.users or "", a.addUser)
         opts = ServerOptions(a.host, a.port, a.jobs, a.tokenFile, a.users, a.insecure, a.sslCert, a.sslKey)
-        return serve(self.conf, self.crawl_id, a.solr, opts)
+        return serve(self.conf, self.crawl_id, a.solr, opts, a.opensearch)

@@ -3,8 +3,9 @@
 A job is a tool of the CLI (nutch2/tools) run in this process, in a thread of its own: the same arguments
 (checked by the same declarations; GET /api/jobs/types gives their JSON schemas), locks, life-cycle rules and
 exit codes as on a terminal. Its counters are the tool's own, read live while it runs. The request names no URL
-and no path of the server: Solr is the server's, seeds come in the body (`seedUrls`) or are named inside the
-configured files folder (server.files.dir), which also receives what jobs write (dumps, WARC files).
+and no path of the server: the index (Solr or OpenSearch) is the server's, seeds come in the body (`seedUrls`) or
+are named inside the configured files folder (server.files.dir), which also receives what jobs write (dumps, WARC
+files).
 Job ids are random; jobs stop (as Ctrl-C would stop them) when asked and when the server stops.
 What a job shows names nothing of the server's either: its args as the client sent them, and its messages with
 the server's URLs and paths taken out (Redactor; the server's log keeps the whole text).
@@ -25,6 +26,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, StoreLockedError
+from nutch2.index.opensearch import redacted, target_of_url
 from nutch2.logs import clear_progress, last_progress
 from nutch2.mapred import stop
 from nutch2.searcher.params import ParamError
@@ -51,15 +53,21 @@ _PATH = re.compile(r"(?<![\w.:/~>-])/(?:[^\s'\"/<>]+/)*[^\s'\"/<>,;:)]+")
 
 class Redactor:
     """Takes the server's URLs and paths out of what the job API shows: names inside the files folder stay as
-    the client gave them, the Solr URL and the data folder become words; in an error every other URL and
-    absolute path goes too (the server's log keeps the whole text)."""
+    the client gave them, the Solr or OpenSearch URL and the data folder become words; in an error every other URL
+    and absolute path goes too (the server's log keeps the whole text)."""
 
-    def __init__(self, solr: str | None = None, files_dir: Path | None = None, data_dir: str | None = None) -> None:
+    def __init__(self, solr: str | None = None, files_dir: Path | None = None, data_dir: str | None = None,
+                 opensearch: str | None = None) -> None:
         known: list[tuple[str, str]] = []
         if files_dir is not None:
             known += [(f"{p}/", "") for p in {str(files_dir.resolve()), str(files_dir)}]
         if solr:
             known.append((solr.rstrip("/"), "<solr>"))
+        if opensearch:  # as given, without its password, and the cluster's URL messages name
+            target = target_of_url(opensearch)
+            for url in {opensearch.rstrip("/"), redacted(opensearch).rstrip("/"), f"{target.url}/{target.index}"}:
+                known.append((url, "<opensearch>"))
+            known.append((target.url, "<opensearch>"))
         if data_dir:
             known.append((data_dir.rstrip("/"), "<data>"))
         self.known = sorted(known, key=lambda kv: -len(kv[0]))  # longest first: a folder inside another
@@ -130,14 +138,15 @@ class JobManager:
     """Runs the API's jobs for one crawl, one at a time, and remembers the last ones."""
 
     def __init__(self, conf: Configuration, crawl_id: str | None, solr: str | None = None,
-                 files_dir: Path | None = None) -> None:
+                 files_dir: Path | None = None, opensearch: str | None = None) -> None:
         self.conf = conf
         self.crawl_id = crawl_id
         self.solr = solr
+        self.opensearch = opensearch  # the server searches OpenSearch: jobs index there, not into Solr
         self.files_dir = files_dir
         self._jobs: dict[str, JobInfo] = {}
         self._lock = threading.Lock()
-        self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"))
+        self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"), opensearch)
 
     def build(self, job: Any, args: Any, conf: Any = None) -> tuple[Tool, ToolArgs, dict[str, Any]]:
         """The tool of a request, its args checked (ParamError naming what is wrong), and the args as the client
@@ -153,11 +162,23 @@ class JobManager:
             checked = in_folder(sent, self.files_dir)
         except ArgError as e:
             raise ParamError(f"{job}: {e}") from None
-        if any(f.name == "solr" for f in dataclasses.fields(checked)) and (job != "crawl" or checked.index):
-            if not self.solr:
-                raise ParamError(f"{job} needs Solr: start the server with -solr")
-            checked = dataclasses.replace(checked, solr=self.solr)
+        names = {f.name for f in dataclasses.fields(checked)}
+        if "solr" in names and (job != "crawl" or checked.index):
+            checked = self._index_of_server(job, checked, names)
         return cls(job_conf, self.crawl_id if cls.crawl else None, checked), checked, sent.to_json()
+
+    def _index_of_server(self, job: str, args: ToolArgs, names: set[str]) -> ToolArgs:
+        """The args of a job that writes to the index, pointed at the server's: its OpenSearch index (Solr off,
+        and a crawl's index flag, which means Solr, off too) or its Solr core."""
+        if self.opensearch:
+            if "opensearch" not in names:
+                raise ParamError(f"{job} works on Solr only, and this server's index is OpenSearch; run it from "
+                                 "the command line")
+            off = {"index": False} if "index" in names else {}
+            return dataclasses.replace(args, solr=None, opensearch=self.opensearch, **off)  # type: ignore[type-var]
+        if not self.solr:
+            raise ParamError(f"{job} needs Solr: start the server with -solr")
+        return dataclasses.replace(args, solr=self.solr)  # type: ignore[type-var]
 
     def job_conf(self, props: Any) -> Configuration:
         """The server's configuration with the job's own properties (Nutch 2's job config), each one allowed by

@@ -1,4 +1,5 @@
-"""Search through Solr: the request (validated), the query Solr gets, and hits with safe snippets."""
+"""Search: the request (validated), the backend the Searcher asks (SearchBackend: Solr here, OpenSearch in
+search_opensearch.py), the query Solr gets, and hits with safe snippets."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from markupsafe import Markup, escape
 
-from nutch2.index.solr import SolrClient, crawl_filter, row_key_of
+from nutch2.index.opensearch import OpenSearchQueryError, OpenSearchUnavailable
+from nutch2.index.query import PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, weighted
+from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, crawl_counts, crawl_filter, row_key_of
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.urls.tableutil import unreverse_url
 
@@ -26,6 +29,9 @@ _EM = re.compile(r"(</?em>)")
 # host:NAME and site:NAME in the query box; names are letters, digits, '.', '-', '_' (and ':' for an IPv6 address)
 _FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,255}")
+# what a backend raises: the index does not answer (503), or refused the query (400)
+UNAVAILABLE: tuple[type[Exception], ...] = (SolrUnavailable, OpenSearchUnavailable)
+QUERY_REFUSED: tuple[type[Exception], ...] = (SolrQueryError, OpenSearchQueryError)
 
 # The query Solr gets: edismax over a field list. Unlike the standard parser, edismax reads `{!...}` local params
 # in q as text (Solr only honours them in q when defType is lucene or func), and `uf` leaves out _query_ and _val_,
@@ -34,11 +40,11 @@ _NAME = re.compile(r"[A-Za-z0-9._:-]{1,255}")
 # the exact phrase rank above those where they are apart (pf, ps=0); all words must match (mm=100%).
 EDISMAX = {
     "defType": "edismax",
-    "qf": "title^8 anchor^4 content^1 text^0.5",
-    "pf": "title^20 anchor^8 content^4",
+    "qf": " ".join(weighted(QUERY_FIELDS)),  # title^8 anchor^4 content^1 text^0.5
+    "pf": " ".join(weighted(PHRASE_FIELDS)),  # title^20 anchor^8 content^4
     "ps": 0,
     "mm": "100%",
-    "uf": "title content anchor text url type lang",
+    "uf": " ".join(USER_FIELDS),
     "q.alt": "*:*",  # a query of filters only (site:example.com) lists the site
 }
 
@@ -46,7 +52,8 @@ EDISMAX = {
 @dataclass(frozen=True)
 class SearchRequest:
     """One search: the words, host:/site: filters taken out of them, the page of hits (start, rows), an optional
-    host to narrow to (the facet's), the crawl to search, and whether hits are collapsed to one per host."""
+    host to narrow to (the facet's), the crawl to search, and whether hits are collapsed to one per host. `text`
+    is the words as Solr gets them (costly operators escaped), `words` as they were typed."""
 
     q: str
     start: int = 0
@@ -57,6 +64,7 @@ class SearchRequest:
     text: str = ""
     hosts: tuple[str, ...] = ()
     sites: tuple[str, ...] = ()
+    words: str = ""
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], crawl_id: str | None = None,
@@ -67,7 +75,7 @@ class SearchRequest:
         host = (params.get("host") or "").strip() or None
         if host is not None and not _NAME.fullmatch(host):
             raise ParamError("host must be one host name as the facet lists it, e.g. host=www.example.com")
-        text, hosts, sites = parse_query(q)
+        words, hosts, sites = split_filters(q)
         flag = (params.get("collapse") or "").strip().lower()
         if flag not in ("", "0", "1", "true", "false"):
             raise ParamError("collapse must be 1 (one hit per host) or 0 (every hit)")
@@ -75,7 +83,7 @@ class SearchRequest:
             collapse = flag in ("1", "true")
         return cls(q, int_param(params, "start", 0, 0, MAX_START),
                    int_param(params, "rows", DEFAULT_ROWS, 1, MAX_ROWS, clamp=True), host, crawl_id, collapse,
-                   text, hosts, sites)
+                   _literal(words), hosts, sites, words)
 
     @property
     def collapsed(self) -> bool:
@@ -108,6 +116,12 @@ class SearchRequest:
 
 def parse_query(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(words for Solr, host: names, site: names): the filters are the app's syntax, not Solr's."""
+    words, hosts, sites = split_filters(q)
+    return _literal(words), hosts, sites
+
+
+def split_filters(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(the words as typed, host: names, site: names), the names checked."""
     hosts: list[str] = []
     sites: list[str] = []
 
@@ -117,10 +131,10 @@ def parse_query(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
             raise ParamError(f"{m.group(1)}: needs a host or domain name, e.g. {m.group(1).lower()}:example.com")
         (hosts if m.group(1).lower() == "host" else sites).append(name)
         return " "
-    text = _literal(" ".join(_FILTER.sub(take, q).split()))
+    words = " ".join(_FILTER.sub(take, q).split())
     if len(hosts) + len(sites) > MAX_FILTERS:
         raise ParamError(f"at most {MAX_FILTERS} host: and site: filters in one query")
-    return text, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(sites))
+    return words, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(sites))
 
 
 _PHRASE = re.compile(r'"[^"]*"')
@@ -243,3 +257,50 @@ def index_summary(solr: SolrClient, crawl_id: str | None) -> IndexSummary:
     res = solr.search("*:*", **{"rows": 0, "fq": crawl_filter(crawl_id), "stats": "true", "stats.field": "fetched"})
     fetched = getattr(res, "raw_response", {}).get("stats", {}).get("stats_fields", {}).get("fetched") or {}
     return IndexSummary(int(res.hits), _iso(fetched.get("max")))
+
+
+class SearchBackend(Protocol):
+    """What the Searcher asks of the index it serves: Solr's core (SolrBackend) or an OpenSearch index
+    (search_opensearch.OpenSearchBackend). Failures raise one of UNAVAILABLE, or of QUERY_REFUSED for a query the
+    index refused; the error pages are the same for both."""
+
+    name: str  # as pages and messages name it: "Solr", "OpenSearch"
+    url: str  # where it is, for the operator's lines (never a password)
+
+    def search(self, req: SearchRequest) -> SearchResult:
+        """One page of hits, with snippets, the host facet and, collapsed, one hit per host."""
+        ...
+
+    def index_summary(self, crawl_id: str | None) -> IndexSummary:
+        """The crawl's documents: how many, the newest fetch."""
+        ...
+
+    def crawls(self, limit: int) -> dict[str, int]:
+        """The crawls the index holds, with their documents, most first."""
+        ...
+
+    def ping(self) -> None:
+        """Return when the index answers."""
+        ...
+
+
+class SolrBackend:
+    """The Searcher over a Solr core: the edismax query of SearchRequest.solr_params."""
+
+    name = "Solr"
+
+    def __init__(self, client: SolrClient) -> None:
+        self.client = client
+        self.url = client.url
+
+    def search(self, req: SearchRequest) -> SearchResult:
+        return search(self.client, req)
+
+    def index_summary(self, crawl_id: str | None) -> IndexSummary:
+        return index_summary(self.client, crawl_id)
+
+    def crawls(self, limit: int) -> dict[str, int]:
+        return crawl_counts(self.client, limit)
+
+    def ping(self) -> None:
+        self.client.ping()

@@ -16,9 +16,12 @@ from pathlib import Path
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, StoreError
-from nutch2.index.solr import SolrClient, SolrUnavailable, solr_url
+from nutch2.index.opensearch import OpenSearchClient, opensearch_url
+from nutch2.index.solr import SolrClient, solr_url
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
+from nutch2.searcher.search import UNAVAILABLE, SearchBackend, SolrBackend
+from nutch2.searcher.search_opensearch import OpenSearchBackend
 from nutch2.stores import Capability, crawl_id_of, crawl_ids, store_class, table_name
 
 log = logging.getLogger(__name__)
@@ -113,13 +116,23 @@ def _ssl_check(opts: ServerOptions) -> None:
                           f"({getattr(e, 'reason', None) or e}); give a PEM certificate chain and its key") from None
 
 
-def startup_warnings(conf: Configuration, crawl_id: str | None, solr: SolrClient) -> list[str]:
-    """What will not work until the operator acts, each in one line: Solr does not answer, the store holds no
-    table for the crawl (the server starts either way: its pages say so until Solr answers or the crawl exists)."""
+def index_backend(conf: Configuration, solr: str | None, opensearch: str | None, timeout: float) -> SearchBackend:
+    """The index the server searches: the OpenSearch index of -opensearch, else the Solr core of -solr (or
+    solr.server.url); each request may take `timeout` seconds at most (and solr.timeout / opensearch.timeout)."""
+    if opensearch:
+        url = opensearch_url(conf, opensearch)
+        return OpenSearchBackend(OpenSearchClient(url, min(conf.get_float("opensearch.timeout"), timeout)))
+    return SolrBackend(SolrClient(solr_url(conf, solr), min(conf.get_float("solr.timeout"), timeout)))
+
+
+def startup_warnings(conf: Configuration, crawl_id: str | None, index: SearchBackend) -> list[str]:
+    """What will not work until the operator acts, each in one line: the index (Solr, OpenSearch) does not answer,
+    the store holds no table for the crawl (the server starts either way: its pages say so until the index answers
+    or the crawl exists)."""
     found = []
     try:
-        solr.ping()
-    except SolrUnavailable as e:
+        index.ping()
+    except UNAVAILABLE as e:
         found.append(f"server: warning: {e}; searches fail until it answers")
     cid = crawl_id_of(conf, crawl_id)
     try:
@@ -139,7 +152,9 @@ def startup_warnings(conf: Configuration, crawl_id: str | None, solr: SolrClient
     return found
 
 
-def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: ServerOptions) -> int:
+def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: ServerOptions,
+          opensearch: str | None = None) -> int:
+    """Serve the crawl over the Solr core of `solr` or, given, the OpenSearch index of `opensearch`."""
     try:
         import uvicorn
 
@@ -165,19 +180,21 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     if header_timeout <= 0 or max_connections <= 0 or per_client < 0:
         raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0, "
                           "searcher.max.connections.per.client >= 0")
-    url = solr_url(conf, solr)
-    client = SolrClient(url, min(conf.get_float("solr.timeout"), 30.0))
-    warnings = startup_warnings(conf, crawl_id, SolrClient(url, min(conf.get_float("solr.timeout"), 5.0)))
+    index = index_backend(conf, solr, opensearch, 30.0)
+    warnings = startup_warnings(conf, crawl_id, index_backend(conf, solr, opensearch, 5.0))
     files = conf.get_str("server.files.dir").strip()
-    manager = JobManager(conf, crawl_id, url, Path(files) if files else None) if opts.jobs else None
-    app = create_app(conf, crawl_id, client, manager, policy=policy)
+    manager = None
+    if opts.jobs:
+        manager = JobManager(conf, crawl_id, None if opensearch else index.url, Path(files) if files else None,
+                             opensearch_url(conf, opensearch) if opensearch else None)
+    app = create_app(conf, crawl_id, index, manager, policy=policy)
     sock = bind(opts.host, opts.port)
     bound = sock.getsockname()[1]
     shown = f"[{opts.host}]" if ":" in opts.host else opts.host
     scheme = "https" if opts.ssl_cert else "http"
     login = ", ".join([*(["token"] if creds.token else []),
                        *([logs.counted(len(creds.users), "user")] if creds.users else [])])
-    print(f"server: crawl {crawl_id or 'webpage'} at {scheme}://{shown}:{bound}/ (Solr {url}"
+    print(f"server: crawl {crawl_id or 'webpage'} at {scheme}://{shown}:{bound}/ ({index.name} {index.url}"
           f"{', job API on' if opts.jobs else ''}, login: {login or 'none'}); Ctrl-C stops",
           file=sys.stderr, flush=True)
     for line in warnings:
