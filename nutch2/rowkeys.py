@@ -12,5 +12,9 @@ TRUNCATED_KEY = "_trunc_"  # fetch: http.content.limit cut the body (the parse s
 NOINDEX_KEY = "_noidx_"  # parse: the page's meta robots forbid indexing (the indexer deletes it)
 IP_KEY = "_ip_"  # warcimport: the server's IP address (Nutch's content metadata key), from WARC-IP-Address
 LASTMOD_KEY = "_stmlm_"  # sitemap: the sitemap lastmod (ms) that last made this row due
+# warc: the last response record `nutch2 warc` wrote for the row's content, as JSON (payload digest, record id,
+# target URI, date, folder, file; nutch2/archive/warc.py Capture), written once that file is complete
+CAPTURE_KEY = "_warc_"
 
-RESERVED_METADATA = (CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, NOINDEX_KEY, IP_KEY, LASTMOD_KEY)
+RESERVED_METADATA = (CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, NOINDEX_KEY, IP_KEY, LASTMOD_KEY,
+                     CAPTURE_KEY)

@@ -1,13 +1,19 @@
-"""WARC/1.1 (ISO 28500) with warcio: rows written as request, response and metadata records, and the response records
-of any WARC read back as fetched pages. No record is written or parsed by hand.
+"""WARC/1.1 (ISO 28500) with warcio: rows written as request, response (or revisit) and metadata records, and the
+response records of any WARC read back as fetched pages. No record is written or parsed by hand.
 
 Writing (`WarcFileWriter`): gzipped files, one gzip member per record, a warcinfo record first; each file is written
-as `<name>.open` and renamed to `<name>` once it is complete and synced, so a file with a final name is always
-whole; a new file is started once one holds the size limit. A response record carries the stored body (the body
-as the protocol decoded it) with the stored headers; since the payload is no longer gzip- or chunk-encoded,
-`Content-Encoding` and `Transfer-Encoding` become `X-Crawler-Content-Encoding` / `X-Crawler-Transfer-Encoding` and
-a `Content-Length` that no longer fits becomes `X-Crawler-Content-Length` beside the true one, as Common Crawl does.
-Reading (`WarcReader`) turns these back.
+as `<name>.open`, indexed into `<name>.cdxj` (nutch2/archive/cdxj.py) once it is complete and synced, then renamed
+to `<name>`, so a file with a final name is always whole (and indexed); only then are the rows told what it holds
+(`on_complete`); a new file is started once one holds the size limit. A response record carries the stored body
+(the body as the protocol decoded it) with the stored headers; since the payload is no longer gzip- or
+chunk-encoded, `Content-Encoding` and `Transfer-Encoding` become `X-Crawler-Content-Encoding` /
+`X-Crawler-Transfer-Encoding` and a `Content-Length` that no longer fits becomes `X-Crawler-Content-Length` beside
+the true one, as Common Crawl does. Reading (`WarcReader`) turns these back.
+
+Revisits: a row remembers the last response record written for its content (`Capture`, in the row's metadata under
+CAPTURE_KEY). A row whose content has that payload digest again, and whose capture is in a complete file the export
+may refer to, becomes a revisit record (no payload) that refers to it: the identical-payload-digest profile for a
+page fetched again, server-not-modified for a 304.
 
 Reading: response records with an http(s) target and an HTTP status line; the payload is decoded (chunked
 transfer coding, gzip/deflate/br content coding) by warcio and kept up to http.content.limit, as a fetch would.
@@ -16,14 +22,16 @@ Other records, records marked WARC-Truncated and records the file ends inside ar
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import ipaddress
+import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,14 +41,19 @@ from nutch2 import __version__
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
-from nutch2.rowkeys import IP_KEY, TRUNCATED_KEY
+from nutch2.rowkeys import CAPTURE_KEY, IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus
 from nutch2.webpage import WebPage
 
-__all__ = ["IP_KEY", "ArchivedResponse", "WarcFileWriter", "WarcReader", "fetched_at", "inputs_digest",
-           "page_records", "require_warcio", "restore_headers", "stale_files", "warcinfo"]
+__all__ = ["IP_KEY", "ArchivedResponse", "Capture", "WarcFileWriter", "WarcReader", "fetched_at", "inputs_digest",
+           "complete_files", "page_records", "payload_digest", "require_warcio", "restore_headers", "stale_files",
+           "warcinfo"]
 
 OPEN_SUFFIX = ".open"
+CDXJ_SUFFIX = ".cdxj"
+IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+_VALIDATORS = ("etag", "last-modified")  # what a 304 confirms, kept in its revisit record
 _RENAMED = ("content-encoding", "transfer-encoding")
 _CRAWLER = "X-Crawler-"
 _CHUNK = 1 << 16
@@ -52,6 +65,39 @@ def require_warcio() -> None:
         import warcio  # noqa: F401
     except ImportError:
         raise ConfigError("WARC support needs warcio: pip install 'nutch2[warc]'") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """The last response record `nutch2 warc` wrote for a row's content: what a revisit of the same payload refers
+    to. Kept in the row's metadata (CAPTURE_KEY) once the file holding the record is complete."""
+
+    digest: str  # WARC-Payload-Digest
+    record_id: str  # WARC-Record-ID
+    uri: str  # WARC-Target-URI
+    date: str  # WARC-Date
+    folder: str  # the export's OUTDIR, resolved
+    file: str  # the WARC file's name in it
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode("utf-8")
+
+    @staticmethod
+    def of(page: WebPage) -> Capture | None:
+        """The row's capture; None when it has none (or an unreadable one: then the next export writes a
+        response)."""
+        raw = page.metadata.get(CAPTURE_KEY)
+        if not raw:
+            return None
+        try:
+            return Capture(**json.loads(raw))
+        except (ValueError, TypeError):
+            return None
+
+
+def payload_digest(content: bytes) -> str:
+    """WARC-Payload-Digest of a body, as warcio writes it: sha1, base32."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
 
 
 # ---------------------------------------------------------------------------------------------------- writing
@@ -109,9 +155,12 @@ def _response_headers(headers: dict[str, str], length: int) -> list[tuple[str, s
     return out
 
 
-def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tuple[str, str]]) -> list[Any]:
+def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tuple[str, str]],
+                 refers: Capture | None = None) -> list[Any]:
     """The request, response and metadata records of a fetched row (`builder`: a warcio RecordBuilder). A body the
-    fetch cut at http.content.limit is marked WARC-Truncated: length."""
+    fetch cut at http.content.limit is marked WARC-Truncated: length. With `refers` (the capture of the same
+    payload), a revisit record without payload takes the response's place: the headers of the new response, or of
+    a 304 (a NOTMODIFIED row) rebuilt from the validators it confirmed."""
     from warcio.statusandheaders import StatusAndHeaders
 
     date = warc_date(fetched_at(page))
@@ -120,12 +169,15 @@ def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tu
     if ip:
         common["WARC-IP-Address"] = ip
     content = page.content or b""
-    http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
-    warc_headers = dict(common)
-    if page.metadata.get(TRUNCATED_KEY):
-        warc_headers["WARC-Truncated"] = "length"
-    response = builder.create_warc_record(url, "response", payload=io.BytesIO(content), length=len(content),
-                                          http_headers=http, warc_headers_dict=warc_headers)
+    warc_headers = {**common, "WARC-Payload-Digest": payload_digest(content)}
+    if refers is None:
+        http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
+        if page.metadata.get(TRUNCATED_KEY):
+            warc_headers["WARC-Truncated"] = "length"
+        response = builder.create_warc_record(url, "response", payload=io.BytesIO(content), length=len(content),
+                                              http_headers=http, warc_headers_dict=warc_headers)
+    else:
+        response = revisit_record(builder, page, url, refers, warc_headers)
     response_id = response.rec_headers.get_header("WARC-Record-ID")
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -138,6 +190,25 @@ def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tu
                                           warc_content_type="application/warc-fields",
                                           warc_headers_dict={"WARC-Date": date, "WARC-Refers-To": response_id})
     return [request, response, metadata]
+
+
+def revisit_record(builder: Any, page: WebPage, url: str, refers: Capture, warc_headers: dict[str, str]) -> Any:
+    """A revisit record of the row's fetch that refers to `refers` (see page_records)."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    content = page.content or b""
+    if page.status == CrawlStatus.NOTMODIFIED:
+        kept = [(n, v) for n, v in page.headers.items() if n.lower() in _VALIDATORS]
+        http = StatusAndHeaders("304 Not Modified", kept, protocol="HTTP/1.1")
+    else:
+        http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
+    headers = {k: v for k, v in warc_headers.items() if k != "WARC-Payload-Digest"}
+    headers["WARC-Refers-To"] = refers.record_id
+    record = builder.create_revisit_record(url, refers.digest, refers.uri, refers.date, http_headers=http,
+                                           warc_headers_dict=headers)
+    if page.status == CrawlStatus.NOTMODIFIED:
+        record.rec_headers.replace_header("WARC-Profile", NOT_MODIFIED)
+    return record
 
 
 def _metadata_fields(page: WebPage) -> str:
@@ -162,30 +233,37 @@ def _one_line(text: str) -> str:
 
 
 class WarcFileWriter:
-    """Rotated gzipped WARC/1.1 files `<prefix>-<task>-<n>.warc.gz` in a folder (see the module docstring)."""
+    """Rotated gzipped WARC/1.1 files `<prefix>-<task>-<n>.warc.gz` in a folder (see the module docstring).
+    `on_complete(name, items)` is called once a file has its final name, with the items given to write() for it."""
 
-    def __init__(self, folder: Path, prefix: str, task: int, max_bytes: int, info: dict[str, str]) -> None:
+    def __init__(self, folder: Path, prefix: str, task: int, max_bytes: int, info: dict[str, str],
+                 cdxj: bool = False, on_complete: Callable[[str, list[Any]], None] | None = None) -> None:
         self.folder = folder
         self.prefix = prefix
         self.task = task
         self.max_bytes = max(1, max_bytes)
         self.info = info
+        self.cdxj = cdxj
+        self.on_complete = on_complete
         self.files: list[str] = []
         self._seq = 0
         self._file: io.BufferedWriter | None = None
         self._writer: Any = None
         self._path: Path | None = None
+        self._items: list[Any] = []
         from warcio.recordbuilder import RecordBuilder
 
         self.builder = RecordBuilder(warc_version="1.1")  # builds the records; _writer writes them
 
-    def write(self, records: list[Any]) -> None:
-        """Write one row's records; close the file once it holds max_bytes."""
+    def write(self, records: list[Any], item: Any = None) -> None:
+        """Write one row's records (and keep `item` for on_complete); close the file once it holds max_bytes."""
         if self._file is None:
             self._open()
         assert self._file is not None
         for record in records:
             self._writer.write_record(record)
+        if item is not None:
+            self._items.append(item)
         if self._file.tell() >= self.max_bytes:
             self.close()
 
@@ -200,16 +278,24 @@ class WarcFileWriter:
         self._writer.write_record(self.builder.create_warcinfo_record(name, self.info))
 
     def close(self) -> None:
-        """Finish the open file: flush, sync, and give it its final name."""
+        """Finish the open file: flush, sync, index it, give it its final name, then hand on its items."""
         if self._file is None or self._path is None:
             return
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
         final = self._path.with_name(self._path.name.removesuffix(OPEN_SUFFIX))
+        if self.cdxj:
+            from nutch2.archive.cdxj import write_file_index
+
+            write_file_index(self._path, final.name)
         os.replace(self._path, final)
+        _sync_folder(self.folder)
         self.files.append(final.name)
         self._file = self._path = None
+        items, self._items = self._items, []
+        if self.on_complete is not None:
+            self.on_complete(final.name, items)
 
     def abort(self) -> None:
         """Drop the open file (the task failed): no half file is left under either name."""
@@ -217,14 +303,32 @@ class WarcFileWriter:
             self._file.close()
             self._path.unlink(missing_ok=True)
         self._file = self._path = None
+        self._items = []
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in `folder` durable before anything refers to its new name."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def stale_files(folder: Path, prefix: str) -> list[Path]:
-    """The files an earlier run of the same export left in `folder` (complete or not)."""
+    """The files an earlier run of the same export left in `folder` (complete or not, with their indexes)."""
     if not folder.is_dir():
         return []
-    ours = re.compile(re.escape(prefix) + r"-\d{5}-\d{5}\.warc\.gz(" + re.escape(OPEN_SUFFIX) + ")?")
+    suffixes = "|".join(re.escape(s) for s in (OPEN_SUFFIX, CDXJ_SUFFIX, CDXJ_SUFFIX + OPEN_SUFFIX))
+    ours = re.compile(re.escape(prefix) + r"-\d{5}-\d{5}\.warc\.gz(" + suffixes + ")?")
     return sorted(p for p in folder.iterdir() if ours.fullmatch(p.name))
+
+
+def complete_files(folder: Path) -> list[Path]:
+    """The complete WARC files in `folder` (every export's), by name."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.name.endswith(".warc.gz") and p.is_file())
 
 
 # ---------------------------------------------------------------------------------------------------- reading

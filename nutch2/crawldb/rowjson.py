@@ -4,13 +4,24 @@ as `name:<TAB>value` lines for people (readdb -url, as Nutch's WebTableReader pr
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.crawldb.tablestats import status_name
 from nutch2.marks import DIST, Mark
-from nutch2.rowkeys import CASH_KEY, CLAIM, IP_KEY, LASTMOD_KEY, NOINDEX_KEY, STAGE_KEY, TRUNCATED_KEY, UPDATE_RUN
+from nutch2.rowkeys import (
+    CAPTURE_KEY,
+    CASH_KEY,
+    CLAIM,
+    IP_KEY,
+    LASTMOD_KEY,
+    NOINDEX_KEY,
+    STAGE_KEY,
+    TRUNCATED_KEY,
+    UPDATE_RUN,
+)
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
@@ -150,6 +161,15 @@ def _claim(raw: bytes) -> str:
     return f"batch {batch}, run {run}, claim {count or 1}" if run else _bytes(raw)
 
 
+def _capture(raw: bytes) -> str:
+    """The last WARC response record of the row (JSON, nutch2/archive/warc.py Capture) on one line."""
+    try:
+        c = json.loads(raw)
+        return f"{c['record_id']} of {c['date']} in {c['folder']}/{c['file']} ({c['digest']})"
+    except (ValueError, TypeError, KeyError):
+        return _bytes(raw)
+
+
 def _staged(raw: bytes) -> str:
     run, _, values = raw.partition(b"\n")
     return f"run {_bytes(run)}: {_bytes(values)}"
@@ -169,4 +189,5 @@ METADATA_LABELS: dict[str, tuple[str, Callable[[bytes], str]]] = {
     NOINDEX_KEY: ("noindex (_noidx_)", _flag),
     IP_KEY: ("ip (_ip_)", _bytes),
     LASTMOD_KEY: ("sitemap lastmod (_stmlm_)", _time_ms),
+    CAPTURE_KEY: ("warc capture (_warc_)", _capture),
 }

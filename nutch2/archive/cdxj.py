@@ -1,0 +1,110 @@
+"""CDXJ indexes of `nutch2 warc` output, made by cdxj-indexer (the indexer of pywb and py-wacz): one `<name>.cdxj`
+beside each complete WARC file (its response and revisit records, sorted, the fields cdxj-indexer writes by
+default), and `index.cdxj` for the whole folder, the sorted merge of every file's index, which pywb reads as a
+collection's index.
+
+Both are written under a temporary name and renamed when complete; `index.cdxj` lists only files that are whole.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import logging
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
+from nutch2.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = "index.cdxj"
+SUFFIX = ".cdxj"
+_OPEN = ".open"
+
+
+def require_cdxj_indexer() -> None:
+    """cdxj-indexer comes with the warc extra: a clear line when it is missing."""
+    try:
+        import cdxj_indexer  # noqa: F401
+    except ImportError:
+        raise ConfigError("CDXJ indexes need cdxj-indexer: pip install 'nutch2[warc]' (or export with -noCdxj)") \
+            from None
+
+
+DEFAULT_RECORDS = ["response", "revisit", "resource", "metadata"]  # cdxj-indexer's own
+
+
+def index_lines(path: Path, name: str) -> list[str]:
+    """The CDXJ lines of one WARC file, sorted; `name` is the file name the lines give (the final one). The records
+    are cdxj-indexer's defaults even where py-wacz was imported, which adds warcinfo to them for the whole process."""
+    from cdxj_indexer.main import CDXJIndexer
+
+    class Indexer(CDXJIndexer):
+        DEFAULT_RECORDS = list(DEFAULT_RECORDS)
+
+    out = io.StringIO()
+    Indexer(output=out, inputs=[str(path)], filename=name).process_all()
+    return sorted(out.getvalue().splitlines(keepends=True))
+
+
+def write_file_index(path: Path, name: str) -> Path:
+    """Index the WARC file at `path` (complete, maybe not yet renamed) into `<name>.cdxj` beside it."""
+    target = path.with_name(name + SUFFIX)
+    _write_atomic(target, index_lines(path, name))
+    return target
+
+
+def write_folder_index(folder: Path) -> tuple[Path, int]:
+    """`index.cdxj` of every complete WARC file in `folder`: the merge of their indexes (a file without one, from
+    an older export, is indexed first). Returns the index and its number of lines."""
+    from nutch2.archive.warc import complete_files
+
+    indexes = []
+    for warc in complete_files(folder):
+        index = warc.with_name(warc.name + SUFFIX)
+        if not index.is_file():
+            log.info(f"warc: indexing {warc.name}, which has no {SUFFIX} index yet")
+            write_file_index(warc, warc.name)
+        indexes.append(index)
+    target = folder / INDEX_NAME
+    _remove_left_over(folder)
+    tmp = target.with_name(f"{INDEX_NAME}.{os.getpid()}{_OPEN}")
+    lines = 0
+    with ExitStack() as stack, open(tmp, "w", encoding="utf-8") as out:
+        sources = [stack.enter_context(open(p, encoding="utf-8")) for p in indexes]
+        for line in heapq.merge(*sources):
+            out.write(line)
+            lines += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, target)
+    return target, lines
+
+
+def _remove_left_over(folder: Path) -> None:
+    """Remove the temporary indexes of exports that were killed (their process is gone)."""
+    for tmp in folder.glob(f"{INDEX_NAME}.*{_OPEN}"):
+        pid = tmp.name[len(INDEX_NAME) + 1:-len(_OPEN)]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_atomic(target: Path, lines: list[str]) -> None:
+    tmp = target.with_name(target.name + _OPEN)
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.writelines(lines)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, target)
