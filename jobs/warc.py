@@ -2,8 +2,16 @@
 
 Export, map-only over the rows of a batch (its fetch mark, or after updatedb its updatedb mark) or every row:
 each fetched row with stored content becomes a request, a response and a metadata record in the task's own
-rotated files in OUTDIR (written under a temporary name, renamed when complete); other rows are counted. A rerun
-first removes what an earlier run of the same export left in OUTDIR, so its output replaces it whole.
+rotated files in OUTDIR (written under a temporary name, indexed into `<file>.cdxj`, renamed when complete); other
+rows are counted. A row whose content has the payload digest of its last capture (the response record an earlier
+export wrote into a file of OUTDIR that is still there, nutch2/archive/warc.py Capture) gets a revisit record in
+place of the response. A row learns its new capture only after the file holding it has its final name.
+
+A rerun first removes what an earlier run of the same export left in OUTDIR (its files and their indexes), so its
+output replaces it whole; a capture in those files counts as gone, so the rerun writes the responses the run it
+replaces wrote. It refuses when OUTDIR holds a later export's files: their revisits may refer to the files it would
+remove. At the end, `index.cdxj` is the merge of every file's index in OUTDIR, and with -wacz the export (and the
+earlier files its revisits refer to) is packaged as a WACZ.
 
 Import: the driver reads the files' HTTP responses (warcio), normalizes and filters their URLs, skips the second
 and later response for one URL, and ships them in chunks of warc.import.chunk.mb to map tasks that write each as
@@ -20,17 +28,23 @@ import logging
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 from nutch2 import failpoints
+from nutch2.archive.cdxj import INDEX_NAME, require_cdxj_indexer, write_folder_index
+from nutch2.archive.wacz import HTML_TYPES, Page, check_target, require_wacz, write_wacz
 from nutch2.archive.warc import (
     ArchivedResponse,
+    Capture,
     WarcFileWriter,
     WarcReader,
+    complete_files,
     inputs_digest,
     page_records,
+    payload_digest,
     require_warcio,
     stale_files,
     warcinfo,
@@ -46,7 +60,7 @@ from nutch2.logs import counted
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark, set_distance
-from nutch2.rowkeys import IP_KEY, TRUNCATED_KEY
+from nutch2.rowkeys import CAPTURE_KEY, IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode, http_to_protocol_status, protocol_to_crawl_status
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, strip_credentials
@@ -56,12 +70,21 @@ from nutch2.webpage import ProtocolStatus, WebPage
 log = logging.getLogger(__name__)
 
 EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
-                 "metadata", "outlinks", "signature", "score", "modified_time")
+                 "metadata", "outlinks", "signature", "score", "modified_time", "title", "content_type")
 EXPORTED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)  # rows whose stored content is a fetched page
 IMPORT_FIELDS = ("markers", "metadata", "fetch_time")
 
 
 # ---------------------------------------------------------------------------------------------------- export
+@dataclass(frozen=True)
+class ExportOptions:
+    """What an export writes besides the records: revisits, CDXJ indexes, the WACZ's page list."""
+
+    revisits: bool = True
+    cdxj: bool = True
+    pages: bool = False
+
+
 class WarcExportJob(Job):
     """Map-only: each task writes its rows into its own rotated WARC files."""
 
@@ -69,14 +92,20 @@ class WarcExportJob(Job):
     fields = EXPORT_FIELDS
 
     def __init__(self, conf: Configuration, out_dir: Path, prefix: str, max_bytes: int,
-                 mark: MarkFilter | None, description: str) -> None:
+                 mark: MarkFilter | None, description: str, kept: frozenset[str] = frozenset(),
+                 options: ExportOptions = ExportOptions()) -> None:
         super().__init__(conf)
         require_warcio()
         self.out_dir = out_dir
+        self.folder = str(out_dir.resolve())
         self.prefix = prefix
         self.max_bytes = max_bytes
         self.mark = mark
+        self.kept = kept  # the complete files of OUTDIR a revisit may refer to
+        self.options = options
         self.files: list[str] = []
+        self.referred: set[str] = set()  # the files this export's revisits refer to
+        self.pages: list[Page] = []
         agent = user_agent(conf)
         self.info = warcinfo(prefix, agent, description)
         self.request_headers = [("User-Agent", agent), ("Accept", conf.get_str("http.accept")),
@@ -87,7 +116,9 @@ class WarcExportJob(Job):
         return self.mark
 
     def map_setup(self, ctx: TaskContext) -> None:
-        self.writer = WarcFileWriter(self.out_dir, self.prefix, ctx.task, self.max_bytes, self.info)
+        self.ctx = ctx
+        self.writer = WarcFileWriter(self.out_dir, self.prefix, ctx.task, self.max_bytes, self.info,
+                                     cdxj=self.options.cdxj, on_complete=self._captured)
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
         if page.status not in EXPORTED:
@@ -95,11 +126,50 @@ class WarcExportJob(Job):
         elif page.content is None:
             ctx.incr("skipped_no_content")
         else:
-            self.writer.write(page_records(self.writer.builder, page, unreverse_url(page.key),
-                                           self.request_headers))
+            self._export(page, ctx)
             ctx.incr("exported")
             failpoints.reach("warc.record")
         return ()
+
+    def _export(self, page: WebPage, ctx: TaskContext) -> None:
+        url = unreverse_url(page.key)
+        digest = payload_digest(page.content or b"")
+        refers = self._refers(page, digest)
+        records = page_records(self.writer.builder, page, url, self.request_headers, refers)
+        headers = records[1].rec_headers
+        item = None
+        if refers is None:
+            item = (page.key, dict(page.metadata), digest, headers.get_header("WARC-Record-ID"), url,
+                    headers.get_header("WARC-Date"))
+            ctx.incr("responses")
+        else:
+            self.referred.add(refers.file)
+            ctx.incr("revisits")
+            ctx.incr("revisit_payload_bytes", len(page.content or b""))
+        self.writer.write(records, item)
+        if self.options.pages and (page.content_type or "").split(";")[0].strip().lower() in HTML_TYPES:
+            self.pages.append(Page(url, headers.get_header("WARC-Date"), page.title or None))
+
+    def _refers(self, page: WebPage, digest: str) -> Capture | None:
+        """The row's last capture when a revisit may refer to it: the same payload, in a complete file of OUTDIR
+        that this export does not replace."""
+        if not self.options.revisits:
+            return None
+        capture = Capture.of(page)
+        if capture is None or capture.digest != digest or capture.folder != self.folder \
+                or capture.file not in self.kept:
+            return None
+        return capture
+
+    def _captured(self, name: str, items: list[Any]) -> None:
+        """A file has its final name: its responses become their rows' captures."""
+        failpoints.reach("warc.file")
+        for key, metadata, digest, record_id, url, date in items:
+            row = WebPage.from_store(key, {"metadata": metadata})
+            row.metadata[CAPTURE_KEY] = Capture(digest, record_id, url, date, self.folder, name).encode()
+            self.ctx.store.put(key, row)
+        self.ctx.store.flush()
+        failpoints.reach("warc.captured")
 
     def map_cleanup(self, ctx: TaskContext) -> None:
         if sys.exc_info()[0] is None:
@@ -108,31 +178,70 @@ class WarcExportJob(Job):
             self.writer.abort()
 
     def result(self, ctx: TaskContext) -> Any:
-        return self.writer.files
+        return self.writer.files, self.referred, self.pages
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        self.files = sorted(name for names in results for name in names)
+        self.files = sorted(name for names, _, _ in results for name in names)
+        self.referred = {name for _, referred, _ in results for name in referred}
+        self.pages = [page for _, _, pages in results for page in pages]
 
 
 def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | None, crawl_id: str | None,
-           max_mb: float, runner: Runner) -> tuple[Counters, list[str]]:
-    """Export a batch's fetched rows (or every row's, with -all) into `out_dir`; the counters and the files."""
+           max_mb: float, runner: Runner, cdxj: bool = True, wacz: Path | None = None) -> tuple[Counters, list[str]]:
+    """Export a batch's fetched rows (or every row's, with -all) into `out_dir`, with their CDXJ indexes and (wacz)
+    a WACZ package; the counters and the files."""
     if max_mb <= 0:
         raise ConfigError(f"-maxSize {max_mb:g} must be > 0 (MB per WARC file)")
     if out_dir.exists() and not out_dir.is_dir():
         raise NutchError(f"{out_dir} is a file; give a folder for the WARC files")
+    if cdxj or wacz is not None:
+        require_cdxj_indexer()
+    if wacz is not None:
+        require_wacz()
+        check_target(wacz)
     mark = None if batch is None else _batch_mark(store, batch)
     prefix = f"{crawl_id or 'webpage'}-{'all' if batch is None else batch}"
     description = f"nutch2 crawl {crawl_id or 'webpage'}, " + ("every row" if mark is None else f"batch {batch}")
-    job = WarcExportJob(conf, out_dir, prefix, int(max_mb * 1024 * 1024), mark, description)
     out_dir.mkdir(parents=True, exist_ok=True)
     stale = stale_files(out_dir, prefix)
+    _check_not_referred(out_dir, stale)
     for path in stale:  # what an earlier (killed or finished) run of this export wrote: replaced whole
         path.unlink()
     if stale:
         log.info(f"warc: removed {counted(len(stale), 'file')} of an earlier run of this export from {out_dir}")
+    kept = frozenset(p.name for p in complete_files(out_dir))
+    options = ExportOptions(revisits=conf.get_bool("warc.export.revisits"), cdxj=cdxj, pages=wacz is not None)
+    job = WarcExportJob(conf, out_dir, prefix, int(max_mb * 1024 * 1024), mark, description, kept, options)
     counters = runner.run(job, store)
+    index = out_dir / INDEX_NAME
+    if cdxj:
+        _, lines = write_folder_index(out_dir)
+        log.info(f"warc: {index} lists {counted(lines, 'record')} of {counted(len(kept) + len(job.files), 'file')}")
+    elif index.exists():
+        index.unlink()  # it would not list this export's files
+        log.info(f"warc: removed {index}, which would not list this export (-noCdxj)")
+    if wacz is not None:
+        warcs = [out_dir / name for name in sorted(job.referred)] + [out_dir / name for name in job.files]
+        listed = write_wacz(wacz, warcs, job.pages, description)
+        log.info(f"warc: {wacz}: {counted(len(warcs), 'WARC file')} ({len(job.referred)} of earlier exports), "
+                 f"{counted(listed, 'page')}")
+        counters.incr("wacz_pages", listed)
     return counters, job.files
+
+
+def _check_not_referred(out_dir: Path, stale: list[Path]) -> None:
+    """Refuse to replace complete files of this export when OUTDIR holds another export's files written after them:
+    their revisit records may refer to records in the files a rerun would remove."""
+    ours = [p for p in stale if p.name.endswith(".warc.gz")]
+    if not ours:
+        return
+    first = min(p.stat().st_mtime for p in ours)
+    names = {p.name for p in ours}
+    later = [p for p in complete_files(out_dir) if p.name not in names and p.stat().st_mtime > first]
+    if later:
+        raise NutchError(f"warc: {out_dir} holds {counted(len(later), 'file')} of a later export ({later[0].name}) "
+                         f"whose revisit records may refer to this export's earlier files; export into another "
+                         "folder, or move the later export away first")
 
 
 def _batch_mark(store: DataStore, batch: str) -> MarkFilter:

@@ -97,8 +97,10 @@ def test_export_round_trip(web: TestWeb, tmp_path: Path, backend: str, capsys: p
     capsys.readouterr()
     assert cli("warc", out, "-all", "-crawlId", "a", "-maxSize", "0.02", *d) == 0
     assert f" exported={len(want)} " in capsys.readouterr().err
-    files = sorted(out.iterdir())
-    assert all(f.name.startswith("a-all-") and f.name.endswith(".warc.gz") for f in files)  # no .open left
+    files = sorted(out.glob("*.warc.gz"))
+    assert all(f.name.startswith("a-all-") for f in files)  # no .open left; each file with its index, and the folder's
+    assert sorted(p.name for p in out.iterdir()) == sorted([f.name for f in files] + [f.name + ".cdxj" for f in files]
+                                                           + ["index.cdxj"])
 
     records = read_warcio(files)
     responses = {h.get_header("WARC-Target-URI"): (h, http, body) for h, http, body in records["response"]}
@@ -166,7 +168,8 @@ def test_batch_export_before_and_after_updatedb(web: TestWeb, tmp_path: Path,
     # a batch after updatedb: its rows carry the updatedb mark
     assert cli("warc", tmp_path / "w1", first, "-crawlId", "a", *d) == 0
     want = {u for u, p in exported(rows(conf, "a")).items() if Mark.UPDATEDB.check(p) == first}
-    got = {h.get_header("WARC-Target-URI") for h, _, _ in read_warcio(sorted((tmp_path / "w1").iterdir()))["response"]}
+    records = read_warcio(sorted((tmp_path / "w1").glob("*.warc.gz")))["response"]
+    got = {h.get_header("WARC-Target-URI") for h, _, _ in records}
     assert got == want and len(want) == 1  # round 1 fetched the seed
     # a batch fetched, not yet updated: its rows carry the fetch mark, and their fetch time is the fetch's
     capsys.readouterr()
@@ -176,16 +179,17 @@ def test_batch_export_before_and_after_updatedb(web: TestWeb, tmp_path: Path,
     assert cli("warc", tmp_path / "w2", batch, "-crawlId", "a", *d) == 0
     table = rows(conf, "a")
     want = {u: p for u, p in exported(table).items() if Mark.FETCH.check(p) == batch}
-    records = read_warcio(sorted((tmp_path / "w2").iterdir()))["response"]
+    records = read_warcio(sorted((tmp_path / "w2").glob("*.warc.gz")))["response"]
     assert {h.get_header("WARC-Target-URI") for h, _, _ in records} == set(want) and want
     for h, _, _ in records:
         assert h.get_header("WARC-Date") == warc_date(want[h.get_header("WARC-Target-URI")].fetch_time)
     # a second export of the same batch replaces what the first left, whole (and only that)
-    assert {p.name.split("-")[-2] for p in (tmp_path / "w2").iterdir()} == {"00000", "00001"}  # two tasks' files
+    assert {p.name.split("-")[-2] for p in (tmp_path / "w2").glob("*.warc.gz")} == {"00000", "00001"}  # two tasks
     (tmp_path / "w2" / f"a-{batch}-00009-00000.warc.gz.open").write_bytes(b"half a file")
     (tmp_path / "w2" / "mine.txt").write_text("not ours")
     assert cli("warc", tmp_path / "w2", batch, "-crawlId", "a", "-numTasks", "1", *d) == 0
-    assert sorted(p.name for p in (tmp_path / "w2").iterdir()) == [f"a-{batch}-00000-00000.warc.gz", "mine.txt"]
+    name = f"a-{batch}-00000-00000.warc.gz"
+    assert sorted(p.name for p in (tmp_path / "w2").iterdir()) == [name, name + ".cdxj", "index.cdxj", "mine.txt"]
 
 
 def build_warc(path: Path, base: str) -> dict[str, bytes]:
@@ -285,14 +289,14 @@ def test_warc_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert len(err) == 3 and "no rows carry batch id 'nosuchbatch'" in err[0] and "-maxSize 0" in err[1]
     assert "is a file" in err[2]
     assert cli("warc", tmp_path / "o", "-all", "-crawlId", "u", *d) == 0  # no fetched row: an empty export
-    assert list((tmp_path / "o").iterdir()) == []
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["index.cdxj"]  # an empty index
 
 
 def test_crawl_finishes_an_imported_batch(web: TestWeb, tmp_path: Path) -> None:
     d = crawl(web, tmp_path, "sqlite", rounds=2)
     conf = conf_for(tmp_path, "sqlite")
     assert cli("warc", tmp_path / "w", "-all", "-crawlId", "a", *d) == 0
-    files = sorted((tmp_path / "w").iterdir())
+    files = sorted((tmp_path / "w").glob("*.warc.gz"))
     assert cli("warcimport", *files, "-crawlId", "r", *d) == 0
     with open_store(conf, "r", create=False) as store:
         batch = Journal(store).batches()[0].batch_id

@@ -124,6 +124,10 @@ class WarcArgs(ToolArgs):
     maxSize: float | None = opt("-maxSize", "start a new file once one holds this many MB (warc.export.max.size.mb)",
                                 metavar="MB", min=0.001, max=1_000_000)
     num_tasks: int | None = opt("-numTasks", "parallel tasks (one file set each)", metavar="N", min=1, max=1024)
+    noCdxj: bool = opt("-noCdxj", "write no CDXJ indexes (<file>.cdxj, OUTDIR/index.cdxj; warc.export.cdxj)",
+                       default=False)
+    wacz: Path | None = opt("-wacz", "also package the export as a WACZ file (archive, index, pages)",
+                            metavar="FILE.wacz", api="file_out")
 
     def check(self) -> None:
         super().check()
@@ -137,17 +141,19 @@ class WarcArgs(ToolArgs):
 @tool
 class Warc(Tool[WarcArgs]):
     name = "warc"
-    help = "write the fetched pages of a batch (or -all) as WARC/1.1 files"
+    help = "write the fetched pages of a batch (or -all) as WARC/1.1 files, with revisits, CDXJ and WACZ"
     Args = WarcArgs
+    crawl_lock = True  # records each row's last capture: not while generate or updatedb rewrite rows
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import export
 
         a = self.args
         max_mb = a.maxSize if a.maxSize is not None else self.conf.get_float("warc.export.max.size.mb")
+        cdxj = not a.noCdxj and self.conf.get_bool("warc.export.cdxj")
         with self.store() as store:
             counters, files = export(self.conf, store, a.outdir, a.batch_id, self.crawl_id, max_mb,
-                                     make_runner(self.conf, a.num_tasks))
+                                     make_runner(self.conf, a.num_tasks), cdxj, a.wacz)
         counters.incr("files", len(files))
         run.values["files"] = [str(f) for f in files]
         run.summary(counters)
