@@ -18,7 +18,9 @@ Layout (``hosts=H``, ``pages_per_host=P``; host ``h`` is ``127.0.1.(h+1)``, beyo
   Same-host links are written root-relative (``/p/3.html``), cross-host links absolute.
 * Every normal 200 response carries ``Last-Modified`` and ``ETag`` and answers 304 to
   a matching ``If-None-Match`` (checked first) or an ``If-Modified-Since`` not older
-  than ``Last-Modified``.  `TestWeb.modify` changes a page (new body, ETag, date).
+  than ``Last-Modified``, unless `not_modified` (settable while serving) is False: then
+  it answers 200 with the same body, as servers without conditional requests do.
+  `TestWeb.modify` changes a page (new body, ETag, date).
 * robots.txt: allow-all on every host except (when ``traps``) host 0
   (``Disallow: /private/``), host 1 (``Crawl-delay: 1``), host 2 (404 = allow all)
   and an extra host appended after the normal ones (index ``H``, `robots_503_host`)
@@ -413,6 +415,7 @@ class TestWeb:
         self.searcher = searcher
         self.slow_seconds = slow_seconds
         self.page_delay = page_delay  # seconds every page but robots.txt waits before answering
+        self.not_modified = True  # conditional requests of an unchanged page get 304 (False: 200, the same body)
         self.page_bytes = page_bytes
         self.endless_interval = endless_interval
         self.robots_503_host: int | None = hosts if traps else None
@@ -1190,7 +1193,7 @@ class TestWeb:
             etag, lm = self._etag_lm(url, body)
             headers["ETag"] = etag
             headers["Last-Modified"] = lm
-            if _not_modified(h, etag, self._mtimes.get(url, 0)):
+            if self.not_modified and _not_modified(h, etag, self._mtimes.get(url, 0)):
                 return self._send(h, 304, None, b"", True, headers)
         return self._send(h, res.status, res.content_type, body, head, headers)
 
