@@ -215,7 +215,7 @@ def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | No
     counters = runner.run(job, store)
     index = out_dir / INDEX_NAME
     if cdxj:
-        _, lines = write_folder_index(out_dir)
+        _, lines = write_folder_index(out_dir, complete_files(out_dir))
         log.info(f"warc: {index} lists {counted(lines, 'record')} of {counted(len(kept) + len(job.files), 'file')}")
     elif index.exists():
         index.unlink()  # it would not list this export's files

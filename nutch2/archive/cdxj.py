@@ -56,13 +56,11 @@ def write_file_index(path: Path, name: str) -> Path:
     return target
 
 
-def write_folder_index(folder: Path) -> tuple[Path, int]:
-    """`index.cdxj` of every complete WARC file in `folder`: the merge of their indexes (a file without one, from
-    an older export, is indexed first). Returns the index and its number of lines."""
-    from nutch2.archive.warc import complete_files
-
+def write_folder_index(folder: Path, warcs: list[Path]) -> tuple[Path, int]:
+    """`index.cdxj` of `folder`: the merge of the indexes of `warcs`, its complete WARC files (a file without one,
+    from an older export, is indexed first). Returns the index and its number of lines."""
     indexes = []
-    for warc in complete_files(folder):
+    for warc in warcs:
         index = warc.with_name(warc.name + SUFFIX)
         if not index.is_file():
             log.info(f"warc: indexing {warc.name}, which has no {SUFFIX} index yet")
