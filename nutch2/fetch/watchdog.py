@@ -5,7 +5,8 @@ for as long as it likes. Here a request is *armed* with a deadline (:meth:`Watch
 the connection classes that :func:`guard` gives a pool manager hand every socket the request opens or reuses
 to the armed :class:`Guard` of the calling thread, and the one watchdog thread of the process calls
 ``shutdown()`` on it at the deadline: the blocked read returns at once (connect is bounded by its own timeout,
-which the caller keeps below the time left). One thread per process, no thread per request.
+which the caller keeps below the time left). One thread per process, no thread per request. HTTP/2 connections
+(protocol-http's http2.py) hand their sockets to :meth:`Watchdog.attach` the same way.
 """
 
 from __future__ import annotations
@@ -96,12 +97,13 @@ class Watchdog:
         self._wake.set()
 
     def attach(self, sock: socket.socket) -> None:
-        """A socket the current thread's armed request uses (cut at once when the deadline already passed)."""
+        """A socket the current thread's armed request uses (cut at once when the deadline already passed); a
+        socket attached already is kept once (an HTTP/2 connection attaches its socket at every write)."""
         guard: Guard | None = getattr(self._local, "guard", None)
         if guard is None:
             return
         with guard.lock:
-            if guard.done:
+            if guard.done or any(s is sock for s in guard.socks):
                 return
             guard.socks.append(sock)
             if guard.expired:
