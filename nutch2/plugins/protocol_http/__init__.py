@@ -1,6 +1,7 @@
-"""protocol-http: HTTP and HTTPS (urllib3): Nutch's http.* properties, the total deadline of every
-request, bounded bodies (http.content.limit, gzip/deflate bombs), redirects, conditional GETs, proxies
-(http.proxy.*), Basic and Digest authentication from httpclient-auth.xml, cookies (http.enable.cookie.header)."""
+"""protocol-http: HTTP and HTTPS (urllib3): Nutch's http.* properties, the total deadline of every request,
+bounded bodies (http.content.limit; gzip, deflate, br and zstd decoded with their bombs cut), redirects,
+conditional GETs, proxies (http.proxy.*), Basic and Digest authentication from httpclient-auth.xml, cookies
+(http.enable.cookie.header)."""
 
 from nutch2.plugin import Plugin
 

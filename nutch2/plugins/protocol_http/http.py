@@ -3,10 +3,11 @@
 ``HttpProtocol.fetch`` never raises: every outcome (HTTP status, redirect, timeout,
 connection error) is reported as a :class:`ProtocolOutput` with a Nutch protocol
 status code. Bodies are streamed and capped at ``http.content.limit`` *decoded*
-bytes and, for gzip/deflate, at ``http.content.inflate.limit`` even when the content
-limit is off (inflated with a bounded ``max_length``, so a compression bomb never
-inflates past the cap). A compressed body that ends before its stream does is
-marked truncated, as a cut body is.
+bytes and, when compressed (gzip, deflate, br, zstd, or several in a row:
+decoding.py), at ``http.content.inflate.limit`` even when the content limit is
+off (decoded in bounded steps, so a compression bomb never inflates past the
+cap). A compressed body that ends before its stream does is marked truncated, as
+a cut body is; one that does not decode is an EXCEPTION naming its coding.
 
 Every request has a total deadline (Nutch's ``http.time.limit``, by default three
 times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
@@ -33,7 +34,7 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import ProtocolSession
 from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
 from nutch2.mapred import stop
-from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, Inflater, decoder_for
+from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, accept_encoding, decoder_for
 from nutch2.plugins.protocol_http.httpauth import BasicAuth, DigestAuth
 from nutch2.plugins.protocol_http.netconf import (
     Credentials,
@@ -57,7 +58,6 @@ __all__ = [
 
 _CHUNK = 64 * 1024
 _SCHEMES = ("http", "https")
-_ACCEPT_ENCODING = "gzip, deflate"
 _EMPTY_AGENT = "http.agent.name is empty: set it in conf/nutch-site.toml or with -D http.agent.name=MyBot"
 
 
@@ -76,7 +76,7 @@ class HttpSettings:
     agent: str  # full User-Agent string; must be non-empty
     timeout_ms: int = 10000  # http.timeout: connect and per-read timeout
     content_limit: int = 1048576  # http.content.limit (decoded bytes); -1 = no limit
-    inflate_limit: int = 33554432  # http.content.inflate.limit: most bytes a gzip/deflate body inflates to
+    inflate_limit: int = 33554432  # http.content.inflate.limit: most bytes a compressed body is decoded to
     redirect_max: int = 0  # http.redirect.max: 0 = report redirects, N = follow up to N inline
     accept: str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
     accept_language: str = "en-us,en-gb,en;q=0.7,*;q=0.3"
@@ -184,7 +184,7 @@ class HttpProtocol(ProtocolSession):
             "User-Agent": settings.agent,
             "Accept": settings.accept,
             "Accept-Language": settings.accept_language,
-            "Accept-Encoding": _ACCEPT_ENCODING,
+            "Accept-Encoding": accept_encoding(),
         }
         self._addresses = addresses
         # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge
@@ -391,7 +391,7 @@ class HttpProtocol(ProtocolSession):
             return b"", False, None
         limit = self.settings.content_limit
         decoder = decoder_for(resp.headers.get("Content-Encoding"))
-        if isinstance(decoder, Inflater) and not 0 <= limit <= self.settings.inflate_limit:
+        if decoder.compressed and not 0 <= limit <= self.settings.inflate_limit:
             limit = self.settings.inflate_limit
         buf = bytearray()
         # read1 returns after one socket read, so the wall-clock cap is checked between small reads
@@ -410,12 +410,10 @@ class HttpProtocol(ProtocolSession):
         return bytes(buf), True, None  # wall-clock cap reached (Nutch's http.time.limit): truncated
 
     @staticmethod
-    def _append(buf: bytearray, decoder: Identity | Inflater, chunk: bytes, limit: int) -> bool:
+    def _append(buf: bytearray, decoder: Identity, chunk: bytes, limit: int) -> bool:
         """Decode ``chunk`` into ``buf``; return True when the content limit was exceeded."""
-        pending = chunk
-        while pending:
-            max_len = limit - len(buf) + 1 if limit >= 0 else 0
-            out, pending = decoder.decode(pending, max_len)
+        decoder.feed(chunk)
+        while out := decoder.read(limit - len(buf) + 1 if limit >= 0 else 16 * _CHUNK):
             buf += out
             if 0 <= limit < len(buf):
                 del buf[limit:]

@@ -1,0 +1,233 @@
+"""protocol-http's content codings (br, zstd, several in a row; issue 38), against loopback servers: decoders in
+bounded steps (decoding.py), pages served br- and zstd-encoded parsed through the CLI to the text of the plain page,
+Brotli and zstd bombs cut at the content limit (stored truncated, counted by parse as skipped_truncated, as a gzip
+bomb is), streams that do not decode failed as bad gzip is."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nutch2.marks import Mark
+from nutch2.plugins.protocol_http import decoding
+from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, accept_encoding, decoder_for
+from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
+from nutch2.status import ProtocolStatusCode as P
+from nutch2.urls.tableutil import reverse_url
+from tests.crawlutil import conf_for, defines, rows
+from tests.helpers import nutch2
+from tests.hostile_server import Exchange, HostileServer
+
+brotli = pytest.importorskip("brotlicffi")
+zstd = decoding.zstd
+if zstd is None or decoding.brotli is None:
+    pytest.skip("brotlicffi 1.2 and backports.zstd (core dependencies) are not installed", allow_module_level=True)
+
+MB = 1 << 20
+HTML = (b"<html><head><title>Encoded</title></head><body><h1>Words</h1>"
+        + b"<p>the same words, whatever the coding</p>" * 200 + b"<a href='/next'>next</a></body></html>")
+ROBOTS = b"User-agent: *\nDisallow:\n"
+
+
+def br(data: bytes) -> bytes:
+    return brotli.compress(data)
+
+
+def zst(data: bytes) -> bytes:
+    return zstd.compress(data)
+
+
+@functools.cache
+def br_bomb(inflated: int = 64 * MB) -> bytes:
+    """A Brotli stream of `inflated` zero bytes (a few hundred bytes on the wire), compressed a MB at a time."""
+    c = brotli.Compressor(quality=5)
+    return b"".join(c.process(b"\0" * MB) for _ in range(inflated // MB)) + c.finish()
+
+
+@functools.cache
+def zstd_bomb(inflated: int = 64 * MB) -> bytes:
+    """A zstd stream of `inflated` zero bytes (about 1/30 000 of that on the wire)."""
+    c = zstd.ZstdCompressor(level=3)
+    return b"".join(c.compress(b"\0" * MB) for _ in range(inflated // MB)) + c.flush()
+
+
+def decode_all(decoder: Identity, data: bytes, chunk: int, max_len: int) -> bytes:
+    """Feed `data` `chunk` bytes at a time, reading `max_len` at most per read (checked), to the end."""
+    out = bytearray()
+    for i in range(0, len(data), chunk):
+        decoder.feed(data[i:i + chunk])
+        while part := decoder.read(max_len):
+            assert len(part) <= max_len
+            out += part
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- decoders
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd", "gzip, br", "br, zstd", "zstd, gzip, br"])
+@pytest.mark.parametrize(("chunk", "max_len"), [(1, 1), (7, 100), (64 * 1024, MB)])
+def test_codings_decode_in_bounded_steps(coding: str, chunk: int, max_len: int) -> None:
+    import zlib
+
+    encode = {"gzip": gzip.compress, "deflate": zlib.compress, "br": br, "zstd": zst}
+    data = HTML
+    for name in coding.split(", "):  # applied in the order the header lists them
+        data = encode[name](data)
+    decoder = decoder_for(coding.upper())
+    assert decoder.compressed
+    assert decode_all(decoder, data, chunk, max_len) == HTML
+    assert decoder.complete()
+
+
+@pytest.mark.parametrize(("coding", "bomb"), [("br", br_bomb), ("zstd", zstd_bomb)])
+def test_a_bomb_never_gives_more_than_asked(coding: str, bomb: object) -> None:
+    decoder = decoder_for(coding)
+    decoder.feed(bomb())  # type: ignore[operator]
+    got = 0
+    for _ in range(10):
+        part = decoder.read(4096)
+        assert 0 < len(part) <= 4096
+        got += len(part)
+    assert got == 40960 and not decoder.complete()
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "gzip, br"])
+def test_a_stream_that_does_not_decode_names_its_coding(coding: str) -> None:
+    decoder = decoder_for(coding)
+    decoder.feed(b"this is no compressed stream at all, just words" * 20)
+    with pytest.raises(DecodingError, match=rf"content decoding error( \({coding.split(', ')[-1]}\))?:"):
+        decoder.read(MB)
+
+
+@pytest.mark.parametrize(("coding", "encode"), [("br", br), ("zstd", zst)])
+def test_half_a_stream_is_not_complete(coding: str, encode: object) -> None:
+    data = encode(os.urandom(4000))  # type: ignore[operator]
+    decoder = decoder_for(coding)
+    decode_all(decoder, data[: len(data) // 2], 100, MB)
+    assert not decoder.complete()
+
+
+def test_zstd_frames_follow_each_other_and_large_windows_are_refused() -> None:
+    decoder = decoder_for("zstd")
+    assert decode_all(decoder, zst(b"one ") + zst(b"two"), 3, 10) == b"one two" and decoder.complete()
+    wide = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 25})  # 32 MB: RFC 9659 says 8 at most
+    decoder = decoder_for("zstd")
+    decoder.feed(wide.compress(HTML) + wide.flush())
+    with pytest.raises(DecodingError, match="zstd"):
+        decoder.read(MB)
+
+
+def test_unknown_codings_keep_the_body_as_sent_and_accept_encoding_names_what_decodes() -> None:
+    assert not decoder_for("gzip, compress").compressed and not decoder_for("identity").compressed
+    assert not decoder_for(None).compressed and decoder_for("identity, br").compressed
+    assert accept_encoding() == "gzip, deflate, br, zstd"
+
+
+# ---------------------------------------------------------------- fetched, in process
+
+
+def _encoded(body: bytes, coding: str) -> Callable[[Exchange], object]:
+    return lambda ex: ex.respond(200, body, {"Content-Encoding": coding})
+
+
+ROUTES = {
+    "/robots.txt": lambda ex: ex.respond(200, ROBOTS, {"Content-Type": "text/plain"}),
+    "/plain": lambda ex: ex.respond(200, HTML),
+    "/br": _encoded(br(HTML), "br"),
+    "/zstd": _encoded(zst(HTML), "zstd"),
+    "/gzip-br": _encoded(br(gzip.compress(HTML)), "gzip, br"),
+    "/br-bomb": lambda ex: ex.respond(200, br_bomb(), {"Content-Encoding": "br"}),
+    "/zstd-bomb": lambda ex: ex.respond(200, zstd_bomb(), {"Content-Encoding": "zstd"}),
+    "/bad-br": _encoded(b"no brotli here, only words " * 40, "br"),
+    "/bad-zstd": _encoded(b"no zstd here, only words " * 40, "zstd"),
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[HostileServer]:
+    br_bomb(), zstd_bomb()  # built before any request waits for them
+    with HostileServer(ROUTES) as s:
+        yield s
+
+
+def test_br_zstd_and_a_chain_are_fetched_decoded(server: HostileServer) -> None:
+    protocol = HttpProtocol(HttpSettings(agent="t"))
+    for path in ("/br", "/zstd", "/gzip-br"):
+        out = protocol.fetch(server.url(path))
+        assert (out.code, out.content, out.truncated) == (P.SUCCESS, HTML, False), path
+    assert server.requests("/br")[0].headers["Accept-Encoding"] == "gzip, deflate, br, zstd"
+
+
+@pytest.mark.parametrize("path", ["/br-bomb", "/zstd-bomb"])
+@pytest.mark.parametrize(("content_limit", "cut_at"), [(MB, MB), (-1, 2 * MB)])
+def test_bombs_are_cut_at_the_limit_in_flat_memory(server: HostileServer, path: str, content_limit: int,
+                                                   cut_at: int) -> None:
+    """64 MiB of zeros: cut at http.content.limit, or at http.content.inflate.limit when the content limit is off."""
+    protocol = HttpProtocol(HttpSettings(agent="t", content_limit=content_limit, inflate_limit=2 * MB))
+    tracemalloc.start()
+    try:
+        out = protocol.fetch(server.url(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out.code == P.SUCCESS and out.truncated
+    assert len(out.content) == cut_at and out.content.count(0) == cut_at
+    assert peak < 6 * cut_at + 4 * MB, f"peak memory {peak}"
+
+
+@pytest.mark.parametrize(("path", "coding"), [("/bad-br", "br"), ("/bad-zstd", "zstd")])
+def test_a_body_that_does_not_decode_is_a_failed_fetch(server: HostileServer, path: str, coding: str) -> None:
+    out = HttpProtocol(HttpSettings(agent="t")).fetch(server.url(path))
+    assert out.code == P.EXCEPTION and out.args[0].startswith(f"content decoding error ({coding}): ")
+
+
+# ---------------------------------------------------------------- through the CLI
+
+CRAWL = "encodings"
+
+
+def _nutch(tmp: Path, *args: object, **props: object):
+    return nutch2(*args, "-crawlId", CRAWL, *defines(tmp, "sqlite", **props), timeout=120)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_encoded_pages_parse_to_the_plain_text_and_bombs_are_counted(tmp_path: Path, server: HostileServer) -> None:
+    """inject, generate, fetch, parse: br, zstd and gzip-then-br pages have the plain page's title, text and
+    outlinks; the two bombs are stored cut at http.content.limit (1 MiB) and skipped by parse as truncated
+    (skipped_truncated=2); streams that do not decode are failed fetches naming the coding."""
+    props = {"fetcher.server.delay": 0.05}
+    paths = ["/plain", "/br", "/zstd", "/gzip-br", "/br-bomb", "/zstd-bomb", "/bad-br", "/bad-zstd"]
+    (tmp_path / "seeds.txt").write_text("".join(server.url(p) + "\n" for p in paths))
+    assert _nutch(tmp_path, "inject", tmp_path / "seeds.txt", **props).returncode == 0
+    batch = _nutch(tmp_path, "generate", **props).stdout.strip()
+    fetched = _nutch(tmp_path, "fetch", batch, "-threads", 2, **props)
+    assert fetched.returncode == 0, fetched.stderr
+    parsed = _nutch(tmp_path, "parse", batch, **props)
+    assert parsed.returncode == 0, parsed.stderr
+    assert "skipped_truncated=2" in parsed.stderr, parsed.stderr
+    got = rows(conf_for(tmp_path, "sqlite", **props), CRAWL)
+    plain = got[reverse_url(server.url("/plain"))]
+    assert plain.parse_status.major_code == ParseMajor.SUCCESS and plain.title == "Encoded"
+    for path in ("/br", "/zstd", "/gzip-br"):
+        page = got[reverse_url(server.url(path))]
+        assert (page.status, page.content, page.title, page.text) == (CrawlStatus.FETCHED, HTML, plain.title,
+                                                                        plain.text), path
+        assert set(page.outlinks) == {server.url("/next")}
+    for path in ("/br-bomb", "/zstd-bomb"):
+        page = got[reverse_url(server.url(path))]
+        assert page.status == CrawlStatus.FETCHED and len(page.content) == MB, path
+        assert (page.parse_status.major_code, page.parse_status.minor_code) == (ParseMajor.NOTPARSED,
+                                                                                ParseMinor.FAILED_TRUNCATED)
+    for path, coding in (("/bad-br", "br"), ("/bad-zstd", "zstd")):
+        page = got[reverse_url(server.url(path))]
+        assert page.protocol_status.code == P.EXCEPTION and Mark.FETCH.check(page) == batch, path
+        assert page.protocol_status.args[0].startswith(f"content decoding error ({coding})")
