@@ -96,10 +96,23 @@ def _close(s: socket.socket) -> None:
     s.close()
 
 
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    """Copy a to b until a ends, then end b's side (one direction of a CONNECT tunnel)."""
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    try:
+        b.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
 class ForwardProxy:
     """An HTTP forward proxy on loopback that counts the requests it carries (per host:port in `requests`, each as
     host:port/path?query in `urls`) and, with `credentials`, asks for Proxy-Authorization (Basic) first: 407
-    without it. GET and HEAD with absolute URIs."""
+    without it. GET and HEAD with absolute URIs; CONNECT tunnels (counted once each, as "CONNECT host:port")."""
 
     def __init__(self, credentials: tuple[str, str] | None = None) -> None:
         import base64
@@ -127,14 +140,45 @@ class ForwardProxy:
             def do_HEAD(self) -> None:
                 self._forward()
 
+            def do_CONNECT(self) -> None:
+                """A tunnel to host:port (https through the proxy), counted as one request of that origin."""
+                if self._refused():
+                    return
+                host, _, port = self.path.rpartition(":")
+                with proxy.lock:
+                    key = f"{host.strip('[]')}:{port}"
+                    proxy.requests[key] = proxy.requests.get(key, 0) + 1
+                    proxy.urls.append(f"CONNECT {key}")
+                try:
+                    upstream = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
+                except (OSError, ValueError):
+                    self.send_error(502)
+                    return
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+                pumps = [threading.Thread(target=_pump, args=(a, b), daemon=True)
+                         for a, b in ((self.connection, upstream), (upstream, self.connection))]
+                for pump in pumps:
+                    pump.start()
+                for pump in pumps:
+                    pump.join()
+                self.close_connection = True
+
+            def _refused(self) -> bool:
+                """407 (and True) when the proxy wants credentials this request does not have."""
+                if expected is None or self.headers.get("Proxy-Authorization") == expected:
+                    return False
+                with proxy.lock:
+                    proxy.refused += 1
+                self.send_response(407)
+                self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return True
+
             def _forward(self) -> None:
-                if expected is not None and self.headers.get("Proxy-Authorization") != expected:
-                    with proxy.lock:
-                        proxy.refused += 1
-                    self.send_response(407)
-                    self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                if self._refused():
                     return
                 parts = urlsplit(self.path)
                 if parts.scheme != "http" or not parts.hostname:

@@ -1,26 +1,36 @@
-"""protocol-http's content codings (br, zstd, several in a row; issue 38), against loopback servers: decoders in
-bounded steps (decoding.py), pages served br- and zstd-encoded parsed through the CLI to the text of the plain page,
-Brotli and zstd bombs cut at the content limit (stored truncated, counted by parse as skipped_truncated, as a gzip
-bomb is), streams that do not decode failed as bad gzip is."""
+"""protocol-http's content codings (br, zstd, several in a row) and HTTP/2 (issue 38), against loopback servers.
+
+The codings: decoders in bounded steps (decoding.py), pages served br- and zstd-encoded parsed through the CLI to
+the text of the plain page, Brotli and zstd bombs cut at the content limit (stored truncated, counted by parse as
+skipped_truncated, as a gzip bomb is), streams that do not decode failed as bad gzip is. HTTP/2: a hypercorn server
+over TLS with a certificate made here (tests/tlsweb.py): a guarded address is refused, a stalled request is cut at
+the total deadline, auth, cookies and the content limit hold, a server that chooses HTTP/1.1 and a proxy get
+HTTP/1.1."""
 
 from __future__ import annotations
 
 import functools
 import gzip
+import importlib.util
 import os
+import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from nutch2.fetch.addresses import AddressPolicy
 from nutch2.marks import Mark
 from nutch2.plugins.protocol_http import decoding
 from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, accept_encoding, decoder_for
 from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
+from nutch2.plugins.protocol_http.netconf import AuthScope, Credentials, ProxySettings
 from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.status import ProtocolStatusCode as P
 from nutch2.urls.tableutil import reverse_url
+from tests import tlsweb
 from tests.crawlutil import conf_for, defines, rows
 from tests.helpers import nutch2
 from tests.hostile_server import Exchange, HostileServer
@@ -231,3 +241,115 @@ def test_encoded_pages_parse_to_the_plain_text_and_bombs_are_counted(tmp_path: P
         page = got[reverse_url(server.url(path))]
         assert page.protocol_status.code == P.EXCEPTION and Mark.FETCH.check(page) == batch, path
         assert page.protocol_status.args[0].startswith(f"content decoding error ({coding})")
+
+
+# ---------------------------------------------------------------- HTTP/2
+
+needs_h2 = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("httpcore", "h2", "hypercorn")),
+                              reason="httpcore, h2 and hypercorn (test dependencies: nutch2[test]) are not installed")
+
+
+@pytest.fixture
+def tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple[Path, Path], list[str]]:
+    """A certificate for three loopback hosts of their own, trusted by this process and the CLI it starts."""
+    hosts = [tlsweb.new_host() for _ in range(3)]
+    cert = tlsweb.make_cert(tmp_path / "tls", tuple(hosts))
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert[0]))
+    return cert, hosts
+
+
+def _h2(addresses: AddressPolicy | None = None, **kw: object) -> HttpProtocol:
+    """A protocol with HTTP/2 on; closed before its server (a TLS server waits for its clients' goodbyes)."""
+    return HttpProtocol(HttpSettings(agent="t", http2=True, **kw), addresses=addresses)  # type: ignore[arg-type]
+
+
+@needs_h2
+def test_a_guarded_address_is_refused_over_http2(tls) -> None:
+    """The guard checks the address connected to: no connection to a loopback host the policy does not allow,
+    over HTTP/2 as over HTTP/1.1; allowed, the same URL is fetched over HTTP/2."""
+    cert, hosts = tls
+    with tlsweb.TlsServer({"/": tlsweb.page(200, HTML)}, cert, host=hosts[0]) as site:
+        with closing(_h2(addresses=AddressPolicy())) as protocol:
+            out = protocol.fetch(site.url("/"))
+        assert out.code == P.ACCESS_DENIED and out.args[0].startswith(f"denied address {site.host} ")
+        assert site.requests() == []
+        with closing(_h2(addresses=AddressPolicy(origins=frozenset({f"{site.host}:{site.port}"})))) as protocol:
+            out = protocol.fetch(site.url("/"))
+        assert (out.code, out.content) == (P.SUCCESS, HTML)
+        assert [r.http_version for r in site.requests()] == ["2"]
+
+
+@needs_h2
+def test_a_stalled_http2_request_is_cut_at_the_total_deadline(tls) -> None:
+    """http.timeout 2 s per read, 0.5 s in all: a server that sends no headers, on a connection kept from the
+    request before, fails as "total fetch time exceeded" (a read timeout would say "timeout (read)" after 2 s),
+    and a body trickled a byte at a time is cut and kept as truncated; the next request is not affected."""
+    cert, hosts = tls
+    routes = {"/ok": tlsweb.page(200, b"fine"), "/stall": tlsweb.trickle(head_first=False),
+              "/trickle": tlsweb.trickle(head_first=True)}
+    with tlsweb.TlsServer(routes, cert, host=hosts[0]) as site:
+        with closing(_h2(timeout_ms=2000, max_fetch_ms=500)) as protocol:
+            assert protocol.fetch(site.url("/ok")).content == b"fine"
+            start = time.monotonic()
+            out = protocol.fetch(site.url("/stall"))
+            elapsed = time.monotonic() - start
+            assert out.code == P.EXCEPTION and out.args == ["timeout (total fetch time exceeded)"]
+            assert elapsed < 2.0  # cut at the deadline, before the read timeout
+            out = protocol.fetch(site.url("/trickle"))
+            assert out.code == P.SUCCESS and out.truncated and 0 < len(out.content) < 100_000
+            assert protocol.fetch(site.url("/ok")).content == b"fine"
+        assert {r.http_version for r in site.requests()} == {"2"}
+
+
+@needs_h2
+def test_http2_keeps_the_content_limit_auth_and_cookies(tls) -> None:
+    """A body over http.content.limit is cut (and its connection closed: the next request reads no leftover
+    frames); a 401 with a Basic challenge is answered from the credentials; a cookie set is sent back."""
+    cert, hosts = tls
+
+    async def auth(send, server) -> None:
+        answered = server.requests()[-1].headers.get("authorization") == "Basic dTpw"  # u:p
+        await tlsweb.page(200 if answered else 401, b"in" if answered else b"who?",
+                          {} if answered else {"www-authenticate": 'Basic realm="r"'})(send, server)
+
+    async def echo(send, server) -> None:
+        await tlsweb.page(200, server.requests()[-1].headers.get("cookie", "").encode())(send, server)
+
+    routes = {"/big": tlsweb.page(200, b"a" * (3 * MB)), "/ok": tlsweb.page(200, b"fine"), "/auth": auth,
+              "/set": tlsweb.page(200, b"set", {"set-cookie": "session=s1; Path=/"}), "/echo": echo}
+    with tlsweb.TlsServer(routes, cert, host=hosts[0]) as site:
+        creds = Credentials("u", "p", (AuthScope(host=site.host),))
+        with closing(_h2(content_limit=MB, auth=(creds,), cookies=True)) as protocol:
+            out = protocol.fetch(site.url("/big"))
+            assert out.code == P.SUCCESS and out.truncated and out.content == b"a" * MB
+            assert protocol.fetch(site.url("/ok")).content == b"fine"
+            out = protocol.fetch(site.url("/auth"))
+            assert (out.http_code, out.content) == (200, b"in")
+            assert protocol.fetch(site.url("/set")).content == b"set"
+            assert protocol.fetch(site.url("/echo")).content == b"session=s1"
+        assert {r.http_version for r in site.requests()} == {"2"}
+
+
+@needs_h2
+def test_a_server_that_chooses_http11_and_a_proxy_get_http11(tls) -> None:
+    """ALPN: a server offering only http/1.1 is fetched over HTTP/1.1 (and remembered); through an HTTP proxy
+    (CONNECT) an https URL goes over HTTP/1.1 as well."""
+    from nutch2.plugins.protocol_http import http2
+    from tests.proxy import ForwardProxy
+
+    cert, hosts = tls
+    with tlsweb.TlsServer({"/": tlsweb.page(200, HTML)}, cert, host=hosts[0], alpn=("http/1.1",)) as old, \
+            tlsweb.TlsServer({"/": tlsweb.page(200, HTML)}, cert, host=hosts[1]) as site:
+        with closing(_h2()) as protocol:
+            assert [protocol.fetch(old.url("/")).content for _ in range(2)] == [HTML, HTML]
+        assert [r.http_version for r in old.requests()] == ["1.1", "1.1"]
+        assert (old.host, old.port) in http2._HTTP11_ORIGINS
+        proxy = ForwardProxy()
+        try:
+            with closing(_h2(proxy=ProxySettings("127.0.0.1", proxy.port))) as protocol:
+                out = protocol.fetch(site.url("/"))
+            assert (out.code, out.content) == (P.SUCCESS, HTML)
+            assert proxy.urls == [f"CONNECT {site.host}:{site.port}"]
+            assert [r.http_version for r in site.requests()] == ["1.1"]
+        finally:
+            proxy.close()

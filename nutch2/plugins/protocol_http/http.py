@@ -9,6 +9,10 @@ off (decoded in bounded steps, so a compression bomb never inflates past the
 cap). A compressed body that ends before its stream does is marked truncated, as
 a cut body is; one that does not decode is an EXCEPTION naming its coding.
 
+With ``http.useHttp2`` an https URL fetched directly (no proxy) goes over HTTP/2
+when its server chooses it in the TLS handshake (http2.py), with the same
+headers, auth, cookies, limits, address guard and deadline; HTTP/1.1 otherwise.
+
 Every request has a total deadline (Nutch's ``http.time.limit``, by default three
 times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
 status line, headers and body: :mod:`nutch2.fetch.watchdog` shuts its socket down when it
@@ -19,6 +23,7 @@ before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)"
 from __future__ import annotations
 
 import http.client
+import importlib.util
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +53,8 @@ from nutch2.urls.checker import strip_credentials
 
 if TYPE_CHECKING:
     import http.cookiejar
+
+    from nutch2.plugins.protocol_http.http2 import Http2Client, Http2Response
 
 __all__ = [
     "HttpProtocol",
@@ -86,6 +93,7 @@ class HttpSettings:
     proxy: ProxySettings | None = None  # http.proxy.*: every request through it, but for http.proxy.exception.list
     auth: tuple[Credentials, ...] = field(default=(), repr=False)  # http.auth.file: answered 401 challenges
     cookies: bool = False  # http.enable.cookie.header: keep the cookies hosts set, send them back (a jar per task)
+    http2: bool = False  # http.useHttp2: https over HTTP/2 where the server chooses it (ALPN), not through a proxy
 
     def __post_init__(self) -> None:
         if not 0 < self.timeout_ms <= _MAX_TIMEOUT_MS:
@@ -96,6 +104,9 @@ class HttpSettings:
                                       "e.g. -D http.content.inflate.limit=33554432")
         if self.max_fetch_ms is not None and self.max_fetch_ms <= 0:
             raise ProtocolConfigError(f"the total fetch time limit {self.max_fetch_ms} ms must be > 0")
+        if self.http2 and not all(importlib.util.find_spec(m) for m in ("httpcore", "h2")):
+            raise ProtocolConfigError("http.useHttp2=true needs httpcore and h2: pip install 'nutch2[http2]', or "
+                                      "-D http.useHttp2=false")
 
     def secrets(self) -> tuple[str, ...]:
         """Passwords that must never reach a stored message."""
@@ -190,6 +201,11 @@ class HttpProtocol(ProtocolSession):
         # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge
         self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False), addresses=addresses)
         self._proxied: urllib3.PoolManager | None = None
+        self._h2: Http2Client | None = None
+        if settings.http2:
+            from nutch2.plugins.protocol_http.http2 import Http2Client
+
+            self._h2 = Http2Client(addresses)
 
     def _manager(self, url: str) -> urllib3.PoolManager:
         """The pool manager for `url`: through the proxy (unless its host is an exception), or direct."""
@@ -205,6 +221,8 @@ class HttpProtocol(ProtocolSession):
         self._direct.clear()
         if self._proxied is not None:
             self._proxied.clear()
+        if self._h2 is not None:
+            self._h2.close()
 
     def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
               may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> ProtocolOutput:
@@ -319,8 +337,10 @@ class HttpProtocol(ProtocolSession):
             truncated=truncated, last_modified=http_date_ms(resp.headers.get("Last-Modified")),
         )
 
-    def _get(self, url: str, cond: dict[str, str], guard: Guard, timeout: urllib3.Timeout) -> urllib3.BaseHTTPResponse:
-        """One GET (through the proxy unless the host is an exception), with the host's auth and cookies."""
+    def _get(self, url: str, cond: dict[str, str], guard: Guard,
+             timeout: urllib3.Timeout) -> urllib3.BaseHTTPResponse | Http2Response:
+        """One GET (through the proxy unless the host is an exception; over HTTP/2 where it may and the server
+        chooses it), with the host's auth and cookies."""
         headers = {**self._headers, **cond}
         auth = self._auth.get(self._hostport(url))
         answer = auth.header(url) if auth is not None else None
@@ -339,8 +359,12 @@ class HttpProtocol(ProtocolSession):
             if refused:
                 raise AddressDenied(refused)
         try:
-            resp = manager.request("GET", url, headers=headers, redirect=False, retries=False,
-                                   preload_content=False, decode_content=False, timeout=timeout)
+            resp: urllib3.BaseHTTPResponse | Http2Response | None = None
+            if self._h2 is not None and manager is self._direct and self._h2.wants(url):
+                resp = self._h2.get(url, headers, timeout.connect_timeout, timeout.read_timeout)
+            if resp is None:
+                resp = manager.request("GET", url, headers=headers, redirect=False, retries=False,
+                                       preload_content=False, decode_content=False, timeout=timeout)
         except Exception as exc:
             if guard.expired:
                 raise _FetchError(_TOTAL_TIMEOUT) from exc
@@ -357,7 +381,7 @@ class HttpProtocol(ProtocolSession):
         parts = urlsplit(url)
         return f"{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
-    def _answer(self, url: str, resp: urllib3.BaseHTTPResponse) -> bool:
+    def _answer(self, url: str, resp: urllib3.BaseHTTPResponse | Http2Response) -> bool:
         """Whether to ask again: a 401's challenge (Basic or Digest) that http.auth.file holds credentials for
         (host, port, realm), unless the answer sent was Basic and already these (a wrong password is asked once);
         the answer is kept for the host, so later requests send it (Basic) or answer its nonce (Digest) at once."""
@@ -379,7 +403,7 @@ class HttpProtocol(ProtocolSession):
             return True
         return False
 
-    def _read_body(self, resp: urllib3.BaseHTTPResponse, deadline: float,
+    def _read_body(self, resp: urllib3.BaseHTTPResponse | Http2Response, deadline: float,
                    guard: Guard) -> tuple[bytes, bool, str | None]:
         """Stream the body, decoding it, capped at the content (or inflate) limit and at the deadline.
 
