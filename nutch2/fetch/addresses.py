@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.fetch.dns import DnsCache
 from nutch2.stores.base import DataStore
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -91,12 +92,14 @@ def origin_of(url: str) -> tuple[str, int] | None:
 @dataclass
 class AddressPolicy:
     """What the guard lets through: everything when not `enabled`; else public addresses, and these names (any
-    port), origins ("host:port") and networks. Built per task from the configuration and the crawl's seeds."""
+    port), origins ("host:port") and networks. Built per task from the configuration and the crawl's seeds; its
+    DNS cache (nutch2/fetch/dns.py) is the task's: what it checks and connects to are the same answers."""
 
     enabled: bool = True
     names: frozenset[str] = frozenset()
     origins: frozenset[str] = frozenset()
     networks: tuple[Network, ...] = ()
+    dns: DnsCache = field(default_factory=DnsCache, repr=False, compare=False)
     _verdicts: dict[tuple[str, int], str | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -148,8 +151,8 @@ class AddressPolicy:
             return self._verdicts[found]
         host, port = found
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
+            infos = self.dns.resolve(host, port)
+        except OSError:
             return None  # no address: nothing to connect to; the fetch reports it
         refusals = [self.refusal(host, port, ipaddress.ip_address(info[4][0].split("%", 1)[0])) for info in infos]
         verdict = refusals[0] if refusals and all(refusals) else None
@@ -159,9 +162,9 @@ class AddressPolicy:
     def connect(self, host: str, port: int, timeout: object = None, source_address: tuple[str, int] | None = None,
                 socket_options: Iterable[tuple[int, int, int | bytes]] | None = None) -> socket.socket:
         """socket.create_connection, to the first address the policy allows (the one checked is the one
-        connected to); AddressDenied when it allows none. `timeout`: seconds, or anything else for the socket's
-        default."""
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+        connected to) of the host's answer in the DNS cache; AddressDenied when it allows none, socket.gaierror when
+        the name does not resolve. `timeout`: seconds, or anything else for the socket's default."""
+        infos = self.dns.resolve(host, port)
         refused, error = None, None
         for family, kind, proto, _, addr in infos:
             why = self.refusal(host, port, ipaddress.ip_address(addr[0].split("%", 1)[0]))
