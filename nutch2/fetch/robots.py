@@ -17,6 +17,9 @@ which is what site owners expect today):
   -> ``unreachable``: the host is down; its URLs are recorded as failed fetches
   (EXCEPTION with the reason, RETRY) so that updatedb counts the retries;
 * a fetch cut by the job's own time limit -> ``defer``.
+
+Answers are kept in the crawl's store for the tasks and rounds after this one (nutch2/fetch/robotsstore.py: up to
+24 hours, less where the answer's caching headers say so); for 429, 5xx and no answer the last kept copy stands in.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import codecs
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -68,6 +72,8 @@ class RobotRules:
     _delays: dict[tuple[str, ...], float | None] = field(default_factory=dict, repr=False, compare=False)
     _deciders: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False, compare=False)
     reason: str = ""
+    # not from a robots.txt request: kept by an earlier task (or, unreachable, a page request got no answer)
+    from_store: bool = field(default=False, compare=False)
 
     @classmethod
     def parse(cls, content: bytes) -> RobotRules:
@@ -278,11 +284,17 @@ def rules_from_output(out: ProtocolOutput, agents: str | Sequence[str] = ()) -> 
 
 class RobotsCache:
     """Fetches robots.txt once per (scheme, host, port) per job and caches it; thread-safe;
-    concurrent callers for the same host wait for the single fetch."""
+    concurrent callers for the same host wait for the single fetch. With a RobotsStore, a host's answer kept by an
+    earlier task is used while it is fresh (no request), and what this task fetched is kept for the next."""
 
-    def __init__(self, session_factory: Callable[[], Any], agent: str | Sequence[str]) -> None:
-        """``session_factory``: a new protocol session for robots.txt requests (a Protocol's robots_session)."""
+    def __init__(self, session_factory: Callable[[], Any], agent: str | Sequence[str],
+                 store: Any = None, counters: Any = None) -> None:
+        """``session_factory``: a new protocol session for robots.txt requests (a Protocol's robots_session);
+        ``store``: the crawl's kept answers (a RobotsStore, nutch2/fetch/robotsstore.py, which imports this module);
+        ``counters``: the task's (robots_from_store, robots_stood_in)."""
         self.agent = agent
+        self.store = store
+        self.counters = counters
         self._factory = session_factory
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -323,22 +335,57 @@ class RobotsCache:
         with self._lock:
             return self._rules.get(key)
 
+    def unreachable(self, url: str, reason: str) -> RobotRules:
+        """The host of ``url`` gave no answer to a request (its rules came from the store): from now on this task
+        treats it as a host whose robots.txt got none (no more requests; the kept copy stays for later tasks)."""
+        rules = RobotRules(UNREACHABLE, reason=reason, from_store=True)
+        key = _host_key(url)
+        if key is not None:
+            with self._lock:
+                self._rules[key] = rules
+        return rules
+
     def close(self) -> None:
-        """Close the protocol sessions this cache created."""
+        """Write the answers this task fetched to the store, close the protocol sessions this cache created."""
+        if self.store is not None:
+            self.store.save()
         with self._lock:
             protocols, self._protocols = self._protocols, []
         for protocol in protocols:
             protocol.close()
 
     def _load(self, key: tuple[str, str, int]) -> RobotRules:
-        """Fetch and interpret robots.txt for a host; any failure defers the host."""
+        """The host's rules: its kept answer while fresh, else robots.txt fetched (and kept), or the kept answer
+        when the fetch got none that can be used; any other failure defers the host."""
+        stored = self.store.get(key) if self.store is not None else None
+        if stored is not None and self.store is not None and self.store.fresh(stored):
+            rules = stored.rules()
+            rules.from_store = True
+            self._count("robots_from_store")
+            log.debug("robots.txt %s -> %s (kept)", key, rules.state)
+            return rules
         try:
-            rules = rules_from_output(self._fetch(_robots_url(key)), self.agent)
+            out = self._fetch(_robots_url(key))
+            rules = rules_from_output(out, self.agent)
         except Exception:  # noqa: BLE001 - a robots problem must not kill a fetcher thread
             log.exception("robots.txt for %s failed", key)
-            rules = RobotRules(DEFER)
+            return RobotRules(DEFER)
         log.debug("robots.txt %s -> %s", key, rules.state)
+        if self.store is None:
+            return rules
+        if rules.state in (DEFER, UNREACHABLE):
+            if stored is not None and not out.stopped and self.store.stands_in(stored):
+                log.info("robots.txt %s: %s; its copy kept %s stands in", key, rules.reason or out.http_code or
+                         "deferred", time.strftime("%Y-%m-%d %H:%M", time.gmtime(stored.fetched / 1000)))
+                self._count("robots_stood_in")
+                return stored.rules()
+            return rules
+        self.store.keep(key, out, rules, replaces=stored is not None)
         return rules
+
+    def _count(self, name: str) -> None:
+        if self.counters is not None:
+            self.counters.incr(name)
 
     def _fetch(self, url: str) -> ProtocolOutput:
         """Fetch ``url`` following up to ROBOTS_MAX_REDIRECTS redirects."""
