@@ -215,15 +215,16 @@ def export(conf: Configuration, store: DataStore, out_dir: Path, batch: str | No
     counters = runner.run(job, store)
     index = out_dir / INDEX_NAME
     if cdxj:
-        _, lines = write_folder_index(out_dir, complete_files(out_dir))
-        log.info(f"warc: {index} lists {counted(lines, 'record')} of {counted(len(kept) + len(job.files), 'file')}")
+        indexed = complete_files(out_dir)
+        _, lines = write_folder_index(out_dir, indexed)
+        log.info(f"warc: {INDEX_NAME} lists {counted(lines, 'record')} of {counted(len(indexed), 'file')}")
     elif index.exists():
         index.unlink()  # it would not list this export's files
-        log.info(f"warc: removed {index}, which would not list this export (-noCdxj)")
+        log.info(f"warc: removed {INDEX_NAME}, which would not list this export (-noCdxj)")
     if wacz is not None:
         warcs = [out_dir / name for name in sorted(job.referred)] + [out_dir / name for name in job.files]
         listed = write_wacz(wacz, warcs, job.pages, description)
-        log.info(f"warc: {wacz}: {counted(len(warcs), 'WARC file')} ({len(job.referred)} of earlier exports), "
+        log.info(f"warc: {wacz.name}: {counted(len(warcs), 'WARC file')} ({len(job.referred)} of earlier exports), "
                  f"{counted(listed, 'page')}")
         counters.incr("wacz_pages", listed)
     return counters, job.files

@@ -25,7 +25,8 @@ import pytest
 import requests
 from warcio.archiveiterator import ArchiveIterator
 
-from nutch2.archive.warc import IDENTICAL, NOT_MODIFIED, Capture, payload_digest
+from nutch2.archive.cdxj import write_folder_index
+from nutch2.archive.warc import IDENTICAL, NOT_MODIFIED, Capture, complete_files, payload_digest
 from nutch2.crawldb.journal import Journal
 from nutch2.marks import Mark
 from nutch2.status import CrawlStatus
@@ -183,6 +184,12 @@ def test_cdxj_is_cdxj_indexers(recrawled: dict, tmp_path: Path) -> None:
         assert (out / (path.name + ".cdxj")).read_text() == cdxj_indexer(tmp_path / "one.cdxj", path), path
     index = (out / "index.cdxj").read_text()
     assert index == cdxj_indexer(tmp_path / "all.cdxj", *files)
+    # a file without its index (an older export's) is indexed by cdxj-indexer when the folder's index is written
+    legacy = out / (files[0].name + ".cdxj")
+    made = legacy.read_text()
+    legacy.unlink()
+    write_folder_index(out, complete_files(out))
+    assert legacy.read_text() == made and (out / "index.cdxj").read_text() == index
     lines = [json.loads(line.split(" ", 2)[2]) for line in index.splitlines()]
     assert {x["mime"] for x in lines} >= {"warc/revisit", "text/html"} and {x["status"] for x in lines} >= {"304"}
     assert len(lines) == sum(1 for r in records(files) if r["type"] in ("response", "revisit"))

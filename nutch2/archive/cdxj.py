@@ -1,7 +1,12 @@
-"""CDXJ indexes of `nutch2 warc` output, made by cdxj-indexer (the indexer of pywb and py-wacz): one `<name>.cdxj`
-beside each complete WARC file (its response and revisit records, sorted, the fields cdxj-indexer writes by
-default), and `index.cdxj` for the whole folder, the sorted merge of every file's index, which pywb reads as a
-collection's index.
+"""CDXJ indexes of `nutch2 warc` output, as cdxj-indexer (the indexer of pywb and py-wacz) makes them: one
+`<name>.cdxj` beside each complete WARC file (its response and revisit records, sorted, the fields cdxj-indexer
+writes by default), and `index.cdxj` for the whole folder, the sorted merge of every file's index, which pywb reads
+as a collection's index.
+
+The writer makes a file's lines as it writes its records (`record_line`: the offsets are known then, and reading
+the file back through cdxj-indexer costs about as much as writing it, bench/RESULTS.md), with cdxj-indexer's own
+key (surt) and formats; a WARC file without an index (an older export's) is indexed by cdxj-indexer itself.
+tests/test_warc_revisits.py checks both against cdxj-indexer's output.
 
 Both are written under a temporary name and renamed when complete; `index.cdxj` lists only files that are whole.
 """
@@ -10,10 +15,13 @@ from __future__ import annotations
 
 import heapq
 import io
+import json
 import logging
 import os
+import re
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from nutch2.errors import ConfigError
 
@@ -34,6 +42,35 @@ def require_cdxj_indexer() -> None:
 
 
 DEFAULT_RECORDS = ["response", "revisit", "resource", "metadata"]  # cdxj-indexer's own
+_MIME_END = re.compile(r"[;\s]")  # cdxj-indexer's RE_SPACE
+
+
+def record_line(record: Any, offset: int, length: int, filename: str) -> str | None:
+    """The line cdxj-indexer gives a response or revisit record (a warcio record as written, at `offset`, `length`
+    bytes of gzip member); None for the records it leaves out (warcinfo, request, our warc-fields metadata)."""
+    import surt
+    from warcio.timeutils import iso_date_to_timestamp
+
+    if record.rec_type not in ("response", "revisit"):
+        return None
+    headers, http = record.rec_headers, record.http_headers
+    url = headers.get_header("WARC-Target-URI")
+    index: dict[str, str] = {"url": url}
+    if record.rec_type == "revisit":
+        index["mime"] = "warc/revisit"
+    elif http is not None and (ctype := http.get_header("Content-Type")):
+        index["mime"] = _MIME_END.split(ctype.strip(), 1)[0].strip()
+    if http is not None:
+        index["status"] = http.get_statuscode()
+    digest = headers.get_header("WARC-Payload-Digest")
+    if digest:
+        index["digest"] = digest
+    index.update(length=str(length), offset=str(offset), filename=filename)
+    try:
+        key = surt.surt(url)
+    except Exception:  # noqa: BLE001 - as cdxj-indexer: the URL itself
+        key = url
+    return f"{key} {iso_date_to_timestamp(headers.get_header('WARC-Date'))} {json.dumps(index)}\n"
 
 
 def index_lines(path: Path, name: str) -> list[str]:
@@ -49,10 +86,11 @@ def index_lines(path: Path, name: str) -> list[str]:
     return sorted(out.getvalue().splitlines(keepends=True))
 
 
-def write_file_index(path: Path, name: str) -> Path:
-    """Index the WARC file at `path` (complete, maybe not yet renamed) into `<name>.cdxj` beside it."""
+def write_file_index(path: Path, name: str, lines: list[str] | None = None) -> Path:
+    """`<name>.cdxj` beside the WARC file at `path` (complete, maybe not yet renamed): its lines, sorted, or (None)
+    cdxj-indexer's index of it."""
     target = path.with_name(name + SUFFIX)
-    _write_atomic(target, index_lines(path, name))
+    _write_atomic(target, sorted(lines) if lines is not None else index_lines(path, name))
     return target
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nutch2 import __version__
+from nutch2.archive.cdxj import record_line, write_file_index
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
@@ -251,6 +252,8 @@ class WarcFileWriter:
         self._writer: Any = None
         self._path: Path | None = None
         self._items: list[Any] = []
+        self._lines: list[str] = []  # the open file's CDXJ lines
+        self._name = ""
         from warcio.recordbuilder import RecordBuilder
 
         self.builder = RecordBuilder(warc_version="1.1")  # builds the records; _writer writes them
@@ -261,7 +264,10 @@ class WarcFileWriter:
             self._open()
         assert self._file is not None
         for record in records:
+            offset = self._file.tell()
             self._writer.write_record(record)
+            if self.cdxj and (line := record_line(record, offset, self._file.tell() - offset, self._name)):
+                self._lines.append(line)
         if item is not None:
             self._items.append(item)
         if self._file.tell() >= self.max_bytes:
@@ -270,7 +276,7 @@ class WarcFileWriter:
     def _open(self) -> None:
         from warcio.warcwriter import WARCWriter
 
-        name = f"{self.prefix}-{self.task:05d}-{self._seq:05d}.warc.gz"
+        name = self._name = f"{self.prefix}-{self.task:05d}-{self._seq:05d}.warc.gz"
         self._seq += 1
         self._path = self.folder / (name + OPEN_SUFFIX)
         self._file = open(self._path, "wb")  # noqa: SIM115 - closed by close() or abort()
@@ -286,9 +292,8 @@ class WarcFileWriter:
         self._file.close()
         final = self._path.with_name(self._path.name.removesuffix(OPEN_SUFFIX))
         if self.cdxj:
-            from nutch2.archive.cdxj import write_file_index
-
-            write_file_index(self._path, final.name)
+            write_file_index(self._path, final.name, self._lines)
+        self._lines = []
         os.replace(self._path, final)
         _sync_folder(self.folder)
         self.files.append(final.name)
@@ -303,7 +308,7 @@ class WarcFileWriter:
             self._file.close()
             self._path.unlink(missing_ok=True)
         self._file = self._path = None
-        self._items = []
+        self._items, self._lines = [], []
 
 
 def _sync_folder(folder: Path) -> None:
