@@ -126,6 +126,19 @@ def page_html(title: str, body: str = "", links: list[tuple[str, str]] = (), hea
     return (f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p>{a}</body></html>").encode()
 
 
+ARTICLES = REPO / "tests" / "data" / "articles"  # two news articles of about 360 words each
+
+
+def news_page(article: str, updated: str, views: int) -> list[str]:
+    """The blocks of text of a news site's page around tests/data/articles/<article>.txt: navigation, a "Last updated"
+    line, the article's paragraphs, a view counter and a footer (the near-duplicate tests vary the date and the
+    counter). Join them for the page's text, or wrap each in <p> for its HTML."""
+    paragraphs = (ARTICLES / f"{article}.txt").read_text(encoding="utf-8").split("\n\n")
+    return ["Home News Sport Culture Weather Contact", f"Last updated {updated}",
+            *(" ".join(p.split()) for p in paragraphs), f"This page has been viewed {views:,} times.",
+            "Copyright 2024 The Coast Gazette. Privacy Terms Advertise"]
+
+
 def fetched_batch(conf, crawl_id: str, n: int) -> None:
     """A fetched, unparsed batch B of n pages (about 20 KB each)."""
     with open_store(conf, crawl_id) as store:

@@ -13,7 +13,7 @@ from nutch2.mapred.job import TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.result import ParseResult
-from nutch2.parse.signature import md5_signature, text_profile_signature
+from nutch2.parse.signature import md5_signature, signature_class, simhash_signature, text_profile_signature
 from nutch2.plugin import Plugins
 from nutch2.rowkeys import NOINDEX_KEY, TRUNCATED_KEY
 from nutch2.status import ParseMajor, ParseMinor
@@ -56,10 +56,7 @@ class PageParser:
         if self.caching_policy not in CACHING_POLICIES:
             raise ConfigError(f"parser.caching.forbidden.policy={self.caching_policy!r} is not known; use "
                               + ", ".join(CACHING_POLICIES))
-        sig = conf.get_str("db.signature.class").rsplit(".", 1)[-1].lower()
-        if sig not in ("md5", "md5signature", "textprofile", "textprofilesignature"):
-            raise ConfigError(f"db.signature.class={sig!r} is not known; use md5 or textprofile")
-        self.text_profile = sig.startswith("textprofile")
+        self.signature = signature_class(conf)
         self.parsers = ParserFactory(conf)
         self.filters = Plugins(conf).build("parse-filter")
 
@@ -154,9 +151,16 @@ class PageParser:
             # prevSignature <- the signature of the previous fetch; a second parse of the same fetch
             # (-force, a re-run) keeps it, or updatedb would see every page of the batch as unchanged
             page.prev_signature = self._old_signature(page, ctx, signature_loaded)
-        page.signature = (text_profile_signature(result.text, fallback_content=content)
-                          if self.text_profile else md5_signature(content))
+        page.signature = self._signature(content, result.text)
         page.outlinks = self._outlinks(url, result)
+
+    def _signature(self, content: bytes, text: str | None) -> bytes:
+        """The page's signature by db.signature.class (TextProfile and SimHash of the text, MD5 of the content)."""
+        if self.signature == "textprofile":
+            return text_profile_signature(text, fallback_content=content)
+        if self.signature == "simhash":
+            return simhash_signature(text, fallback_content=content)
+        return md5_signature(content)
 
     def _meta(self, page: WebPage, result: ParseResult) -> None:
         """Keep the caching policy of a noarchive/nocache page (meta tags are parse-metatags' business)."""

@@ -1,15 +1,35 @@
-"""Page signatures (Nutch's MD5Signature and TextProfileSignature).
+"""Page signatures (Nutch's MD5Signature and TextProfileSignature, and a 64-bit SimHash), chosen by db.signature.class.
 
 A signature identifies page content; comparing it with the previous one tells updatedb whether
-the page was MODIFIED or NOTMODIFIED, and the index dedup groups documents by it.
+the page was MODIFIED or NOTMODIFIED, and dedup groups rows by it. A SimHash also says how near
+two pages are: the number of bits in which two of them differ (hamming_distance).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 
-__all__ = ["md5_signature", "text_profile", "text_profile_signature"]
+from nutch2.config import Configuration
+from nutch2.errors import ConfigError
+
+__all__ = ["SIGNATURE_CLASSES", "hamming_distance", "md5_signature", "signature_class", "simhash_bands",
+           "simhash_signature", "text_profile", "text_profile_signature"]
+
+# db.signature.class: the last part of a dotted class name, case-insensitive, so Nutch's
+# org.apache.nutch.crawl.MD5Signature and TextProfileSignature work as they are
+SIGNATURE_CLASSES = {"md5": "md5", "md5signature": "md5", "textprofile": "textprofile",
+                     "textprofilesignature": "textprofile", "simhash": "simhash", "simhashsignature": "simhash"}
+
+
+def signature_class(conf: Configuration) -> str:
+    """The signature db.signature.class names: "md5", "textprofile" or "simhash" (ConfigError for another)."""
+    name = conf.get_str("db.signature.class")
+    kind = SIGNATURE_CLASSES.get(name.rsplit(".", 1)[-1].strip().lower())
+    if kind is None:
+        raise ConfigError(f"db.signature.class={name!r} is not known; use md5, textprofile or simhash")
+    return kind
 
 
 def md5_signature(content: bytes | None) -> bytes:
@@ -69,3 +89,66 @@ def text_profile_signature(
         return md5_signature(fallback_content)
     profile = text_profile(text, min_token_len=min_token_len, quant_rate=quant_rate)
     return hashlib.md5(profile.encode("utf-8"), usedforsecurity=False).digest()
+
+
+# ---------------------------------------------------------------- SimHash
+SIMHASH_BITS = 64
+SHINGLE_WORDS = 3
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits
+_NUMBER = re.compile(r"\d+")
+_WITHOUT_BIT = [bytes(b for b in range(256) if not b >> bit & 1) for bit in range(8)]  # bytes lacking that bit
+
+
+def _word_hashes(word: str) -> bytes:
+    """Three 64-bit hashes of a word (one 24-byte BLAKE2b digest: the same in every process); a number is the
+    word "0", so that dates, times and counters do not tell pages apart."""
+    if not word.isalpha():
+        word = _NUMBER.sub("0", word)
+    return hashlib.blake2b(word.encode("utf-8"), digest_size=24).digest()
+
+
+def simhash_signature(text: str | None, *, fallback_content: bytes | None = None) -> bytes:
+    """Charikar's 64-bit SimHash of the text's 3-word shingles, as 8 bytes (big-endian).
+
+    Words are lower-cased runs of letters and digits. Each shingle is a feature; bit i of the SimHash is 1 when
+    more than half of the features' 64-bit hashes have bit i set. A shingle's hash is the XOR of its first word's
+    first hash, its second word's second and its third word's third (simple tabulation hashing, 3-independent):
+    each distinct word is hashed once, and the bits are counted a byte column at a time over every shingle.
+    Near-identical texts get SimHashes a few bits apart. With no word, the first 8 bytes of MD5Signature of
+    fallback_content (as TextProfileSignature falls back).
+    """
+    words = _WORD.findall(text.lower()) if text else []
+    if not words:
+        return md5_signature(fallback_content)[:8]
+    words += [""] * (SHINGLE_WORDS - len(words))  # one shingle for a text of one or two words
+    table = {word: _word_hashes(word) for word in set(words)}
+    hashes = b"".join(map(table.__getitem__, words))  # 24 bytes per word: its three hashes
+    n = len(words) - SHINGLE_WORDS + 1  # shingles
+    out = bytearray(8)
+    for p in range(8):  # byte p of every shingle's hash: byte p of hash 0 of word i, of hash 1 of word i+1, ...
+        column = (int.from_bytes(hashes[p:24 * n:24], "big")
+                  ^ int.from_bytes(hashes[24 + 8 + p:24 * (n + 1):24], "big")
+                  ^ int.from_bytes(hashes[48 + 16 + p::24], "big")).to_bytes(n, "big")
+        for bit in range(8):
+            if 2 * len(column.translate(None, _WITHOUT_BIT[bit])) > n:  # the bytes that have the bit set
+                out[p] |= 1 << bit
+    return bytes(out)
+
+
+def hamming_distance(a: bytes, b: bytes) -> int:
+    """The number of bits in which two signatures of one length differ."""
+    return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).bit_count()
+
+
+def simhash_bands(value: int, distance: int) -> list[int]:
+    """A SimHash's 64 bits (as an int) cut into distance + 1 bands, high bits first (the first bands a bit wider
+    when 64 does not divide): two SimHashes at most `distance` bits apart are equal in at least one band, as the
+    differing bits can fall into `distance` bands at most (pigeonhole)."""
+    count = distance + 1
+    width, wider = divmod(SIMHASH_BITS, count)
+    bands, shift = [], SIMHASH_BITS
+    for i in range(count):
+        bits = width + (1 if i < wider else 0)
+        shift -= bits
+        bands.append(value >> shift & ((1 << bits) - 1))
+    return bands
