@@ -40,6 +40,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "storage.write.batch.size": (1, 1_000_000), "fetcher.write.batch.size": (1, 1_000_000),
     "storage.write.batch.mb": (0.01, 100_000), "storage.sqlite.cache.mb": (0.1, 100_000),
     "log.file.max.size.mb": (0.001, 100_000), "log.file.backups": (0, 1000),
+    "fetcher.retry.max": (0, 100), "fetcher.exceptions.per.queue.delay": (0, 86400),
+    "fetcher.max.exceptions.per.queue": (-1, 1_000_000_000), "fetcher.threads.per.ip": (0, 1000),
+    "fetcher.server.delay.adaptive.target.concurrency": (0.01, 1000),
 }
 
 

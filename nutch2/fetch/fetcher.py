@@ -2,6 +2,10 @@
 (one queue per host, domain or IP) from the task's items while fetcher threads take ready items, check
 robots.txt and fetch them politely; a watcher shows progress and applies the time limit and the throughput
 threshold. What a fetch gives is handed to the caller's output function (the fetch job turns it into a row).
+
+Each answer also tells the host's queue how to go on (nutch2/fetch/politeness.py): a 429 or 503 puts the URL back
+to be asked again after the wait the host asked for, failures back the host off, and a host that asks for too long
+a wait or fails too often is dropped for this fetch (its URLs recorded RETRY, for a later round).
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
 from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.politeness import HostAddresses, Politeness, feedback
 from nutch2.fetch.protocols import ProtocolSession, protocol_for
 from nutch2.fetch.queues import FetchItem, FetchItemQueue, FetchItemQueues
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
@@ -74,7 +80,8 @@ class Fetcher:
         self.protocol.addresses = self.addresses
         self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
         self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent)
-        self.max_crawl_delay = conf.get_float("fetcher.max.crawl.delay")
+        self.politeness = Politeness.from_conf(conf)
+        self.host_ips = HostAddresses(self.addresses)  # fetcher.threads.per.ip: each host's address, once per task
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
         self.queue_mode = conf.get_str("fetcher.queue.mode")
         self.redirect_checker = UrlChecker(conf, "fetcher")
@@ -99,7 +106,7 @@ class Fetcher:
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
-        queues = self._queues = FetchItemQueues(self.conf)
+        queues = self._queues = FetchItemQueues(self.conf, per_ip=True)
         feeder = threading.Thread(target=self._feed, args=(items, queues), name="QueueFeeder", daemon=True)
         feeder.start()
         workers = [threading.Thread(target=self._fetch_loop, args=(queues,), name=f"FetcherThread-{i}",
@@ -116,8 +123,25 @@ class Fetcher:
         feeder.join()
         for w in workers:
             w.join()
+        self._report_hosts(queues)
         if self.fatal is not None:
             raise self.fatal
+
+    def _report_hosts(self, queues: FetchItemQueues, shown: int = 10) -> None:
+        """The per-host figures of the back-off: hosts slowed down and dropped (counters), and a log line for each
+        of the hosts that failed or throttled most."""
+        hosts = [q for q in queues.hosts() if q.exceptions or q.retried]
+        if not hosts:
+            return
+        self.counters.incr("hosts_backed_off", len(hosts))
+        if dropped := sum(q.dropped is not None for q in hosts):
+            self.counters.incr("hosts_dropped", dropped)
+        hosts.sort(key=lambda q: (q.exceptions, q.retried), reverse=True)
+        for q in hosts[:shown]:
+            log.info("fetch: %s: %d failed or throttled requests, %d asked again, back-off up to %g s%s", q.qid,
+                     q.exceptions, q.retried, q.longest, f"; dropped: {q.dropped[1]}" if q.dropped else "")
+        if len(hosts) > shown:
+            log.info("fetch: ... and %d more hosts backed off", len(hosts) - shown)
 
     def idle(self) -> bool:
         """No item waits in a queue or is being fetched and no output is running, or the fetch was aborted.
@@ -142,9 +166,7 @@ class Fetcher:
         queues = self._queues
         if queues is None:
             return 0.0
-        with queues.lock:
-            delays = [q.delay() for q in queues.queues.values()] + [d for _, d, _ in queues.retired.values()]
-        return max([queues.crawl_delay, *delays])
+        return max([queues.crawl_delay, *(q.delay() for q in queues.hosts())])
 
     def stop(self) -> None:
         """Drop every queued item and let the threads end (the caller gave up on the run); requests in flight
@@ -241,6 +263,12 @@ class Fetcher:
         if stop.requested():  # taken just before the stop: left in the batch for -resume
             queues.finish(item, q, requested=False)
             return
+        if q.dropped is not None:  # its host asked for too long a wait or failed too often: for a later round
+            queues.finish(item, q, requested=False)
+            self._retry_later(item, q.dropped)
+            return
+        if queues.ip_cap and item.ip is None and not queues.locate(item, q, self.host_ips.address(item.url)):
+            return  # its address has fetcher.threads.per.ip requests in flight: back in its queue
         refused = self.addresses.check(item.url)
         if refused:  # this machine's network: no request, robots.txt neither
             queues.finish(item, q, requested=False)
@@ -279,7 +307,7 @@ class Fetcher:
         elif item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
             queues.finish(item, q)
             self.output(item, ProtocolStatusCode.SUCCESS, [], None)
-        elif self.max_crawl_delay < 0 or not delay or delay <= self.max_crawl_delay:
+        elif not delay or not self.politeness.too_long(delay):
             queues.finish(item, q, requeue=True)
         else:
             return rules  # a Crawl-delay beyond fetcher.max.crawl.delay: refused below
@@ -288,7 +316,7 @@ class Fetcher:
     def _settled_by_robots(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,
                            rules: RobotRules) -> bool:
         """Settle the item without a request where the host's robots.txt says so; False when it may be fetched."""
-        refusal = None
+        refusal: tuple[str, str] | None = None
         if rules.state not in (DEFER, UNREACHABLE) and not item.robots_only:
             refusal = self._robots_refusal(item.url, rules)
             if refusal is None:
@@ -311,16 +339,19 @@ class Fetcher:
         if not rules.allowed(url, self.robots_agent):  # also a deferred or unreachable host's
             return "robots_denied", "disallowed by robots.txt"
         delay = rules.crawl_delay(self.robots_agent)
-        if delay and self.max_crawl_delay >= 0 and delay > self.max_crawl_delay:
+        if delay and self.politeness.too_long(delay):
             return "robots_denied_crawl_delay", f"Crawl-delay {delay:g} s exceeds fetcher.max.crawl.delay"
         return None
 
     def _request(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,
                  protocol: ProtocolSession) -> None:
-        """Claim the item, request it (rendering it where the protocol renders pages) and record the outcome."""
+        """Claim the item, request it (rendering it where the protocol renders pages) and record the outcome, or put
+        it back to be asked again (429, 503: its host's queue waits what the host asked)."""
+        retry, dropped, released = False, [], False
         try:
-            if self.claim is not None:
+            if self.claim is not None and not item.claimed:
                 self.claim(item)
+                item.claimed = True  # asked again after a 429 or 503, it is this claim's work (no second claim)
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
             if self.protocol.renders(item.url, out):
@@ -329,21 +360,39 @@ class Fetcher:
                 queues.requested(q)
                 out = self.protocol.render(item.url, out,
                                            lambda url, until: self._resource(url, until, q, queues, protocol))
+            if not out.stopped:
+                retry, dropped = queues.answered(item, q, feedback(out))
+                released = True
         finally:
-            queues.finish(item, q)
+            if not released:
+                queues.finish(item, q)
         if out.stopped:  # cut by fetcher.timelimit.mins or a stop: not an outcome of this URL; left for later
             self.counters.incr("stopped_in_flight" if stop.requested() else "hit_by_timelimit")
             return
         self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
         self.counters.incr("bytes", len(out.content))
+        if retry:  # back in its host's queue, claimed still: no outcome yet
+            self.counters.incr(f"retried_{out.http_code}")
+            failpoints.reach("fetch.backoff")  # crash tests: a URL waiting for its host's back-off
+            return
         if out.code == ProtocolStatusCode.ACCESS_DENIED and out.args and out.args[0].startswith(DENIED):
             self.counters.incr("denied_address")  # refused at connect time (the name resolved elsewhere now)
         self.output(item, out.code, out.args, out)
+        if dropped and q.dropped is not None:
+            for other in dropped:
+                self._retry_later(other, q.dropped)
+
+    def _retry_later(self, item: FetchItem, dropped: tuple[str, str]) -> None:
+        """A URL of a host dropped for this fetch (Retry-After beyond fetcher.max.crawl.delay, or
+        fetcher.max.exceptions.per.queue): recorded RETRY without a request, for a later round."""
+        self.counters.incr(dropped[0])
+        self.output(item, ProtocolStatusCode.RETRY, [dropped[1]], None)
 
     def _learn_crawl_delay(self, q: FetchItemQueue, rules: RobotRules, queues: FetchItemQueues) -> float | None:
         """The host's Crawl-delay from its robots.txt rules, applied to its queue (one request at a time)."""
         delay = rules.crawl_delay(self.robots_agent) if rules.state != DEFER else None
-        if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart
+        if delay and delay > 0:  # the site asked for spacing: one request at a time, delay apart (a floor for the
+            # adaptive delay too)
             queues.set_crawl_delay(q, delay)
         return delay
 

@@ -1,8 +1,13 @@
 """The fetch queues of one fetch task, as Nutch's FetchItemQueues: one queue per host (or domain or IP, by
-fetcher.queue.mode) with its politeness state; fetcher threads block in get() until a queue may be asked again."""
+fetcher.queue.mode) with its politeness state; fetcher threads block in get() until a queue may be asked again.
+
+A queue's delay is fetcher.server.delay (or the host's robots.txt Crawl-delay, or the adaptive delay), raised by
+the back-off its answers earned (nutch2/fetch/politeness.py: 429, 503, Retry-After, failures); with
+fetcher.threads.per.ip, requests in flight to one address are capped across the queues of every host on it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -10,7 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nutch2.config import Configuration
+from nutch2.fetch.politeness import Feedback, Kind, Politeness
 from nutch2.urls.checker import queue_id
+
+log = logging.getLogger(__name__)
+_NO_ITEMS: deque = deque()  # the (empty) items of every retired queue: one deque, not one per host; _queue() gives
+# a revived queue its own (a retired queue is reachable only through _queue())
 
 
 @dataclass(slots=True)
@@ -32,6 +42,11 @@ class FetchItem:
     # only the host's robots.txt is wanted (sitemap discovery): once its rules are known the output gets
     # (item, SUCCESS, [], None) and no request is made for the item itself; the rules are robots.cached(url)
     robots_only: bool = False
+    # the fetch task's own, not pickled: requests of a 429/503 asked again, the claim made (nutch2/fetch/fetchclaim.py:
+    # a request asked again is the same claim's work), the address whose fetcher.threads.per.ip slot it holds
+    retries: int = 0
+    claimed: bool = False
+    ip: str | None = None
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         """Pickled as its values (a slots dataclass pickles through fields(), slowly: a batch's items cross the
@@ -41,23 +56,41 @@ class FetchItem:
                            self.robots_only)
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchItemQueue:
     """URLs of one host (or domain/IP) with its politeness state."""
 
     qid: str
-    crawl_delay: float
+    crawl_delay: float  # fetcher.server.delay, or the host's robots.txt Crawl-delay
     min_delay: float
     max_threads: int
     items: deque[FetchItem] = field(default_factory=deque)
     in_progress: int = 0
     next_fetch: float = 0.0  # monotonic time before which no request may start
+    robots_delay: float = 0.0  # the host's robots.txt Crawl-delay: no delay of it is shorter
+    adaptive: float | None = None  # fetcher.server.delay.adaptive: the delay its latency earned
+    backoff: float = 0.0  # the wait its 429/503 answers asked for or its failures earned; halves after a success
+    failures: int = 0  # failed requests in a row (the exponential back-off)
+    exceptions: int = 0  # failed requests in this fetch (fetcher.max.exceptions.per.queue)
+    retried: int = 0  # its requests answered 429 or 503 and asked again
+    longest: float = 0.0  # the longest back-off it had, for the task's log
+    dropped: tuple[str, str] | None = None  # (counter, reason): its URLs are recorded RETRY without a request
+    ip: str | None = None  # the address its requests go to (fetcher.threads.per.ip), once one request looked
 
     def ready(self, now: float) -> bool:
         return bool(self.items) and self.in_progress < self.max_threads and now >= self.next_fetch
 
+    def base_delay(self) -> float:
+        """The delay between two requests without back-off."""
+        if self.max_threads > 1:
+            return self.min_delay
+        if self.adaptive is not None:
+            return max(self.adaptive, self.robots_delay)
+        return self.crawl_delay
+
     def delay(self) -> float:
-        return self.min_delay if self.max_threads > 1 else self.crawl_delay
+        """Seconds from the end of one request to the start of the next: the base delay or the back-off."""
+        return max(self.base_delay(), self.backoff)
 
 
 class FetchItemQueues:
@@ -68,14 +101,19 @@ class FetchItemQueues:
     not all of them (no thundering herd: the politeness-bound rate stays close to hosts / delay).
     """
 
-    def __init__(self, conf: Configuration) -> None:
-        self.crawl_delay = conf.get_float("fetcher.server.delay")
-        self.min_delay = conf.get_float("fetcher.server.min.delay")
+    def __init__(self, conf: Configuration, per_ip: bool = False) -> None:
+        """`per_ip`: cap the requests in flight per address at fetcher.threads.per.ip; the taker of an item whose
+        queue's address is not known yet looks it up and says it with locate() before any request."""
+        self.policy = Politeness.from_conf(conf)
+        self.crawl_delay = self.policy.server_delay
+        self.min_delay = self.policy.min_delay
         self.max_threads = max(1, conf.get_int("fetcher.threads.per.queue"))
+        self.ip_cap = self.policy.threads_per_ip if per_ip else 0  # requests in flight per address; 0: no cap
+        self.ip_busy: dict[str, int] = {}  # address -> requests in flight (with ip_cap)
         self.mode = conf.get_str("fetcher.queue.mode")
         queue_id("http://x/", self.mode)  # validate the mode up front
         self.queues: dict[str, FetchItemQueue] = {}
-        self.retired: dict[str, tuple[float, float, int]] = {}  # emptied queue -> (next_fetch, delay, threads)
+        self.retired: dict[str, FetchItemQueue] = {}  # emptied queues, kept for their politeness state
         self.lock = threading.Lock()
         self.timer_cond = threading.Condition(self.lock)  # the one thread waiting for a next-fetch time
         self.idle_cond = threading.Condition(self.lock)  # threads waiting for work
@@ -110,28 +148,39 @@ class FetchItemQueues:
         """The queue `qid`, made when missing (lock held)."""
         q = self.queues.get(qid)
         if q is None:
-            q = self.queues[qid] = FetchItemQueue(qid, self.crawl_delay, self.min_delay, self.max_threads)
-            if qid in self.retired:  # the host was emptied earlier: keep its politeness state
-                q.next_fetch, q.crawl_delay, q.max_threads = self.retired.pop(qid)
+            q = self.retired.pop(qid, None)  # the host was emptied earlier: its politeness state goes on
+            if q is not None:
+                q.items = deque()
+            else:
+                q = FetchItemQueue(qid, self.crawl_delay, self.min_delay, self.max_threads,
+                                   adaptive=self.crawl_delay if self.policy.adaptive else None)
+            self.queues[qid] = q
         return q
 
     def _settle(self, q: FetchItemQueue) -> None:
         """Retire a queue with nothing waiting or in flight, keeping its politeness state (lock held)."""
         if not q.items and not q.in_progress and self.queues.get(q.qid) is q:
             del self.queues[q.qid]
-            self.retired[q.qid] = (q.next_fetch, q.crawl_delay, q.max_threads)
+            q.items = _NO_ITEMS
+            self.retired[q.qid] = q
+
+    @staticmethod
+    def _space(q: FetchItemQueue) -> None:
+        """A request of `q` ended now: its next one waits the queue's delay (never earlier than a wait already
+        set: a host's Retry-After holds whatever its other requests in flight answer)."""
+        q.next_fetch = max(q.next_fetch, time.monotonic() + q.delay())
 
     def set_crawl_delay(self, q: FetchItemQueue, delay: float) -> None:
         """The host's robots.txt asked for `delay` seconds between requests: one request at a time, delay apart."""
         with self.lock:
-            q.crawl_delay = delay
+            q.crawl_delay = q.robots_delay = delay
             q.max_threads = 1
 
     def requested(self, q: FetchItemQueue) -> None:
         """A request was made through the slot the caller holds in `q`: the queue's next request waits its delay
         (a rendered page's own resources wait after the page)."""
         with self.lock:
-            q.next_fetch = time.monotonic() + q.delay()
+            self._space(q)
 
     def acquire(self, url: str, until: float, held: FetchItemQueue | None = None) -> FetchItemQueue | None:
         """A slot in the queue of `url` for a request that is none of the queues' items (a resource of a rendered
@@ -163,7 +212,7 @@ class FetchItemQueues:
         with self.lock:
             if not held:
                 q.in_progress -= 1
-            q.next_fetch = time.monotonic() + q.delay()
+            self._space(q)
             self._settle(q)
             self.slot_cond.notify_all()
             if self.total == 0 and not self.feeding and not self._busy():
@@ -190,14 +239,47 @@ class FetchItemQueues:
         """A ready item, else the earliest time a queue with items will be ready (None: none waits)."""
         wake: float | None = None
         for q in self.queues.values():
-            if q.ready(now):
-                item = q.items.popleft()
-                q.in_progress += 1
-                self.total -= 1
-                return (item, q), None
-            if q.items and q.in_progress < q.max_threads:
+            if q.dropped is not None and q.items:  # recorded without a request: no politeness to wait for
+                return self._pop(q, None), None
+            room = self._ip_room(q)
+            if room and q.ready(now):
+                return self._pop(q, q.ip if self.ip_cap else None), None
+            if room and q.items and q.in_progress < q.max_threads:
                 wake = q.next_fetch if wake is None else min(wake, q.next_fetch)
         return None, wake
+
+    def _pop(self, q: FetchItemQueue, ip: str | None) -> tuple[FetchItem, FetchItemQueue]:
+        """Take the queue's next item into a slot (and the slot of address `ip`, when given)."""
+        item = q.items.popleft()
+        q.in_progress += 1
+        self.total -= 1
+        if ip is not None:
+            self.ip_busy[ip] = self.ip_busy.get(ip, 0) + 1
+            item.ip = ip
+        return item, q
+
+    def _ip_room(self, q: FetchItemQueue) -> bool:
+        """fetcher.threads.per.ip lets the queue start a request: its address has a free slot, or (not known yet)
+        none of its requests is in flight (the one taken learns the address: locate())."""
+        if not self.ip_cap:
+            return True
+        if q.ip is None:
+            return q.in_progress == 0
+        return self.ip_busy.get(q.ip, 0) < self.ip_cap
+
+    def locate(self, item: FetchItem, q: FetchItemQueue, ip: str) -> bool:
+        """The address of the queue of an item taken before it was known: True when the item got a slot of that
+        address; False when the address is at fetcher.threads.per.ip (the item is back in its queue, first)."""
+        with self.lock:
+            q.ip = ip
+            if item.ip is None and self.ip_busy.get(ip, 0) < self.ip_cap:
+                self.ip_busy[ip] = self.ip_busy.get(ip, 0) + 1
+                item.ip = ip
+                return True
+            if item.ip is not None:
+                return True
+            self._release(item, q, requested=False, requeue=True)
+            return False
 
     def get(self) -> tuple[FetchItem, FetchItemQueue] | None:
         """Next item whose queue allows a request now; None when everything is done."""
@@ -229,22 +311,89 @@ class FetchItemQueues:
     def finish(self, item: FetchItem, q: FetchItemQueue, requested: bool = True, requeue: bool = False) -> None:
         """Release the item's slot; the queue's next request waits its delay when a request was made."""
         with self.lock:
+            if not item.done:
+                self._release(item, q, requested, requeue)
+
+    def answered(self, item: FetchItem, q: FetchItemQueue, fb: Feedback) -> tuple[bool, list[FetchItem]]:
+        """Release the slot of an item whose request was answered (or failed), after learning from the answer what
+        the host's politeness state becomes (the back-off, the adaptive delay, the exceptions). Returns whether
+        the item was put back to be asked again (a 429 or 503 with retries left: no outcome yet), and the host's
+        waiting items when this answer dropped the host for this fetch (their outcome is RETRY, q.dropped)."""
+        with self.lock:
             if item.done:
-                return
-            q.in_progress -= 1
-            if requested:
-                q.next_fetch = time.monotonic() + q.delay()
-            if requeue:
-                q.items.appendleft(item)
-                self.total += 1
+                return False, []
+            retry = self._learn(item, q, fb)
+            dropped: list[FetchItem] = []
+            if q.dropped is not None and q.items:
+                dropped = list(q.items)
+                q.items.clear()
+                self.total -= len(dropped)
+            self._release(item, q, requested=True, requeue=retry)
+            return retry, dropped
+
+    def _learn(self, item: FetchItem, q: FetchItemQueue, fb: Feedback) -> bool:
+        """The host's state after an answer (lock held); True when the item is to be asked again."""
+        policy = self.policy
+        if fb.kind is Kind.OK:
+            q.failures = 0
+            if q.backoff:  # decays: halved after each success, gone once within the host's own delay
+                q.backoff = q.backoff / 2 if q.backoff / 2 > q.base_delay() else 0.0
+            if q.adaptive is not None:
+                q.adaptive = policy.adapted(q.adaptive, fb)
+            return False
+        if fb.kind is Kind.NONE or q.dropped is not None:
+            return False
+        q.failures += 1
+        q.exceptions += 1
+        if fb.asked is not None and policy.too_long(fb.asked):
+            q.dropped = ("retry_after_too_long",
+                         f"Retry-After {fb.asked:g} s exceeds fetcher.max.crawl.delay: left for a later round")
+            log.info("fetch: %s asked for %g s between requests (Retry-After), more than fetcher.max.crawl.delay: "
+                     "its URLs are left for a later round", q.qid, fb.asked)
+            return False
+        q.backoff = max(q.backoff, policy.failure_delay(q.failures), fb.asked or 0.0)
+        q.longest = max(q.longest, q.backoff)
+        if 0 <= policy.max_exceptions <= q.exceptions:
+            q.dropped = ("above_exception_threshold", f"{q.exceptions} failed requests to the host "
+                         "(fetcher.max.exceptions.per.queue): left for a later round")
+            log.info("fetch: %s dropped after %d failed requests (fetcher.max.exceptions.per.queue): its URLs are "
+                     "left for a later round", q.qid, q.exceptions)
+            return False
+        if fb.kind is Kind.THROTTLED and item.retries < policy.retry_max:
+            item.retries += 1
+            q.retried += 1
+            return True
+        return False
+
+    def _release(self, item: FetchItem, q: FetchItemQueue, requested: bool, requeue: bool) -> None:
+        """Give back the item's slot (and its address slot); put it back first in its queue with `requeue`, else it
+        is done (lock held)."""
+        q.in_progress -= 1
+        if item.ip is not None:
+            left = self.ip_busy.get(item.ip, 1) - 1
+            if left > 0:
+                self.ip_busy[item.ip] = left
             else:
-                item.done = True
-            self._settle(q)
-            self.slot_cond.notify_all()
-            if self.total == 0 and not self.feeding and not self._busy():
-                self._wake_all()  # the last item: every waiting thread can end
-            else:
-                self._changed()
+                self.ip_busy.pop(item.ip, None)
+            item.ip = None
+        if requested:
+            self._space(q)
+        if requeue:
+            q.items.appendleft(item)
+            self.total += 1
+        else:
+            item.done = True
+        self._settle(q)
+        self.slot_cond.notify_all()
+        if self.total == 0 and not self.feeding and not self._busy():
+            self._wake_all()  # the last item: every waiting thread can end
+        else:
+            self._changed()
+
+    def hosts(self) -> list[FetchItemQueue]:
+        """Every queue of the task, the retired ones too (for the per-host figures)."""
+        with self.lock:
+            return [*self.queues.values(), *self.retired.values()]
 
     def drop_queue(self, q: FetchItemQueue, match: Callable[[FetchItem], bool]) -> list[FetchItem]:
         """Remove the waiting items of a queue that ``match`` (those of a deferred or unreachable host: a queue
