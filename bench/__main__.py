@@ -27,7 +27,17 @@ def main(argv: list[str] | None = None) -> int:
                          "older commit")
     ap.add_argument("--no-scrapy", action="store_true", help="crawl: nutch2 only (compared with the last crawler)")
     ap.add_argument("--out", help="append the markdown section(s) to this file")
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="KEY=VALUE",
+                    help="a nutch2 property for every nutch2 command the benchmark runs (over the bench's own), e.g. "
+                         "-D fetcher.server.delay.adaptive=true")
     args = ap.parse_args(argv)
+    from bench import benchmarks
+
+    for define in args.defines:
+        key, sep, value = define.partition("=")
+        if not sep or not key:
+            ap.error(f"-D {define}: give KEY=VALUE")
+        benchmarks.DEFINES[key.strip()] = value
     runs = args.runs or (1 if args.quick else 3)
     names = list(BENCHMARKS) if args.name == "all" else [args.name]
     deps.ensure(need_scrapy="crawl" in names and not args.no_scrapy, need_wrk="web" in names)

@@ -18,6 +18,7 @@ from bench.web import Nginx, generate_web, host_addr
 
 REPO = Path(__file__).resolve().parent.parent
 NUTCH2 = [sys.executable, "-m", "nutch2"]
+DEFINES: dict[str, str] = {}  # `python -m bench ... -D key=value`: given to every nutch2 command, over the bench's own
 
 
 def _defines(data_dir: Path, **extra: object) -> list[str]:
@@ -32,6 +33,7 @@ def _defines(data_dir: Path, **extra: object) -> list[str]:
         "fetcher.address.allow": "127.77.0.0/16",  # the bench webs' hosts (bench/web.py host_addr), for the guard
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
+    props.update(DEFINES)
     out: list[str] = []
     for k, v in props.items():
         if v is not None:  # None: leave the property at nutch2's default
@@ -51,6 +53,7 @@ def _tmp(prefix: str) -> Path:
 
 def _header(title: str, cmd: str) -> list[str]:
     m = machine()
+    cmd += "".join(f" -D {k}={v}" for k, v in DEFINES.items())
     return [f"## {title}", "", f"`{cmd}`  ", f"machine: {m['nproc']} cores, {m['mem_gb']} GB, Python {m['python']}, "
             f"load average at start {m['load']}", ""]
 
