@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nutch2 import failpoints
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.query import Aggregate, Capability, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
+from nutch2.stores.query import Aggregate, Capability, Due, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
 from nutch2.webpage import WebPage
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ __all__ = ["DataStore", "BufferedStore", "Fence", "KeyRange", "MarkFilter", "Que
            "check_mark", "is_mark", "with_retries", "data_dir"]
 
 Fields = list[str] | tuple[str, ...] | None
+NEXT_DUE_WITHIN_MS = 400 * 86_400_000  # next_fetch_time looks this far ahead (Nutch's max interval is 90 days)
 
 
 class Fence:
@@ -123,6 +124,24 @@ class DataStore(ABC):
     def has_rows(self, query: Query) -> bool:
         """Does the query select any row? (a read with limit 1)"""
         return next(iter(self.read(replace(query, limit=1))), None) is not None
+
+    def next_fetch_time(self, after: int, within: int = NEXT_DUE_WITHIN_MS) -> int | None:
+        """The earliest fetch time after `after` (ms) of any row, if one falls within `within` ms of it: when the
+        next row comes due. From the due index: probes of `has_rows` over growing, then halving, windows (each a
+        read of one row), exact to a second. Stores that can ask for a minimum override it."""
+        if not self.has_rows(Query(("fetch_time",), due=Due(after + within, after=after))):
+            return None
+        lo, hi = after, after + 1000
+        while not self.has_rows(Query(("fetch_time",), due=Due(hi, after=after))):
+            lo, hi = hi, after + (hi - after) * 2
+        hi = min(hi, after + within)
+        while hi - lo > 1000:  # a row falls in (after, hi], none in (after, lo]
+            mid = (lo + hi) // 2
+            if self.has_rows(Query(("fetch_time",), due=Due(mid, after=after))):
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     @abstractmethod
     def flush(self) -> None:

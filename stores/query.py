@@ -25,17 +25,22 @@ def check_mark(mark: MarkFilter | None) -> None:
 @dataclass(frozen=True)
 class Due:
     """Rows due for fetching at `now` (ms): fetch_time <= now, or (a fetch time absurdly far ahead, which Nutch's
-    schedule treats as due) fetch_time > horizon. Answered from the due index: its cost follows the due rows."""
+    schedule treats as due) fetch_time > horizon. With `after`, only fetch times after it: the rows that come due
+    in (after, now]. Answered from the due index: its cost follows the due rows."""
 
     now: int
     horizon: int = FETCH_TIME_MAX
+    after: int | None = None
 
     def ranges(self) -> tuple[tuple[int, int], ...]:
         """Inclusive fetch-time ranges of due rows."""
-        return ((FETCH_TIME_MIN, self.now), (self.horizon + 1, FETCH_TIME_MAX)) if self.horizon < FETCH_TIME_MAX \
-            else ((FETCH_TIME_MIN, self.now),)
+        low = FETCH_TIME_MIN if self.after is None else self.after + 1
+        return ((low, self.now), (self.horizon + 1, FETCH_TIME_MAX)) if self.horizon < FETCH_TIME_MAX \
+            else ((low, self.now),)
 
     def holds(self, fetch_time: int) -> bool:
+        if self.after is not None and fetch_time <= self.after:
+            return False
         return fetch_time <= self.now or fetch_time > self.horizon
 
 

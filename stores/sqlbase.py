@@ -8,7 +8,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from nutch2.stores.base import BufferedStore, Fence
+from nutch2.stores.base import NEXT_DUE_WITHIN_MS, BufferedStore, Fence
 from nutch2.stores.query import Aggregate, KeyRange, MarkFilter, Partition, Query, check_mark
 
 
@@ -49,6 +49,9 @@ class SqlStore(BufferedStore):
                 conds.append(f"(w.fetch_time <= {p} OR w.fetch_time IS NULL"
                              + (f" OR w.fetch_time > {p})" if far else ")"))
                 params += [query.due.now] + ([query.due.horizon] if far else [])
+                if query.due.after is not None:
+                    conds.append(f"w.fetch_time > {p}")
+                    params.append(query.due.after)
         rng = self._range_col(col, query)
         for start, end in ((query.start, query.end), (partition.start, partition.end) if partition else (None, None)):
             if start is not None:
@@ -75,6 +78,14 @@ class SqlStore(BufferedStore):
         first = min(bounds)
         edges: list[str | None] = [None, *sorted(bounds - {first}), None]
         return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+    def next_fetch_time(self, after: int, within: int = NEXT_DUE_WITHIN_MS) -> int | None:
+        """The earliest fetch time after `after`, from the (fetch_time, key) index."""
+        self.flush()
+        p = self.PARAM
+        found = self._exec(f"SELECT min(fetch_time) FROM {self._q} WHERE fetch_time > {p} AND fetch_time <= {p}",
+                           (after, after + within)).fetchone()[0]
+        return None if found is None else int(found)
 
     def count(self, mark: MarkFilter | None = None) -> int:
         check_mark(mark)

@@ -330,6 +330,25 @@ def test_due_query(store) -> None:
     assert sorted(got) == sorted(due - {gone} | {late})
 
 
+def test_rows_that_come_due_later_and_the_next_fetch_time(store) -> None:
+    """Due(now, after=a): the rows that come due in (a, now], from the due index; next_fetch_time(a): the earliest
+    fetch time after a, to the second, whatever is due before it (the continuous crawl sleeps until then)."""
+    now = 1_700_000_000_000
+    times = {"com.old:http/": now - 86_400_000, "com.now:http/": now, "com.a:http/": now + 7_250,
+             "com.b:http/": now + 3 * 86_400_000, "com.far:http/": now + 200 * 86_400_000}
+    for k, t in times.items():
+        store.put(k, WebPage(k, status=1, fetch_time=t))
+    store.flush()
+    later = Query(("fetch_time",), due=Due(now + 4 * 86_400_000, after=now))
+    assert {p.key for p in store.read(later)} == {"com.a:http/", "com.b:http/"}
+    assert not store.has_rows(Query(("fetch_time",), due=Due(now + 7_000, after=now)))
+    found = store.next_fetch_time(now)
+    assert found is not None and now + 7_250 <= found < now + 8_250
+    assert store.next_fetch_time(now + 7_250, within=86_400_000) is None  # nothing in the next day
+    assert now + 200 * 86_400_000 <= store.next_fetch_time(now + 3 * 86_400_000) < now + 200 * 86_400_000 + 1000
+    assert store.next_fetch_time(now + 200 * 86_400_000) is None
+
+
 def test_get_many(store) -> None:
     keys = fill(store, 10)
     store.put("com.z:http/", WebPage("com.z:http/", title="buffered"))

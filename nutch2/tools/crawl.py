@@ -1,14 +1,23 @@
 """The crawl tool: inject, then rounds of generate -> fetch -> parse -> updatedb (-> index), as Nutch's crawl script.
 
+`-rounds N` does N rounds, `-rounds -1` rounds until nothing is due, and `-continuous` crawls for ever: when
+nothing is due it waits until the next row comes due (the store's due index says when) or a seed file is added
+to its seed folder, and goes on; STOP ends it (exit 0), SIGTERM and Ctrl-C stop it (exit 130). `-timeLimit M`
+bounds the whole command: the fetch running at the limit is cut (its URLs left for later), its batch is finished,
+and the command ends; the same command goes on from there.
+
 Killed or stopped and run again, it first finishes what was under way — every batch the journal shows short of
-updated (or, with -solr or -opensearch, of indexed) gets the steps it lacks, with -resume — then does the rounds the
-interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would.
+updated (or, with -solr or -opensearch, of indexed) gets the steps it lacks, with -resume — then does the rounds
+the interrupted crawl had left (the journal keeps the round), then ends as an uninterrupted run would.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from nutch2.crawldb import lifecycle
@@ -19,7 +28,7 @@ from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store
-from nutch2.tools.args import ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
 from nutch2.tools.index import (
@@ -40,8 +49,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CrawlArgs(SeedsArgs):
-    rounds: int | None = opt("-rounds", "generate/fetch/parse/updatedb rounds", metavar="N", required=True, min=1,
-                             max=100_000)
+    rounds: int | None = opt("-rounds", "generate/fetch/parse/updatedb rounds (-1: until nothing is due)", metavar="N",
+                             min=-1, max=100_000)
+    continuous: bool = opt("-continuous", "crawl for ever: when nothing is due, wait until a row comes due or a seed "
+                           "file is added (STOP ends it)", default=False)
+    timeLimit: float | None = opt("-timeLimit", "minutes the whole crawl may take (the fetch at the limit is cut; "
+                                  "the same command goes on)", metavar="MINUTES", min=0.01, max=10**7)
     topN: int | None = opt("-topN", "URLs per round (crawl.topN)", metavar="N", min=1)
     threads: int | None = threads_opt()
     num_tasks: int | None = tasks_opt()
@@ -50,12 +63,25 @@ class CrawlArgs(SeedsArgs):
     index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
                       cli=False)
 
+    def check(self) -> None:
+        super().check()
+        if self.rounds == 0:
+            raise ArgError("-rounds 0 does nothing: give a number of rounds, or -1 to crawl until nothing is due")
+        if self.rounds is None and not self.continuous:
+            raise ArgError("give -rounds N (-1: until nothing is due) or -continuous (for ever)")
+        if self.continuous and self.rounds not in (None, -1):
+            raise ArgError("-continuous crawls for ever: leave out -rounds")
+
+    @property
+    def until_done(self) -> bool:
+        return self.continuous or self.rounds == -1
+
 
 @tool
 class Crawl(Tool[CrawlArgs]):
     name = "crawl"
     plugin_points = tuple(POINTS)
-    help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds"
+    help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds, until done or for ever"
     Args = CrawlArgs
 
     def prepare(self) -> None:
@@ -75,26 +101,71 @@ class Crawl(Tool[CrawlArgs]):
             index_writers(self.conf, self.solr_url)
         with open_store(self.conf, self.crawl_id):  # and the store (created here, as inject would)
             pass
-        self.inject(run)
-        stop_file = self.stop_file()
+        self.limit_reached = threading.Event()
+        timer = None
+        if a.timeLimit:  # at the limit the crawl stops as on Ctrl-C: requests in flight end, every step resumes
+            timer = threading.Timer(a.timeLimit * 60, self.reach_time_limit)
+            timer.daemon = True
+            timer.start()
+        try:
+            self.inject(run)
+            self.seeds_seen = self.seed_files()
+            self.rounds(run)
+        except stop.Stopped:
+            if not self.limit_reached.is_set():
+                raise
+            stop.reset()  # the crawl's own stop: what follows (the writers' clean, the statistics) runs
+            with open_store(self.conf, self.crawl_id, create=False) as store:
+                state = Journal(store).crawl()
+            if state is not None:  # the same command goes on from here
+                self.record_crawl({**state, "time_limit": True})
+            log.info(f"crawl: the time limit ({a.timeLimit:g} min) is reached; the same command goes on")
+            self.finish(run, keep_journal=True)
+            return 0
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if self.limit_reached.is_set():  # the limit came as the last step ended: nothing was left to stop
+            stop.reset()
+        self.finish(run, keep_journal=False)
+        return 0
+
+    def rounds(self, run: Run) -> None:
+        """Finish what an earlier crawl left, then the rounds: N of them, until nothing is due, or for ever."""
+        a = self.args
         top_n = a.topN or self.conf.get_int("crawl.topN")
-        first = self.finish_interrupted(run)
-        for r in range(first, (a.rounds or 1) + 1):
-            if stop_file.exists():  # obeyed once: the same command goes on from this round
-                stop_file.unlink(missing_ok=True)
-                log.info(f"crawl: {stop_file} found (and removed): stopping before round {r}")
-                raise stop.Stopped()
-            log.info(f"crawl: round {r} of {a.rounds}")
-            self.record_crawl({"round": r, "rounds": a.rounds})
+        r = self.finish_interrupted(run)
+        while a.rounds in (None, -1) or r <= a.rounds:
+            if self.stop_file_found(r):
+                return
+            log.info(f"crawl: round {r}{self.rounds_text()}")
+            self.record_crawl({"round": r, "rounds": self.rounds_value()})
             if self.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks)) != 0:
-                log.info("crawl: nothing left to fetch, stopping")
-                break
+                if not a.continuous:
+                    log.info("crawl: nothing left to fetch, stopping")
+                    return
+                self.wait_for_work(run)
+                continue
             batch = run.values["batchId"]
-            self.record_crawl({"round": r, "rounds": a.rounds, "batch": batch})
+            self.record_crawl({"round": r, "rounds": self.rounds_value(), "batch": batch})
             self.run_batch(run, batch, resume=False)
+            r += 1
+
+    def reach_time_limit(self) -> None:
+        """-timeLimit's timer: the crawl stops where it is, as on a stop request."""
+        log.info(f"crawl: the time limit ({self.args.timeLimit:g} min) is reached: stopping (requests in flight "
+                 "end first)")
+        self.limit_reached.set()
+        stop.request()
+
+    def finish(self, run: Run, keep_journal: bool) -> None:
+        """The crawl's end: dedup and clean the writers, forget the crawl in the journal (unless it is to go on),
+        record the table's statistics and print its counts."""
+        a = self.args
         if self.indexing:  # duplicates marked in the table, then every writer cleaned of them and of GONE pages
             self.step(run, Dedup, DedupArgs(solr=self.solr_url, opensearch=a.opensearch, num_tasks=a.num_tasks))
-        self.record_crawl(None)
+        if not keep_journal:
+            self.record_crawl(None)
         from nutch2.crawldb.tablestats import record_stats
         from nutch2.jobs.readdb import StatsJob
 
@@ -105,15 +176,80 @@ class Crawl(Tool[CrawlArgs]):
         counts = " ".join(f"{k}={v}" for k, v in sorted(job.status.items()))
         run.values["status"] = dict(job.status)
         run.out(f"crawl: {self.crawl_id or 'webpage'}: {job.total} URLs: {counts}")
-        return 0
 
     def stop_file(self) -> Path:
         """`<storage.data.dir>/<crawlId>.STOP`: made by the user, it stops this crawl (only) before its next round."""
         return Path(self.conf.get_str("storage.data.dir")) / f"{self.crawl_id or 'webpage'}.STOP"
 
+    def stop_file_found(self, r: int) -> bool:
+        """A STOP file stops the crawl before round r, once (the file is removed): a continuous crawl ends there
+        (exit 0, the crawl is done); any other exits 130 and the same command goes on from round r."""
+        stop_file = self.stop_file()
+        if not stop_file.exists():
+            return False
+        stop_file.unlink(missing_ok=True)
+        if self.args.continuous:
+            log.info(f"crawl: {stop_file} found (and removed): the continuous crawl ends before round {r}")
+            return True
+        log.info(f"crawl: {stop_file} found (and removed): stopping before round {r}")
+        raise stop.Stopped()
+
+    def rounds_value(self) -> int:
+        return -1 if self.args.until_done else int(self.args.rounds or 1)
+
+    def rounds_text(self) -> str:
+        a = self.args
+        return " (continuous crawl)" if a.continuous else " (until nothing is due)" if a.rounds == -1 else \
+            f" of {a.rounds}"
+
     def step(self, run: Run, cls: type[Tool], args: ToolArgs) -> int:
         args.check()
         return cls(self.conf, self.crawl_id if cls.crawl else None, args).execute(run.child())
+
+    def seed_files(self) -> dict[str, tuple[int, int]] | None:
+        """What the seed file or folder holds (name -> size, mtime), to see seed files added while a continuous
+        crawl waits; None when the seeds are not a local path (sent by the job API)."""
+        path = self.args.seeds
+        if path is None:
+            return None
+        try:
+            files = [path] if path.is_file() else sorted(f for f in path.iterdir() if f.is_file())
+            return {f.name: (st.st_size, st.st_mtime_ns) for f in files for st in (f.stat(),)}
+        except OSError:
+            return {}
+
+    def wait_for_work(self, run: Run) -> None:
+        """Nothing is due: wait until a row comes due (the due index), a seed file is added or changed (it is
+        injected), or STOP; a stop (a signal, the time limit) raises Stopped."""
+        poll = max(0.2, self.conf.get_float("crawl.continuous.poll.seconds"))
+        stop_file = self.stop_file()
+        with open_store(self.conf, self.crawl_id, create=False) as store:
+            now = int(time.time() * 1000)
+            due = store.next_fetch_time(now)
+        if due is None:
+            log.info("crawl: nothing is due and no row comes due within 400 days; waiting for seed files "
+                     f"(STOP or SIGTERM ends the crawl; {stop_file})")
+        else:
+            at = datetime.fromtimestamp(due / 1000).strftime("%Y-%m-%d %H:%M:%S")
+            log.info(f"crawl: nothing is due; the next row comes due at {at} (in {max(0, due - now) / 1000:.0f} s); "
+                     "waiting (STOP or SIGTERM ends the crawl)")
+        checked = time.monotonic()
+        while True:
+            if stop.requested():
+                raise stop.Stopped()
+            if stop_file.exists() or (due is not None and time.time() * 1000 >= due):
+                return  # the rounds' loop says why it goes on or ends
+            if time.monotonic() - checked >= poll:
+                checked = time.monotonic()
+                seen = self.seed_files()
+                if seen is not None and seen != self.seeds_seen:
+                    log.info("crawl: the seeds changed; injecting them")
+                    self.seeds_seen = seen
+                    self.inject(run)
+                    return
+                with open_store(self.conf, self.crawl_id, create=False) as store:  # rows another command added
+                    due = store.next_fetch_time(int(time.time() * 1000) - 1) if due is None else due
+            time.sleep(min(0.2, poll))
 
     def inject(self, run: Run) -> None:
         with seed_path(self.args) as seeds:
@@ -139,9 +275,11 @@ class Crawl(Tool[CrawlArgs]):
         for batch in sorted(importing):
             log.info(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
                      "warcimport")
-        if state is not None:
-            log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {state['rounds']}; "
-                     "finishing it")
+        if state is not None and state.get("time_limit"):
+            log.info(f"crawl: an earlier crawl ended at its time limit in round {state['round']}; going on")
+        elif state is not None:
+            rounds = "until nothing is due" if state["rounds"] == -1 else state["rounds"]
+            log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {rounds}; finishing it")
         for batch in unfinished:
             log.info(f"crawl: finishing batch {batch}")
             self.run_batch(run, batch, resume=True)

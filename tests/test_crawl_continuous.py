@@ -1,0 +1,136 @@
+"""A crawl that does not need a number of rounds: `crawl -rounds -1` ends by itself once nothing is due,
+`crawl -continuous` keeps crawling as pages come due and seed files are added (SIGTERM stops it with exit 130,
+STOP ends it with exit 0), and `-timeLimit` bounds a whole crawl, which the same command then finishes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nutch2.status import CrawlStatus
+from nutch2.urls.tableutil import reverse_url
+from tests.conftest import REPO
+from tests.crawlutil import conf_for, defines, passes_filters, rows
+from tests.helpers import nutch2
+from tests.testweb import TestWeb
+
+pytestmark = pytest.mark.slow
+
+
+def crawl_command(seeds: Path, crawl_id: str, d: list[str], *args: str) -> list[str]:
+    return [sys.executable, "-m", "nutch2.cli", "crawl", str(seeds), "-crawlId", crawl_id, "-threads", "4", *args, *d]
+
+
+def wait_for(what, timeout: float, step: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if what():
+            return True
+        time.sleep(step)
+    return False
+
+
+def test_rounds_minus_one_crawls_until_nothing_is_due(tmp_path: Path) -> None:
+    with TestWeb(hosts=3, pages_per_host=8, traps=False) as web:
+        (tmp_path / "seeds").mkdir()
+        (tmp_path / "seeds" / "seeds.txt").write_text(web.seed_url + "\n")
+        d = defines(tmp_path, "sqlite")
+        done = nutch2("crawl", tmp_path / "seeds", "-crawlId", "untildone", "-rounds", "-1", "-threads", "4", *d,
+                      timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "crawl: nothing left to fetch, stopping" in done.stderr
+        conf = conf_for(tmp_path, "sqlite")
+        table = rows(conf, "untildone")
+        reachable = {u for u in web.crawl_model(rounds=50).all_requested() if passes_filters(conf, u)}
+        assert reachable and {reverse_url(u) for u in reachable} <= set(table)
+        assert {CrawlStatus(p.status).name for p in table.values()} == {"FETCHED"}
+        rounds = [line for line in done.stderr.splitlines() if line.startswith("crawl: round ")]
+        assert rounds[0] == "crawl: round 1 (until nothing is due)" and len(rounds) > 2
+
+
+def test_a_continuous_crawl_refetches_due_pages_takes_new_seeds_and_stops(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    crawl_id = "cont" + uuid.uuid4().hex[:6]
+    props = {"db.fetch.interval.default": 5, "crawl.continuous.poll.seconds": 0.5, "http.timeout": 5000}
+    d = defines(tmp_path, "sqlite", **props)
+    with TestWeb(hosts=2, pages_per_host=2, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
+                                                                          traps=False) as other:
+        (seeds / "a.txt").write_text(web.seed_url + "\n")
+        seed_path = web.seed_url.split(str(web.port), 1)[1]
+        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # the seed page comes due 5 s after its fetch and is fetched again
+            refetched = wait_for(lambda: len(web.requests(host=0, path=seed_path)) >= 2, 90)
+            assert refetched, "the seed page was not fetched again"
+            first, second = sorted(r.arrived for r in web.requests(host=0, path=seed_path))[:2]
+            assert second - first >= 4.0  # not before it was due
+            # a seed file dropped into the folder is injected and crawled
+            (seeds / "b.txt").write_text(other.seed_url + "\n")
+            assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the new seed was not crawled"
+            stopped = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=5 + 5 + 30)
+            assert proc.returncode == 130, err[-3000:]
+            assert time.monotonic() - stopped < 5 + 5 + 5  # http.timeout + 5 s (and the process start's margin)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert "crawl: nothing is due; the next row comes due at " in err
+        assert "crawl: the seeds changed; injecting them" in err
+        # the same command goes on; a STOP file ends it with exit 0
+        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: "nothing is due" in _log(tmp_path), 90)
+            (tmp_path / "crawl" / f"{crawl_id}.STOP").write_text("")
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err[-3000:]
+        assert f"{crawl_id}.STOP found (and removed): the continuous crawl ends" in err
+        assert not (tmp_path / "crawl" / f"{crawl_id}.STOP").exists()
+        assert f"crawl: {crawl_id}: " in out
+
+
+def _log(tmp: Path) -> str:
+    logs = list((tmp / "crawl").rglob("hadoop.log"))
+    return "".join(p.read_text(errors="replace") for p in logs)
+
+
+def test_a_time_limit_ends_a_slow_crawl_and_the_same_command_finishes_it(tmp_path: Path) -> None:
+    with TestWeb(hosts=2, pages_per_host=40, traps=False, page_delay=1.0) as web:  # ~3 s a page and host
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_url + "\n")
+        d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 2.0, "http.timeout": 10000})
+        command = ("crawl", seeds, "-crawlId", "limited", "-rounds", "5", "-threads", "4", "-timeLimit", "1", *d)
+        started = time.monotonic()
+        first = nutch2(*command, timeout=600)
+        took = time.monotonic() - started
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert "crawl: the time limit (1 min) is reached; the same command goes on" in first.stderr
+        assert took < 90 + 15, took  # a minute and a half, and the interpreter's start
+        conf = conf_for(tmp_path, "sqlite")
+        assert any(p.status == CrawlStatus.UNFETCHED for p in rows(conf, "limited").values())
+        for _ in range(4):  # the same command again, until the crawl is done
+            again = nutch2(*command, timeout=600)
+            assert again.returncode == 0, again.stderr[-3000:]
+            assert "an earlier crawl ended at its time limit" in again.stderr
+            if "the time limit (1 min) is reached" not in again.stderr:
+                break
+        else:
+            pytest.fail("the crawl did not finish in 4 more runs")
+        table = rows(conf, "limited")
+        reachable = {u for u in web.crawl_model(rounds=5).all_requested() if passes_filters(conf, u)}
+        assert {reverse_url(u) for u in reachable} <= set(table)
+        assert all(table[reverse_url(u)].status == CrawlStatus.FETCHED for u in reachable)
