@@ -128,7 +128,7 @@ class FetcherJob(Job):
                               ctx.log).acquire()
         addresses = AddressPolicy.from_conf(ctx.conf, seed_origins(ctx.store))  # the seeds' hosts pass the guard
         fetcher = Fetcher(self.conf, self.threads, lambda *outcome: self._output(ctx, *outcome), ctx, self.progress,
-                          claim=lambda item: self._claim(ctx, lease, item), addresses=addresses)
+                          claim=lambda item: self._claim(ctx, lease, item), addresses=addresses, store=ctx.store)
         feed = (item for _, item in items)
         try:
             if lease is not None:

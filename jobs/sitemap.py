@@ -175,7 +175,7 @@ class SitemapJob(Job):
             return
         ctx.incr("hosts", len({queue_id(s.url, "byHost") for s in sources}))
         addresses = AddressPolicy.from_conf(ctx.conf, seed_origins(ctx.store))
-        for found in SitemapFetcher(self.conf, ctx, self.threads, addresses).found(sources):
+        for found in SitemapFetcher(self.conf, ctx, self.threads, addresses, ctx.store).found(sources):
             try:
                 key = reverse_url(found.url)
             except ValueError:

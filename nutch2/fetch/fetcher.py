@@ -25,12 +25,14 @@ from nutch2.fetch.politeness import HostAddresses, Politeness, feedback
 from nutch2.fetch.protocols import ProtocolSession, protocol_for
 from nutch2.fetch.queues import FetchItem, FetchItemQueue, FetchItemQueues
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
+from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
 from nutch2.mapred import stop
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
+from nutch2.stores.base import DataStore
 from nutch2.urls.checker import UrlChecker, queue_id
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ class Fetcher:
 
     def __init__(self, conf: Configuration, threads: int, output: Output, counters: Counting,
                  progress: bool | None = None, claim: Claim | None = None,
-                 addresses: AddressPolicy | None = None) -> None:
+                 addresses: AddressPolicy | None = None, store: DataStore | None = None) -> None:
         self.conf = conf
         self.threads = threads
         self.output = output
@@ -79,7 +81,8 @@ class Fetcher:
         self.protocol = protocol_for(conf)  # the protocol plugin of http(s): protocol-http, protocol-chromium
         self.protocol.addresses = self.addresses
         self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
-        self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent)
+        # robots.txt per host, kept in the crawl's store (`store`) for the tasks and rounds after this one
+        self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent, robots_store(conf, store), counters)
         self.politeness = Politeness.from_conf(conf)
         self.host_ips = HostAddresses(self.addresses)  # fetcher.threads.per.ip: each host's address, once per task
         self.capacity = threads * max(1, conf.get_int("fetcher.queue.depth.multiplier"))
@@ -276,13 +279,14 @@ class Fetcher:
             self.output(item, ProtocolStatusCode.ACCESS_DENIED, [refused], None)
             return
         rules = self.robots.cached(item.url)
+        first = rules is None
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
             rules = self._first_of_host(item, q, queues)
             if rules is None:
                 return
         if self._settled_by_robots(item, q, queues, rules):
             return
-        self._request(item, q, queues, protocol)
+        self._request(item, q, queues, protocol, probe=first and rules.from_store)
 
     def _first_of_host(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues) -> RobotRules | None:
         """Fetch the robots.txt of the item's host (a request in the item's slot). The item is settled here, or
@@ -307,6 +311,8 @@ class Fetcher:
         elif item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
             queues.finish(item, q)
             self.output(item, ProtocolStatusCode.SUCCESS, [], None)
+        elif rules.from_store:  # kept by an earlier task: no request was made, the item goes on now
+            return rules
         elif not delay or not self.politeness.too_long(delay):
             queues.finish(item, q, requeue=True)
         else:
@@ -344,16 +350,20 @@ class Fetcher:
         return None
 
     def _request(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,
-                 protocol: ProtocolSession) -> None:
+                 protocol: ProtocolSession, probe: bool = False) -> None:
         """Claim the item, request it (rendering it where the protocol renders pages) and record the outcome, or put
-        it back to be asked again (429, 503: its host's queue waits what the host asked)."""
-        retry, dropped, released = False, [], False
+        it back to be asked again (429, 503: its host's queue waits what the host asked). ``probe``: the host's
+        first request of the task, its robots.txt kept by an earlier one: when it gets no answer at all, the host's
+        other URLs are settled as those of a host whose robots.txt got none."""
+        retry, dropped, released, down = False, [], False, None
         try:
             if self.claim is not None and not item.claimed:
                 self.claim(item)
                 item.claimed = True  # asked again after a 429 or 503, it is this claim's work (no second claim)
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
+            if probe and out.code == ProtocolStatusCode.EXCEPTION and out.http_code is None and not out.stopped:
+                down = self.robots.unreachable(item.url, out.args[0] if out.args else "no response")
             if self.protocol.renders(item.url, out):
                 # the queue slot is held while the page renders; its resources take their turn in their hosts'
                 # queues (this one's after the page's own request)
@@ -378,6 +388,9 @@ class Fetcher:
         if out.code == ProtocolStatusCode.ACCESS_DENIED and out.args and out.args[0].startswith(DENIED):
             self.counters.incr("denied_address")  # refused at connect time (the name resolved elsewhere now)
         self.output(item, out.code, out.args, out)
+        if down is not None:  # the host is down: its other URLs are failed fetches without a request
+            for other in queues.drop_queue(q, lambda o: self.robots.cached(o.url) is down):
+                self._unreachable(other, down)
         if dropped and q.dropped is not None:
             for other in dropped:
                 self._retry_later(other, q.dropped)
@@ -454,10 +467,12 @@ class Fetcher:
         return self.robots.cached(url)
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
-        """A URL of a host whose robots.txt got no response: recorded as a failed fetch, no request made."""
+        """A URL of a host whose robots.txt (or, that kept, its first request) got no response: recorded as a failed
+        fetch, no request made."""
         self.counters.incr("host_unreachable")
         self.stats.error()
-        self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} (robots.txt)"], None)
+        where = "an earlier request" if rules.from_store else "robots.txt"
+        self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} ({where})"], None)
 
     def _may_follow(self, target: str, q: FetchItemQueue) -> bool:
         """http.redirect.max > 0: follow a redirect inline only within the same fetch queue (its politeness

@@ -31,6 +31,7 @@ from nutch2.fetch.queues import FetchItem
 from nutch2.logs import counted
 from nutch2.sitemap.sitemaps import SitemapParser, SitemapUrl, SubSitemap, speaks_for
 from nutch2.status import ProtocolStatusCode
+from nutch2.stores.base import DataStore
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import host_of
 
@@ -101,10 +102,11 @@ class SitemapFetcher:
     """Fetches the sitemaps of some sources and yields the URLs they list (one run)."""
 
     def __init__(self, conf: Configuration, task: TaskLike, threads: int | None = None,
-                 addresses: AddressPolicy | None = None) -> None:
+                 addresses: AddressPolicy | None = None, store: DataStore | None = None) -> None:
         self.conf = sitemap_conf(conf)
         self.task = task
         self.addresses = addresses  # the address guard (with the crawl's seeds); None: the configuration's
+        self.store = store  # the crawl's: robots.txt answers kept there are used (and kept) by this fetch
         self.strict = conf.get_bool("sitemap.strict.parsing")
         self.threads = fetcher_threads(conf, threads)
         self.size_max = conf.get_int("sitemap.size.max")
@@ -137,7 +139,7 @@ class SitemapFetcher:
                 if item is not None:
                     first.append(item)
         self._fetcher = Fetcher(self.conf, self.threads, self._output, self.task, progress=False,
-                                addresses=self.addresses)
+                                addresses=self.addresses, store=self.store)
         runner = threading.Thread(target=self._run, args=(first,), name="SitemapFetcher", daemon=True)
         runner.start()
         try:
