@@ -1,10 +1,12 @@
 """The fetch task's DNS cache (nutch2/fetch/dns.py): a host is resolved once per fetcher.dns.cache.seconds, a name
 that does not resolve once per fetcher.dns.cache.negative.seconds, threads asking at once share one lookup, and the
-address guard checks and connects to the cached answer."""
+address guard checks and connects to the cached answer. A crawl resolves each host once per task although it opens
+several connections to it, and counts the URLs of a host whose name does not resolve as dns_failures."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -14,9 +16,14 @@ from typing import Any
 
 import pytest
 
+from nutch2.errors import ConfigError
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
-from nutch2.fetch.dns import DnsCache
+from nutch2.fetch.dns import DnsCache, is_dns_failure
+from nutch2.status import CrawlStatus
 from tests.conftest import make_conf
+from tests.crawlutil import conf_for, defines, row, seed_file
+from tests.helpers import nutch2
+from tests.testweb import TestWeb
 
 
 class Resolver:
@@ -144,3 +151,41 @@ def test_connections_reuse_the_answer_the_guard_checked(tmp_path: Path) -> None:
         with pytest.raises(AddressDenied, match="denied address 127.0.0.1 of rebind.test"):
             guarded.connect("rebind.test", port, 5)
         assert rebinding.calls["rebind.test"] == 1
+
+
+def test_the_properties_are_checked(tmp_path: Path) -> None:
+    policy = AddressPolicy.from_conf(make_conf(tmp_path, **{"fetcher.dns.cache.seconds": 30,
+                                                            "fetcher.dns.cache.negative.seconds": 5}))
+    assert (policy.dns.seconds, policy.dns.negative_seconds) == (30, 5)
+    with pytest.raises(ConfigError, match=r"^fetcher\.dns\.cache\.negative\.seconds=-1: give the seconds"):
+        AddressPolicy.from_conf(make_conf(tmp_path, **{"fetcher.dns.cache.negative.seconds": -1}))
+
+
+def counter(stderr: str, name: str) -> int:
+    """A counter of a job's summary line (0 when absent)."""
+    found = re.findall(rf"\b{name}=(\d+)", stderr)
+    return int(found[-1]) if found else 0
+
+
+@pytest.mark.slow
+def test_a_fetch_resolves_each_host_once_and_counts_dns_failures(tmp_path: Path) -> None:
+    """Two fetch tasks (the processes runner on sqlite): every host is looked up once in the task that fetches it,
+    although robots.txt and its pages take several connections (robots.txt's session and each fetcher thread keep
+    connections of their own); the two URLs of a name that does not resolve are dns_failures (not
+    host_unreachable), recorded as such, and the name is looked up once (the guard's check and the connection)."""
+    with TestWeb(hosts=3, pages_per_host=4, traps=False) as web:
+        d = defines(tmp_path, "sqlite", **{"fetcher.threads.per.queue": 2, "fetcher.server.min.delay": 0})
+        bad = [f"http://nosuch.invalid:{web.port}/a", f"http://nosuch.invalid:{web.port}/b"]
+        good = [web.page_url(h, i) for h in range(3) for i in range(4)]
+        assert nutch2("inject", seed_file(tmp_path, *good, *bad), *d).returncode == 0
+        batch = nutch2("generate", *d).stdout.strip()
+        fetch = nutch2("fetch", batch, "-numTasks", 2, "-threads", 4, *d)
+        assert fetch.returncode == 0, fetch.stderr
+        assert len(web.requests()) == 3 + len(good)  # robots.txt and every page of the three hosts
+    assert counter(fetch.stderr, "dns_lookups") == 4, fetch.stderr  # three hosts and the bad name, once each
+    assert counter(fetch.stderr, "dns_failures") == 2 and counter(fetch.stderr, "host_unreachable") == 0
+    conf = conf_for(tmp_path, "sqlite")
+    for url in bad:
+        page = row(conf, "", url)
+        assert page is not None and page.status == CrawlStatus.RETRY, url
+        assert is_dns_failure(page.protocol_status.args[0]), page.protocol_status

@@ -122,7 +122,8 @@ class AddressPolicy:
                 origins.add(f"{host}:{port}")
             else:
                 names.add(entry.strip("[]"))
-        return cls(conf.get_bool("fetcher.address.guard"), frozenset(names), frozenset(origins), tuple(networks))
+        return cls(conf.get_bool("fetcher.address.guard"), frozenset(names), frozenset(origins), tuple(networks),
+                   DnsCache.from_conf(conf))
 
     # ---------------------------------------------------------------- one address
     def refusal(self, host: str, port: int, ip: IP) -> str | None:

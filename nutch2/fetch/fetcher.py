@@ -20,6 +20,7 @@ from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
 from nutch2.fetch.addresses import DENIED, AddressPolicy
+from nutch2.fetch.dns import is_dns_failure
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.politeness import HostAddresses, Politeness, feedback
 from nutch2.fetch.protocols import ProtocolSession, protocol_for
@@ -106,6 +107,7 @@ class Fetcher:
     def close(self) -> None:
         self.robots.close()
         self.protocol.close()
+        self.counters.incr("dns_lookups", self.addresses.dns.lookups)
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
@@ -387,6 +389,8 @@ class Fetcher:
             return
         if out.code == ProtocolStatusCode.ACCESS_DENIED and out.args and out.args[0].startswith(DENIED):
             self.counters.incr("denied_address")  # refused at connect time (the name resolved elsewhere now)
+        elif out.code == ProtocolStatusCode.EXCEPTION and out.args and is_dns_failure(out.args[0]):
+            self.counters.incr("dns_failures")
         self.output(item, out.code, out.args, out)
         if down is not None:  # the host is down: its other URLs are failed fetches without a request
             for other in queues.drop_queue(q, lambda o: self.robots.cached(o.url) is down):
@@ -468,8 +472,8 @@ class Fetcher:
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt (or, that kept, its first request) got no response: recorded as a failed
-        fetch, no request made."""
-        self.counters.incr("host_unreachable")
+        fetch, no request made; counted dns_failures when the host name did not resolve."""
+        self.counters.incr("dns_failures" if is_dns_failure(rules.reason) else "host_unreachable")
         self.stats.error()
         where = "an earlier request" if rules.from_store else "robots.txt"
         self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} ({where})"], None)
