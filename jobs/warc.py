@@ -148,7 +148,9 @@ class WarcExportJob(Job):
             ctx.incr("revisit_payload_bytes", len(page.content or b""))
         self.writer.write(records, item)
         if self.options.pages and (page.content_type or "").split(";")[0].strip().lower() in HTML_TYPES:
-            self.pages.append(Page(url, headers.get_header("WARC-Date"), page.title or None))
+            # a 304's revisit replays as the 304 it was: the page to show is the capture it confirmed
+            shown = refers.date if refers is not None and page.status == CrawlStatus.NOTMODIFIED else None
+            self.pages.append(Page(url, shown or headers.get_header("WARC-Date"), page.title or None))
 
     def _refers(self, page: WebPage, digest: str) -> Capture | None:
         """The row's last capture when a revisit may refer to it: the same payload, in a complete file of OUTDIR

@@ -85,7 +85,7 @@ def recrawled(tmp_path_factory: pytest.TempPathFactory) -> dict:
         state["second"] = {unreverse_url(k): p for k, p in rows(conf, "r").items()}
         web.not_modified = True  # 304 for what did not change since
         state["b3"] = b3 = _round(d, 62)
-        assert cli("warc", out, b3, "-crawlId", "r", *d) == 0
+        assert cli("warc", out, b3, "-crawlId", "r", "-wacz", tmp / "b3.wacz", *d) == 0
         state["third"] = {unreverse_url(k): p for k, p in rows(conf, "r").items()}
     return state
 
@@ -216,6 +216,18 @@ def test_wacz_is_valid_and_holds_what_the_revisits_refer_to(recrawled: dict) -> 
             and (p.content_type or "").startswith("text/html")}
     assert {p["url"] for p in pages[1:]} == html
     assert all(p["title"] == (second[p["url"]].title or p["url"]) for p in pages[1:])
+
+    # the 304 round's package: a page confirmed by a 304 is shown as the capture it confirmed
+    path = recrawled["tmp"] / "b3.wacz"
+    done = subprocess.run([sys.executable, "-m", "wacz", "validate", "-f", str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Validation succeeded" in done.stdout, done.stdout + done.stderr
+    with zipfile.ZipFile(path) as z:
+        shown = {p["url"]: p["ts"] for p in map(json.loads, z.read("pages/pages.jsonl").decode().splitlines()[1:])}
+    revisits = {r["WARC-Target-URI"]: r for r in records(warcs(out, f"r-{recrawled['b3']}-")) if r["type"] == "revisit"}
+    assert revisits and set(revisits) <= set(shown)
+    for url, rev in revisits.items():
+        assert re.sub(r"\D", "", shown[url])[:14] == re.sub(r"\D", "", rev["WARC-Refers-To-Date"])[:14], url
 
 
 def test_usage_errors_and_a_rerun_under_a_later_export(recrawled: dict, capsys: pytest.CaptureFixture[str]) -> None:
