@@ -280,6 +280,20 @@ def test_a_guarded_address_is_refused_over_http2(tls) -> None:
 
 
 @needs_h2
+def test_certificates_are_verified_over_both_protocols(tls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trusting another certificate than the server's (SSL_CERT_FILE), neither HTTP/2 nor HTTP/1.1 fetches it: the
+    one TLS context per process and trust store (tls.py) verifies as urllib3's own did."""
+    cert, hosts = tls
+    with tlsweb.TlsServer({"/": tlsweb.page(200, HTML)}, cert, host=hosts[0]) as site:
+        monkeypatch.setenv("SSL_CERT_FILE", str(tlsweb.make_cert(tmp_path / "other", tuple(hosts))[0]))
+        for http2 in (True, False):
+            with closing(HttpProtocol(HttpSettings(agent="t", http2=http2))) as protocol:
+                out = protocol.fetch(site.url("/"))
+            assert out.code == P.EXCEPTION and "CERTIFICATE_VERIFY_FAILED" in out.args[0], (http2, out.args)
+        assert site.requests() == []
+
+
+@needs_h2
 def test_a_stalled_http2_request_is_cut_at_the_total_deadline(tls) -> None:
     """http.timeout 2 s per read, 0.5 s in all: a server that sends no headers, on a connection kept from the
     request before, fails as "total fetch time exceeded" (a read timeout would say "timeout (read)" after 2 s),

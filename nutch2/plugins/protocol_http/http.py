@@ -48,6 +48,7 @@ from nutch2.plugins.protocol_http.netconf import (
     parse_challenges,
     redact,
 )
+from nutch2.plugins.protocol_http.tls import client_context
 from nutch2.status import ProtocolStatusCode, http_to_protocol_status
 from nutch2.urls.checker import strip_credentials
 
@@ -198,8 +199,10 @@ class HttpProtocol(ProtocolSession):
             "Accept-Encoding": accept_encoding(),
         }
         self._addresses = addresses
-        # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge
-        self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False), addresses=addresses)
+        # no retries, no environment proxies or netrc, no redirects: every hop is this class's to judge; one TLS
+        # context for every connection (urllib3 would load the CA bundle into a new one for each)
+        self._direct = guard(urllib3.PoolManager(num_pools=32, maxsize=4, retries=False,
+                                                 ssl_context=client_context("http/1.1")), addresses=addresses)
         self._proxied: urllib3.PoolManager | None = None
         self._h2: Http2Client | None = None
         if settings.http2:
@@ -451,8 +454,9 @@ def _proxy_manager(proxy: ProxySettings) -> urllib3.PoolManager:
         from urllib3.contrib.socks import SOCKSProxyManager
 
         return guard(SOCKSProxyManager(f"socks5h://{proxy.host}:{proxy.port}", proxy.username or None,
-                                       proxy.password or None, num_pools=32, maxsize=4, retries=False), socks=True)
+                                       proxy.password or None, num_pools=32, maxsize=4, retries=False,
+                                       ssl_context=client_context("http/1.1")), socks=True)
     headers = (urllib3.make_headers(proxy_basic_auth=f"{proxy.username}:{proxy.password}")
                if proxy.username else None)
     return guard(urllib3.ProxyManager(f"http://{proxy.host}:{proxy.port}", proxy_headers=headers, num_pools=32,
-                                      maxsize=4, retries=False))
+                                      maxsize=4, retries=False, ssl_context=client_context("http/1.1")))

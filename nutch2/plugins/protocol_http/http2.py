@@ -32,6 +32,7 @@ from urllib3.util.wait import wait_for_read
 
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
 from nutch2.fetch.watchdog import WATCHDOG
+from nutch2.plugins.protocol_http.tls import client_context
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ class Http2Client:
 
     def __init__(self, addresses: AddressPolicy | None) -> None:
         self._addresses = addresses
-        self._ssl = ssl.create_default_context()  # the system's CAs, as urllib3's (SSL_CERT_FILE is honoured)
+        self._ssl = client_context("h2")  # the process's, with the system's CAs (tls.py)
         self._conns: OrderedDict[tuple[str, int], httpcore.HTTPConnection] = OrderedDict()
         self._streams: dict[tuple[str, int], Any] = {}
 
