@@ -94,9 +94,10 @@ def text_profile_signature(
 # ---------------------------------------------------------------- SimHash
 SIMHASH_BITS = 64
 SHINGLE_WORDS = 3
+WORD_CACHE_SIZE = 20_000  # words whose hashes a process keeps (about 3 MB); then it starts a new cache
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits
 _NUMBER = re.compile(r"\d+")
-_WITHOUT_BIT = [bytes(b for b in range(256) if not b >> bit & 1) for bit in range(8)]  # bytes lacking that bit
+_word_cache: dict[str, bytes] = {}
 
 
 def _word_hashes(word: str) -> bytes:
@@ -105,6 +106,30 @@ def _word_hashes(word: str) -> bytes:
     if not word.isalpha():
         word = _NUMBER.sub("0", word)
     return hashlib.blake2b(word.encode("utf-8"), digest_size=24).digest()
+
+
+def _words(text: str) -> list[str]:
+    """The text's lower-cased runs of letters and digits (the regular expression only for tokens with other
+    characters: most are words already, and this is twice as fast as one findall over the text)."""
+    words: list[str] = []
+    for token in text.lower().split():
+        if token.isalnum():
+            words.append(token)
+        else:
+            words += _WORD.findall(token)
+    return words
+
+
+def _hashes_of(words: list[str]) -> bytes:
+    """The words' hashes, 24 bytes per word, from the process's cache of them (words recur from page to page).
+    A full cache is replaced, not cleared, so a thread still reading the old one reads all it needs."""
+    global _word_cache
+    cache = _word_cache
+    if len(cache) > WORD_CACHE_SIZE:
+        cache = _word_cache = {}
+    for word in set(words).difference(cache):
+        cache[word] = _word_hashes(word)
+    return b"".join(map(cache.__getitem__, words))
 
 
 def simhash_signature(text: str | None, *, fallback_content: bytes | None = None) -> bytes:
@@ -117,20 +142,20 @@ def simhash_signature(text: str | None, *, fallback_content: bytes | None = None
     Near-identical texts get SimHashes a few bits apart. With no word, the first 8 bytes of MD5Signature of
     fallback_content (as TextProfileSignature falls back).
     """
-    words = _WORD.findall(text.lower()) if text else []
+    words = _words(text) if text else []
     if not words:
         return md5_signature(fallback_content)[:8]
     words += [""] * (SHINGLE_WORDS - len(words))  # one shingle for a text of one or two words
-    table = {word: _word_hashes(word) for word in set(words)}
-    hashes = b"".join(map(table.__getitem__, words))  # 24 bytes per word: its three hashes
+    hashes = _hashes_of(words)
     n = len(words) - SHINGLE_WORDS + 1  # shingles
+    masks = [int.from_bytes(bytes([1 << bit]) * n, "big") for bit in range(8)]  # that bit of each byte
     out = bytearray(8)
     for p in range(8):  # byte p of every shingle's hash: byte p of hash 0 of word i, of hash 1 of word i+1, ...
         column = (int.from_bytes(hashes[p:24 * n:24], "big")
                   ^ int.from_bytes(hashes[24 + 8 + p:24 * (n + 1):24], "big")
-                  ^ int.from_bytes(hashes[48 + 16 + p::24], "big")).to_bytes(n, "big")
+                  ^ int.from_bytes(hashes[48 + 16 + p::24], "big"))
         for bit in range(8):
-            if 2 * len(column.translate(None, _WITHOUT_BIT[bit])) > n:  # the bytes that have the bit set
+            if 2 * (column & masks[bit]).bit_count() > n:  # more than half of the shingles have the bit set
                 out[p] |= 1 << bit
     return bytes(out)
 
