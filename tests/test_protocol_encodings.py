@@ -317,8 +317,9 @@ def test_a_stalled_http2_request_is_cut_at_the_total_deadline(tls) -> None:
 
 @needs_h2
 def test_http2_keeps_the_content_limit_auth_and_cookies(tls) -> None:
-    """A body over http.content.limit is cut (and its connection closed: the next request reads no leftover
-    frames); a 401 with a Basic challenge is answered from the credentials; a cookie set is sent back."""
+    """A body over http.content.limit is cut and its connection closed (the next request reads no leftover frames),
+    while one read to its end, or a 304, leaves it for the next request; a 401 with a Basic challenge is answered
+    from the credentials; a cookie set is sent back."""
     cert, hosts = tls
 
     async def auth(send, server) -> None:
@@ -330,13 +331,18 @@ def test_http2_keeps_the_content_limit_auth_and_cookies(tls) -> None:
         await tlsweb.page(200, server.requests()[-1].headers.get("cookie", "").encode())(send, server)
 
     routes = {"/big": tlsweb.page(200, b"a" * (3 * MB)), "/ok": tlsweb.page(200, b"fine"), "/auth": auth,
-              "/set": tlsweb.page(200, b"set", {"set-cookie": "session=s1; Path=/"}), "/echo": echo}
+              "/set": tlsweb.page(200, b"set", {"set-cookie": "session=s1; Path=/"}), "/echo": echo,
+              "/same": tlsweb.page(304, b"", {"etag": '"e"'})}
     with tlsweb.TlsServer(routes, cert, host=hosts[0]) as site:
         creds = Credentials("u", "p", (AuthScope(host=site.host),))
         with closing(_h2(content_limit=MB, auth=(creds,), cookies=True)) as protocol:
             out = protocol.fetch(site.url("/big"))
             assert out.code == P.SUCCESS and out.truncated and out.content == b"a" * MB
             assert protocol.fetch(site.url("/ok")).content == b"fine"
+            assert protocol.fetch(site.url("/same"), etag='"e"').code == P.NOTMODIFIED
+            assert protocol.fetch(site.url("/ok")).content == b"fine"
+            ports = [r.client_port for r in site.requests()]
+            assert ports[0] != ports[1] == ports[2] == ports[3]  # a new connection after the cut one only
             out = protocol.fetch(site.url("/auth"))
             assert (out.http_code, out.content) == (200, b"in")
             assert protocol.fetch(site.url("/set")).content == b"set"

@@ -54,11 +54,13 @@ def make_cert(folder: Path, hosts: tuple[str, ...] = ()) -> tuple[Path, Path]:
 
 @dataclass
 class Request:
-    """One request the server got: its path, HTTP version ("2", "1.1") and headers (lower-case names)."""
+    """One request the server got: its path, HTTP version ("2", "1.1"), headers (lower-case names) and the client's
+    port (one per connection)."""
 
     path: str
     http_version: str
     headers: dict[str, str]
+    client_port: int
 
 
 def page(status: int, body: bytes, headers: dict[str, str] | None = None) -> Route:
@@ -153,7 +155,7 @@ class TlsServer:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         with self._lock:
-            self.log.append(Request(scope["path"], scope["http_version"], headers))
+            self.log.append(Request(scope["path"], scope["http_version"], headers, scope["client"][1]))
         route = self.routes.get(scope["path"]) or page(404, b"not found")
         await route(send, self)
 

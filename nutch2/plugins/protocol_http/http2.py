@@ -6,8 +6,9 @@ httpcore (httpx's transport) with h2 speaks the protocol; the connections are op
 rules of HTTP/1.1: the address guard at connect time (the address checked is the one connected to), the socket in
 the request's watchdog guard (its total deadline shuts it down: nutch2/fetch/watchdog.py), the body streamed frame
 by frame into the same bounded reader. One connection per origin and fetcher thread, one request on it at a time.
-A response read to its end leaves its connection for the next request; one that is cut (a limit, the deadline, an
-error) closes it, so the frames the server still sends are not read by the next request.
+A response read to its end (or whose rest, up to 64 KB, is read at close: a 304, a 401's page) leaves its
+connection for the next request; one that is cut (a limit, the deadline, an error) closes it, so the frames the
+server still sends are not read by the next request (httpcore sends no RST_STREAM).
 
 Errors come out as urllib3's (ConnectTimeoutError, ReadTimeoutError, ProtocolError, SSLError) or as the socket's
 OSError, so the fetch reports them in the words it uses for HTTP/1.1.
@@ -38,8 +39,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Http2Client", "Http2Response"]
 
+_DRAIN = 64 * 1024  # bytes of an unread body read at close to keep its connection
 _MAX_CONNECTIONS = 32  # kept per client (fetcher thread), as the HTTP/1.1 pool manager keeps 32 hosts' pools
 _HTTP11_ORIGINS: set[tuple[str, int]] = set()  # (host, port) whose TLS handshake chose HTTP/1.1, for the process
+_HTTP11_ORIGINS_MAX = 100_000  # past this the set starts again (a forgotten origin costs one more handshake)
 
 
 class _Http11Only(Exception):
@@ -183,9 +186,23 @@ class Http2Response:
 
     def close(self) -> None:
         try:
+            if not self._ended:
+                self._drain()
             self._resp.close()
         finally:
             self._release(self._ended and not self._rest)
+
+    def _drain(self) -> None:
+        """Read what is left of a body not read to its end, up to 64 KB (a 304's or a 401's end of stream), so
+        its connection can serve the next request; more than that, or an error, and the connection is closed."""
+        budget = _DRAIN
+        try:
+            while budget >= 0:
+                budget -= len(next(self._chunks))
+        except StopIteration:
+            self._ended, self._rest = True, b""
+        except Exception:  # noqa: BLE001 - a broken stream: its connection is closed
+            pass
 
 
 class Http2Client:
@@ -219,6 +236,8 @@ class Http2Client:
             resp = conn.handle_request(request)
         except _Http11Only:
             self._drop(key)
+            if len(_HTTP11_ORIGINS) >= _HTTP11_ORIGINS_MAX:
+                _HTTP11_ORIGINS.clear()
             _HTTP11_ORIGINS.add(key)
             log.debug("%s:%s chose HTTP/1.1 in ALPN: fetched over HTTP/1.1 from now on", *key)
             return None
