@@ -19,7 +19,8 @@ which is what site owners expect today):
 * a fetch cut by the job's own time limit -> ``defer``.
 
 Answers are kept in the crawl's store for the tasks and rounds after this one (nutch2/fetch/robotsstore.py: up to
-24 hours, less where the answer's caching headers say so); for 429, 5xx and no answer the last kept copy stands in.
+24 hours, less where the answer's caching headers say so); for ``defer`` (429, 5xx, cut off) the last kept copy
+stands in.
 """
 
 from __future__ import annotations
@@ -356,7 +357,7 @@ class RobotsCache:
 
     def _load(self, key: tuple[str, str, int]) -> RobotRules:
         """The host's rules: its kept answer while fresh, else robots.txt fetched (and kept), or the kept answer
-        when the fetch got none that can be used; any other failure defers the host."""
+        when the server answered but not with rules (429, 5xx, cut off); any other failure defers the host."""
         stored = self.store.get(key) if self.store is not None else None
         if stored is not None and self.store is not None and self.store.fresh(stored):
             rules = stored.rules()
@@ -373,10 +374,12 @@ class RobotsCache:
         log.debug("robots.txt %s -> %s", key, rules.state)
         if self.store is None:
             return rules
-        if rules.state in (DEFER, UNREACHABLE):
+        if rules.state == UNREACHABLE:  # the host is down: its URLs fail this round; the kept copy stays
+            return rules
+        if rules.state == DEFER:
             if stored is not None and not out.stopped and self.store.stands_in(stored):
-                log.info("robots.txt %s: %s; its copy kept %s stands in", key, rules.reason or out.http_code or
-                         "deferred", time.strftime("%Y-%m-%d %H:%M", time.gmtime(stored.fetched / 1000)))
+                log.info("robots.txt %s: %s; its copy kept %s stands in", key, out.http_code or "cut off",
+                         time.strftime("%Y-%m-%d %H:%M", time.gmtime(stored.fetched / 1000)))
                 self._count("robots_stood_in")
                 return stored.rules()
             return rules

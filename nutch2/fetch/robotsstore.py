@@ -10,10 +10,13 @@ batches: every minute and when it ends.
   24 hours") or less where the answer's caching headers say so (RFC 9111: ``Cache-Control: max-age`` less ``Age``,
   else ``Expires`` - ``Date``; ``no-cache`` and ``max-age=0`` keep it for no task after this one). ``no-store``: the
   answer is used by this task only, and an older record is deleted.
-* 2xx (parsed or empty) and 3xx/4xx (allow all) answers are kept; 429, 5xx and no answer at all are not: for
-  ``http.robots.cache.unreachable.days`` (30, the RFC's example of "a reasonably long period", section 2.3.1.4)
-  after its fetch the last kept copy stands in, stale or not, and the host is crawled by it; after that (or without
-  a copy) the host is deferred or unreachable as before.
+* 2xx (parsed or empty) and 3xx/4xx (allow all) answers are kept; 429, 5xx, a cut-off body and no answer at all
+  are not. For 429, 5xx and a cut-off body (the server answers, robots.txt does not) the last kept copy stands in,
+  stale or not, for ``http.robots.cache.unreachable.days`` (30, the RFC's example of "a reasonably long period",
+  section 2.3.1.4) after its fetch, and the host is crawled by it; after that, or without a copy, the host is
+  deferred as before. No answer at all (refused, timed out, a name that does not resolve) means the host is down:
+  its URLs are failed fetches of this round as before (their pages would get no answer either), and the copy stays
+  for the rounds after.
 * A record is only an optimisation: one that is missing, unreadable or half written is ignored (robots.txt is
   fetched again and the record rewritten), and one lost to a kill -9 before it was written costs one request.
 """
@@ -167,7 +170,7 @@ class RobotsStore:
         return 0 <= self.now_ms() - record.fetched < keep * 1000
 
     def stands_in(self, record: RobotsRecord) -> bool:
-        """May the record stand in for a robots.txt that gave no usable answer? (fetched within
+        """May the record stand in for a robots.txt answered 429, 5xx or cut off? (fetched within
         http.robots.cache.unreachable.days)."""
         return 0 <= self.now_ms() - record.fetched < self.unreachable_seconds * 1000
 
