@@ -197,8 +197,10 @@ class Http2Response:
         its connection can serve the next request; more than that, or an error, and the connection is closed."""
         budget = _DRAIN
         try:
-            while budget >= 0:
+            for _ in range(64):  # frames: empty ones count too
                 budget -= len(next(self._chunks))
+                if budget < 0:
+                    return
         except StopIteration:
             self._ended, self._rest = True, b""
         except Exception:  # noqa: BLE001 - a broken stream: its connection is closed
