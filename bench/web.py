@@ -5,7 +5,8 @@ page n >= 1 is /p/n.html. Every page links to its tree children 16n+1 .. 16n+16 
 "/" in at most 2 hops when P <= 273), random pages of the same host (up to 16 same-host links), 3 pages of other
 hosts (absolute URLs) and one /private/ page that robots.txt disallows. ~20 KB of text per page.
 Any URL under /m/ returns a copy of page 1 (for batches larger than the web: the memory benchmark).
-The port is fixed per web (cross-host links carry it): $NUTCH2_BENCH_PORT, default 18777.
+The port is fixed per web (cross-host links carry it): $NUTCH2_BENCH_PORT, default 18777. scheme="https" makes the
+cross-host links https (a web for Nginx(tls=...), which serves HTTP/2 and HTTP/1.1 over TLS, ALPN choosing).
 
 shape="real" makes a web more like real sites: page sizes spread from 5 to 100 KB (log-uniform), 10 to 200 links
 a page (the tree children, then same-host pages, other hosts' pages, and stylesheet, script and image links of
@@ -48,6 +49,7 @@ class Web:
     root: Path
     port: int = PORT
     shape: str = "uniform"
+    scheme: str = "http"
 
     @property
     def total(self) -> int:
@@ -70,13 +72,15 @@ def _paragraphs(rng: random.Random, words: list[str], n: int = 400) -> list[str]
     return out
 
 
-def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT, shape: str = "uniform") -> Web:
-    """Write the web's files once (cached under $NUTCH2_BENCH_CACHE by shape); return it."""
+def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT, shape: str = "uniform",
+                 scheme: str = "http") -> Web:
+    """Write the web's files once (cached under $NUTCH2_BENCH_CACHE by shape and scheme); return it."""
     if shape not in ("uniform", "real"):
         raise ValueError(f"shape {shape!r}: uniform or real")
-    root = CACHE / (f"web-{hosts}x{pages}-s{seed}-p{port}" + ("" if shape == "uniform" else f"-{shape}"))
+    root = CACHE / (f"web-{hosts}x{pages}-s{seed}-p{port}" + ("" if shape == "uniform" else f"-{shape}")
+                    + ("" if scheme == "http" else f"-{scheme}"))
     done = root / ".complete"
-    web = Web(hosts, pages, root, port, shape)
+    web = Web(hosts, pages, root, port, shape, scheme)
     if done.exists():
         return web
     if root.exists():
@@ -97,16 +101,17 @@ def generate_web(hosts: int, pages: int, seed: int = 1, port: int = PORT, shape:
             footer = " ".join(rng.choices(words, k=rng.randint(30, 120)))
         for n in range(pages):
             if shape == "real":
-                html = _real_page(rng, h, n, hosts, pages, port, words, paras, nav, footer)
+                html = _real_page(rng, h, n, hosts, pages, port, words, paras, nav, footer, scheme)
             else:
-                html = _uniform_page(rng, h, n, hosts, pages, port, paras)
+                html = _uniform_page(rng, h, n, hosts, pages, port, paras, scheme)
             name = hdir / ("index.html" if n == 0 else f"p/{n}.html")
             name.write_text(html)
     done.write_text("ok\n")
     return web
 
 
-def _uniform_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port: int, paras: list[str]) -> str:
+def _uniform_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port: int, paras: list[str],
+                  scheme: str = "http") -> str:
     links = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages][:SAME_HOST_LINKS]
     while len(links) < min(SAME_HOST_LINKS, pages - 1):
         c = rng.randrange(pages)
@@ -117,13 +122,13 @@ def _uniform_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, po
         for _ in range(CROSS_HOST_LINKS):
             oh = rng.randrange(hosts - 1)
             oh = oh + 1 if oh >= h else oh
-            hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
+            hrefs.append(f"{scheme}://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
     hrefs.append(f"/private/{n}.html")
     return _html(h, n, _body(rng, paras, hrefs, PAGE_BYTES, f" of page {n}"))
 
 
 def _real_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port: int, words: list[str],
-               paras: list[str], nav: str, footer: str) -> str:
+               paras: list[str], nav: str, footer: str, scheme: str = "http") -> str:
     size = int(5_000 * (20 ** rng.random()))  # 5 KB .. 100 KB, log-uniform
     count = rng.randint(10, 200)
     children = [c for c in range(16 * n + 1, 16 * n + 17) if c < pages]
@@ -133,7 +138,7 @@ def _real_page(rng: random.Random, h: int, n: int, hosts: int, pages: int, port:
     while hosts > 1 and len(hrefs) < count * 8 // 10:
         oh = rng.randrange(hosts - 1)
         oh = oh + 1 if oh >= h else oh
-        hrefs.append(f"http://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
+        hrefs.append(f"{scheme}://{host_addr(oh)}:{port}{page_path(rng.randrange(pages))}")
     while len(hrefs) < count - 1:
         hrefs.append(rng.choice(("/static/site.css", "/static/app.js", "/static/logo.png", "/static/print.css")))
     hrefs.append(f"/private/{n}.html")
@@ -176,13 +181,16 @@ def _assets(hdir: Path) -> None:
 
 
 class Nginx:
-    """nginx as a non-daemon child with its own config in a temp dir, one listen address per host."""
+    """nginx as a non-daemon child with its own config in a temp dir, one listen address per host; with `tls`
+    (certificate and key files), HTTPS with HTTP/2 on (ALPN: h2 or http/1.1, as the client offers)."""
 
-    def __init__(self, web: Web, access_log: bool = False, workers: int = 1) -> None:
+    def __init__(self, web: Web, access_log: bool = False, workers: int = 1,
+                 tls: tuple[Path, Path] | None = None) -> None:
         self.web = web
         self.port = web.port
         self.access_log = access_log
         self.workers = workers
+        self.tls = tls
         self.dir = Path(tempfile.mkdtemp(prefix="nutch2-bench-nginx-"))
         self.proc: subprocess.Popen | None = None
 
@@ -191,13 +199,17 @@ class Nginx:
         return self.dir / "access.log"
 
     def url(self, host: int, n: int = 0) -> str:
-        return f"http://{host_addr(host)}:{self.port}{page_path(n)}"
+        return f"{'https' if self.tls else 'http'}://{host_addr(host)}:{self.port}{page_path(n)}"
 
     def seeds(self) -> list[str]:
         return [self.url(h) for h in range(self.web.hosts)]
 
     def _config(self) -> str:
-        listens = "\n".join(f"    listen {a}:{self.port};" for a in self.web.addrs())
+        ssl = " ssl http2" if self.tls else ""
+        listens = "\n".join(f"    listen {a}:{self.port}{ssl};" for a in self.web.addrs())
+        if self.tls:
+            listens += (f"\n    ssl_certificate {self.tls[0]};\n    ssl_certificate_key {self.tls[1]};"
+                        "\n    ssl_session_cache shared:bench:10m;")
         log = (f"access_log {self.dir}/access.log bench buffer=256k flush=1s;" if self.access_log
                else "access_log off;")
         user = "user root;" if os.geteuid() == 0 else ""
