@@ -233,7 +233,8 @@ HOSTILE = [f"{{!join from=id to=id fromIndex=nutch}}{SECRET}", "{!join from=craw
            "x" * 1000, "爬" * 999, '"' + "a " * 400 + '"', "+" * 999, "&&||!" * 100, "\x00\x01", "<script>"]
 
 
-@pytest.mark.parametrize("q", HOSTILE)
+# ids by position: the queries hold this run's random crawl id, and xdist workers must collect the same names
+@pytest.mark.parametrize("q", HOSTILE, ids=[f"hostile{i}" for i in range(len(HOSTILE))])
 def test_hostile_queries_are_words_over_opensearch_as_over_solr(solr_server: SearchServer, os_server: SearchServer,
                                                                q: str) -> None:
     b = api(os_server, q=q, collapse=0, rows=100)
