@@ -1,5 +1,6 @@
 """The benchmarks `python -m bench` runs, by name (bench/benchmarks.py, bench/beyond.py for documents and rendered
-pages, which imports the test web's document writers only when it runs, and bench/index.py for Solr vs OpenSearch)."""
+pages, which imports the test web's document writers only when it runs, bench/index.py for Solr vs OpenSearch and
+bench/warcrevisits.py for revisit exports)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def _index(quick: bool = False, runs: int = 1) -> str:
     return bench_index(quick, runs)
 
 
+def _warcrevisits(quick: bool = False, runs: int = 1) -> str:
+    from bench.warcrevisits import bench_warc_revisits  # issue 40
+
+    return bench_warc_revisits(quick, runs)
+
+
+def _signature(quick: bool = False, runs: int = 3) -> str:
+    from bench.signature import bench_signature  # issue 40
+
+    return bench_signature(quick, runs)
+
+
 def _beyond(quick: bool = False, runs: int = 3) -> str:
     from bench.beyond import bench_beyond  # issue 25
 
@@ -40,6 +53,8 @@ BENCHMARKS: dict[str, Callable[..., str]] = {
     "spark": bench_spark,
     "sparkcrawl": bench_sparkcrawl,
     "warc": bench_warc,
+    "warcrevisits": _warcrevisits,
     "beyond": _beyond,
     "index": _index,
+    "signature": _signature,
 }

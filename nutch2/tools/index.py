@@ -155,25 +155,27 @@ class DedupArgs(WriterArgs):
 @tool
 class Dedup(Tool[DedupArgs]):
     name = "dedup"
-    help = ("mark all but the best row of each signature DUPLICATE (Nutch's DeduplicationJob); with -solr or "
-            "-opensearch, then delete the duplicates from every index writer, as clean does")
+    help = ("mark all but the best row of each signature DUPLICATE (Nutch's DeduplicationJob), and of each group "
+            "of near-duplicates with db.signature.class=simhash; with -solr or -opensearch, then delete the "
+            "duplicates from every index writer, as clean does")
     Args = DedupArgs
     crawl_lock = True  # rewrites rows' statuses: not while generate or updatedb run
 
     def prepare(self) -> None:
+        from nutch2.jobs.dedup import DeduplicationJob
+
         self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)
         super().prepare()
+        self.dedup_job = DeduplicationJob(self.conf)  # a bad dedup.* or db.signature.class value fails here
         if self.args.solr or self.args.opensearch:
             Plugins(self.conf).check(("index-writer",))
 
     def run(self, run: Run) -> int:
-        from nutch2.jobs.dedup import DeduplicationJob
-
         writers = index_writers(self.conf, self.args.solr) if self.args.solr or self.args.opensearch else None
         counters = run.job_counters("dedup")
         counters.incr("duplicates", 0)
         with self.store() as store:
-            make_runner(self.conf, self.tasks()).run(DeduplicationJob(self.conf), store, counters)
+            make_runner(self.conf, self.tasks()).run(self.dedup_job, store, counters)
         run.summary(counters)
         if writers is not None:
             clean(self, run, writers)
