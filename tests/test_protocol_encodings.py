@@ -3,9 +3,9 @@
 The codings: decoders in bounded steps (decoding.py), pages served br- and zstd-encoded parsed through the CLI to
 the text of the plain page, Brotli and zstd bombs cut at the content limit (stored truncated, counted by parse as
 skipped_truncated, as a gzip bomb is), streams that do not decode failed as bad gzip is. HTTP/2: a hypercorn server
-over TLS with a certificate made here (tests/tlsweb.py): a guarded address is refused, a stalled request is cut at
-the total deadline, auth, cookies and the content limit hold, a server that chooses HTTP/1.1 and a proxy get
-HTTP/1.1."""
+over TLS with a certificate made here (tests/tlsweb.py) crawls to the same rows as over HTTP/1.1, a guarded address
+is refused, a stalled request is cut at the total deadline, auth, cookies and the content limit hold, a server that
+chooses HTTP/1.1 and a proxy get HTTP/1.1."""
 
 from __future__ import annotations
 
@@ -249,6 +249,22 @@ needs_h2 = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("htt
                               reason="httpcore, h2 and hypercorn (test dependencies: nutch2[test]) are not installed")
 
 
+def _site(other: str) -> dict[str, object]:
+    """A small site: links, a redirect, a 404, a br page, a link to `other` (a host the guard refuses)."""
+    page = tlsweb.page
+    index = (b"<html><head><title>h2 home</title></head><body><a href='/a'>a</a> <a href='/b'>b</a> "
+             b"<a href='/moved'>moved</a> <a href='/gone'>gone</a> <a href='" + other.encode() + b"'>other</a>"
+             b"</body></html>")
+    return {
+        "/robots.txt": page(200, ROBOTS, {"content-type": "text/plain"}),
+        "/": page(200, index),
+        "/a": page(200, b"<html><head><title>A</title></head><body>page a <a href='/b'>b</a></body></html>"),
+        "/b": page(200, br(b"<html><head><title>B</title></head><body>page b, brotli</body></html>"),
+                   {"content-encoding": "br"}),
+        "/moved": page(301, b"", {"location": "/a"}),
+    }
+
+
 @pytest.fixture
 def tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple[Path, Path], list[str]]:
     """A certificate for three loopback hosts of their own, trusted by this process and the CLI it starts."""
@@ -261,6 +277,42 @@ def tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple[Path, Pa
 def _h2(addresses: AddressPolicy | None = None, **kw: object) -> HttpProtocol:
     """A protocol with HTTP/2 on; closed before its server (a TLS server waits for its clients' goodbyes)."""
     return HttpProtocol(HttpSettings(agent="t", http2=True, **kw), addresses=addresses)  # type: ignore[arg-type]
+
+
+def _comparable(page) -> tuple:
+    return (page.status, page.protocol_status.code, list(page.protocol_status.args), page.content,
+            sorted(page.outlinks or {}), page.title, page.text, page.parse_status.major_code)
+
+
+@needs_h2
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_crawl_over_http2_has_the_rows_of_one_over_http11(tmp_path: Path, tls) -> None:
+    """`nutch2 crawl -rounds 3` twice, http.useHttp2 true then false, against one server offering h2 and
+    http/1.1: the same rows (statuses, protocol statuses, content, outlinks, title, text), every request over the
+    protocol asked for, and the link to a loopback host that is no seed refused in both (denied_address)."""
+    cert, hosts = tls
+    with tlsweb.TlsServer({}, cert, host=hosts[1]) as other:
+        with tlsweb.TlsServer(_site(other.url("/")), cert, host=hosts[0]) as site:
+            (tmp_path / "seeds.txt").write_text(site.url("/") + "\n")
+            tables, versions = [], []
+            for http2 in (True, False):
+                data = tmp_path / ("h2" if http2 else "h1")
+                props = {"http.useHttp2": http2, "fetcher.server.delay": 0.05}
+                done = nutch2("crawl", tmp_path / "seeds.txt", "-crawlId", CRAWL, "-rounds", 3,
+                              *defines(data, "sqlite", **props), timeout=150)
+                assert done.returncode == 0, done.stderr
+                assert "denied_address=1" in done.stderr, done.stderr
+                tables.append({k: _comparable(p) for k, p in rows(conf_for(data, "sqlite", **props), CRAWL).items()})
+                versions.append({r.http_version for r in site.requests()})
+                site.log.clear()
+            assert other.requests() == []
+    assert versions == [{"2"}, {"1.1"}]
+    assert tables[0] == tables[1]
+    home = tables[0][reverse_url(site.url("/"))]
+    assert home[0] == CrawlStatus.FETCHED and home[5] == "h2 home"
+    assert tables[0][reverse_url(site.url("/b"))][5] == "B"
+    assert tables[0][reverse_url(other.url("/"))][1] == P.ACCESS_DENIED
 
 
 @needs_h2

@@ -31,6 +31,7 @@ def http_settings(conf: Configuration, stop_at: float | None = None) -> HttpSett
         proxy=proxy_settings(conf),
         auth=auth_settings(conf),
         cookies=conf.get_bool("http.enable.cookie.header"),
+        http2=conf.get_bool("http.useHttp2"),
     )
 
 
