@@ -7,7 +7,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
@@ -98,13 +97,13 @@ class GeneratorJob(Job):
     def steps(self) -> list[ReduceStep]:
         """Per host (domain) caps in as many reducers as tasks; with topN, a second step with one reducer keeps
         the topN best of their picks (Nutch gave each reducer topN/reducers: not the best topN overall)."""
-        select = ReduceStep(reducer="select")
+        select = ReduceStep(reducer="select", sort="by_sort_value")
         return [select, ReduceStep(reducers=1, reducer="top")] if self.top_n is not None else [select]
 
-    def sort_key(self, step: int = 0):  # type: ignore[override]
-        if step == 0:
-            return lambda item: item[1][:2]  # score descending, then URL
-        return itemgetter(0)
+    @staticmethod
+    def by_sort_value(item: tuple[Any, Any]) -> Any:
+        """The order of the first step's candidates: sort value descending, then URL."""
+        return item[1][:2]
 
     def select(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         """Best candidates of this reducer's hosts: the per-host cap, then at most topN of them."""

@@ -222,7 +222,7 @@ class CleaningJob(Job):
         return iter(())
 
     def result(self, ctx: TaskContext) -> Any:
-        return self.deleted if ctx.step == -1 else None
+        return self.deleted if ctx.is_map else None
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         deleted = [row for part in results for row in part]

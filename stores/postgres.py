@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import Fence
-from nutch2.stores.codec import decode_field, encode_field
+from nutch2.stores.codec import decode_field
 from nutch2.stores.query import Capability, Partition, Query, is_mark
 from nutch2.stores.sqlbase import Fenced, SqlStore
 from nutch2.webpage import FIELDS, WebPage, check_fields
@@ -207,12 +207,6 @@ class PostgresStore(SqlStore):
         return cur.rowcount == 1
 
     # -------------------------------------------------------------- writes
-    def encode(self, page: WebPage) -> dict[str, Any]:
-        values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
-        if "markers" in values:
-            values["__markers__"] = dict(page.markers)
-        return values
-
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
         """Deletes, rows (one upsert per set of columns), then their marks, in one transaction."""
         deletes = [k for k, v in pending.items() if v.get("__delete__")]

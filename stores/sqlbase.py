@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from nutch2.stores.base import NEXT_DUE_WITHIN_MS, BufferedStore, Fence
+from nutch2.stores.codec import encode_field
 from nutch2.stores.query import Aggregate, KeyRange, MarkFilter, Partition, Query, check_mark
+from nutch2.webpage import WebPage
 
 
 class SqlStore(BufferedStore):
@@ -22,6 +24,13 @@ class SqlStore(BufferedStore):
     @abstractmethod
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement on this thread's connection; a cursor."""
+
+    def encode(self, page: WebPage) -> dict[str, Any]:
+        """The page's dirty fields as column values; its marks apart (`__markers__`), for the marks table."""
+        values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
+        if "markers" in values:
+            values["__markers__"] = dict(page.markers)
+        return values
 
     def _range_col(self, col: str, query: Query) -> str:
         """The key column as the key-range conditions of `query` name it."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import Fence, data_dir
-from nutch2.stores.codec import decode_field, encode_field
+from nutch2.stores.codec import decode_field
 from nutch2.stores.query import Capability, Partition, Query, is_mark
 from nutch2.stores.sqlbase import Fenced, SqlStore
 from nutch2.webpage import ALL_FIELDS, FIELDS, WebPage, check_fields
@@ -374,12 +374,6 @@ class SqliteStore(SqlStore):
                 raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
 
     # -------------------------------------------------------------- writes
-    def encode(self, page: WebPage) -> dict[str, Any]:
-        values = {n: encode_field(n, v) for n, v in page.dirty_values().items()}
-        if "markers" in values:
-            values["__markers__"] = dict(page.markers)
-        return values
-
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
         conn = self._writer_conn()
         try:

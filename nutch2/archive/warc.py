@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from nutch2 import __version__
 from nutch2.archive.cdxj import record_line, write_file_index
+from nutch2.durable import sync_folder
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
@@ -295,7 +296,7 @@ class WarcFileWriter:
             write_file_index(self._path, final.name, self._lines)
         self._lines = []
         os.replace(self._path, final)
-        _sync_folder(self.folder)
+        sync_folder(self.folder)  # the new name is durable before anything refers to it
         self.files.append(final.name)
         self._file = self._path = None
         items, self._items = self._items, []
@@ -309,15 +310,6 @@ class WarcFileWriter:
             self._path.unlink(missing_ok=True)
         self._file = self._path = None
         self._items, self._lines = [], []
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename in `folder` durable before anything refers to its new name."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def stale_files(folder: Path, prefix: str) -> list[Path]:

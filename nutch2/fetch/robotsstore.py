@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
 import json
 import logging
 import threading
@@ -37,6 +36,7 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.fetch.headers import http_date_ms
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.robots import ALLOW_ALL, PARSED, RobotRules
 from nutch2.stores.base import DataStore
@@ -237,10 +237,5 @@ def _seconds(value: str | None) -> float | None:
 
 def _http_date(value: str) -> float | None:
     """An HTTP date as seconds since the epoch, or None."""
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if parsed is None:
-        return None
-    return parsed.timestamp()
+    ms = http_date_ms(value)
+    return None if ms is None else ms / 1000.0

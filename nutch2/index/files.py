@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
+from nutch2.durable import sync_folder
 from nutch2.errors import ConfigError
 from nutch2.index.writers import IndexWriter, WriterSpec
 
@@ -73,7 +74,7 @@ class _PartFile:
         os.fsync(self.file.fileno())
         self.file.close()
         os.replace(self.tmp, self.path)
-        _fsync_dir(self.path.parent)
+        sync_folder(self.path.parent)
 
     def discard(self) -> None:
         self.file.close()
@@ -169,9 +170,9 @@ class FileIndexWriter(IndexWriter):
                 self.staging.parent.rmdir()
             return
         (self.staging / SUCCESS).write_text(digest + "\n")
-        _fsync_dir(self.staging)
+        sync_folder(self.staging)
         os.rename(self.staging, self._new_run_folder())
-        _fsync_dir(self.outpath)
+        sync_folder(self.outpath)
         with contextlib.suppress(OSError):  # left while another run stages there
             self.staging.parent.rmdir()
 
@@ -211,11 +212,3 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

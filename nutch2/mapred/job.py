@@ -117,6 +117,11 @@ class TaskContext:
         self.attempt: str | None = None
         self.records = 0  # records read (map) or taken in (reduce) so far: the job's progress line
 
+    @property
+    def is_map(self) -> bool:
+        """A map task (not a reducer of a step)."""
+        return self.step == -1
+
     def log(self, msg: str) -> None:
         if self.messages is None:
             self.logger.info(msg)
@@ -136,11 +141,13 @@ class TaskContext:
 
 @dataclass(frozen=True)
 class ReduceStep:
-    """One reduce step: the number of reducers (None: one per task) and the job method each of them runs over
-    its sorted partition (run_reducer(items, ctx): what it returns or yields goes to the next step)."""
+    """One reduce step: the number of reducers (None: one per task), the job method each of them runs over its
+    sorted partition (run_reducer(items, ctx): what it returns or yields goes to the next step) and the job
+    method that gives an item's sort value (None: the shuffle key)."""
 
     reducers: int | None = None
     reducer: str = "run_reducer"
+    sort: str | None = None
 
 
 class Job:
@@ -199,8 +206,9 @@ class Job:
         return stable_hash(key) % n
 
     def sort_key(self, step: int = 0) -> Callable[[tuple[Any, Any]], Any]:
-        """How the input of the reducers of `step` is sorted."""
-        return itemgetter(0)
+        """How the input of the reducers of `step` is sorted: by the method its ReduceStep names, else by key."""
+        name = self.steps()[step].sort
+        return itemgetter(0) if name is None else getattr(self, name)
 
     def reduce_setup(self, ctx: TaskContext) -> None:
         """Called once per reduce task before its first record."""

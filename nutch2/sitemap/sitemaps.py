@@ -13,7 +13,6 @@ temporary folder, where a killed task leaves them; so the few rules of the proto
 
 from __future__ import annotations
 
-import email.utils
 import re
 import zlib
 from collections.abc import Iterator
@@ -22,6 +21,8 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
+
+from nutch2.fetch.headers import http_date_ms
 
 __all__ = ["CHANGEFREQ_SECONDS", "DEFAULT_PRIORITY", "SitemapParser", "SitemapUrl", "SubSitemap", "base_of",
            "parse_date", "speaks_for"]
@@ -272,24 +273,12 @@ def parse_date(text: str) -> int | None:
     """A W3C datetime (sitemaps: 2024, 2024-05, 2024-05-06, 2024-05-06T07:08:09.5+02:00) or an RFC 822 date (RSS)
     in ms since the epoch; UTC when no zone is given; None when it is not a date."""
     text = text.strip()
-    if not text:
-        return None
     m = _YEAR_MONTH.fullmatch(text)
+    if not m:
+        return http_date_ms(text, iso=True)
     try:
-        if m:
-            dt = datetime(int(m.group(1)), int(m.group(2) or 1), 1, tzinfo=UTC)
-        else:
-            try:
-                dt = datetime.fromisoformat(text)
-            except ValueError:
-                dt = email.utils.parsedate_to_datetime(text)
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    try:
-        return int(dt.timestamp() * 1000)
-    except (OverflowError, ValueError):
+        return int(datetime(int(m.group(1)), int(m.group(2) or 1), 1, tzinfo=UTC).timestamp() * 1000)
+    except (ValueError, OverflowError):
         return None
 
 
