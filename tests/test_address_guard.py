@@ -174,7 +174,8 @@ def test_a_seeded_or_listed_local_host_is_crawled(canary: tuple[Recorder, Record
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_a_rendered_pages_loads_obey_the_guard_and_the_url_filters(canary: tuple[Recorder, Recorder | None],
-                                                                   tmp_path: Path) -> None:
+                                                                   tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     require_chromium()
     canary4, _ = canary
     c = f"http://127.0.0.1:{canary4.port}"
@@ -199,5 +200,9 @@ def test_a_rendered_pages_loads_obey_the_guard_and_the_url_filters(canary: tuple
         seen = list(app.seen)
     assert canary4.seen == [], canary4.seen
     assert "/ok.js" in seen and not [s for s in seen if s.startswith("/private/")], seen
+    err = capsys.readouterr().err  # each refused load is counted, by its reason
+    counted = {name: sum(int(n) for n in re.findall(rf"chromium_resources_{name}=(\d+)", err))
+               for name in ("denied_address", "filtered")}
+    assert counted["denied_address"] >= 2 and counted["filtered"] >= 2, (counted, err[-2000:])
     row = rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(f"http://{SITE_HOST}:{app.port}/")]
     assert b"rendered" in row.content  # the page ran its allowed script

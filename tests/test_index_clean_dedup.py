@@ -1,6 +1,6 @@
 """clean and dedup over every index writer, against the real Solr and OpenSearch at once: a crawl indexed into both
-keeps one of each duplicate pair (dedup on the table), no noindex page or redirect; a page that became GONE and a
-duplicate found later leave both indexes by one command each."""
+keeps one of each duplicate pair (dedup on the table), no noindex page or redirect; indexed pages that became GONE,
+a redirect, a meta refresh or noindex leave both indexes by one clean, and a duplicate found later by one dedup."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import requests
 from nutch2.index.solr import document_id
 from nutch2.jobs.index import indexable
 from nutch2.marks import Mark
-from nutch2.status import CrawlStatus
+from nutch2.rowkeys import NOINDEX_KEY
+from nutch2.status import CrawlStatus, ParseMinor
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import OPENSEARCH_URL, SOLR_URL
@@ -82,15 +83,28 @@ def test_a_page_gone_and_a_late_duplicate_leave_both_indexes(crawled: tuple) -> 
     web, d, conf = crawled
     table = rows(conf, CRAWL)
     kept = sorted(k for k, p in table.items() if indexable(p) and k != reverse_url(web.seed_url))
-    gone, first, second = kept[:3]
-    assert ids([gone, first, second]) <= solr_ids() & opensearch_ids()
+    gone, moved, refresh, noindex, first, second = kept[:6]
+    cleaned = [gone, moved, refresh, noindex]
+    assert ids(cleaned + [first, second]) <= solr_ids() & opensearch_ids()
     with open_store(conf, CRAWL) as store:
+        # what a refetch can turn an indexed page into: gone, a redirect (301), a meta refresh, a noindex page
         store.put(gone, _with(store.get(gone, ["status"]), status=int(CrawlStatus.GONE)))
+        store.put(moved, _with(store.get(moved, ["status"]), status=int(CrawlStatus.REDIR_PERM)))
+        page = store.get(refresh, ["parse_status"])
+        page.parse_status.minor_code = int(ParseMinor.REDIRECT)
+        page.mark_dirty("parse_status")
+        store.put(refresh, page)
+        page = store.get(noindex, ["metadata"])
+        page.metadata[NOINDEX_KEY] = b"y"
+        page.mark_dirty("metadata")
+        store.put(noindex, page)
         twin = store.get(first, ["signature"]).signature
         store.put(second, _with(store.get(second, ["signature"]), signature=twin))
     assert cli("clean", "-crawlId", CRAWL, "-solr", SOLR_URL, "-opensearch", OS, *d) == 0
-    assert document_id(CRAWL, gone) not in solr_ids() | opensearch_ids()
-    assert Mark.INDEX.check(rows(conf, CRAWL)[gone]) is None
+    assert not ids(cleaned) & (solr_ids() | opensearch_ids())
+    assert ids([first, second]) <= solr_ids() & opensearch_ids()  # clean leaves the rest
+    after = rows(conf, CRAWL)
+    assert all(Mark.INDEX.check(after[k]) is None for k in cleaned)
     # the page now shares a signature with another: dedup marks one of them and deletes it from both writers
     assert cli("dedup", "-crawlId", CRAWL, "-solr", SOLR_URL, "-opensearch", OS, *d) == 0
     after = rows(conf, CRAWL)

@@ -111,10 +111,11 @@ def test_a_parse_filter_that_never_returns_fails_its_document_only(web: TestWeb,
 
 
 @pytest.mark.timeout(300)
-def test_a_stop_during_a_stuck_parse_filter_keeps_its_promise(web: TestWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite:local"])
+def test_a_stop_during_a_stuck_parse_filter_keeps_its_promise(web: TestWeb, tmp_path: Path, backend: str) -> None:
     site = install(tmp_path)
     props = {"plugin.includes": DEFAULT_INCLUDES + "|sleepy-test", "parser.timeout": 600}
-    d = defines(tmp_path, "sqlite:local", **props)
+    d = defines(tmp_path, backend, **props)
     crawl_id = f"ps{uuid.uuid4().hex[:8]}"
     batch = _fetched(tmp_path, site, web, crawl_id, d)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
@@ -155,10 +156,11 @@ def test_an_indexing_filter_that_never_returns_keeps_its_document_for_the_next_r
 
 
 @pytest.mark.timeout(300)
-def test_a_plugin_that_ends_the_process_is_named(web: TestWeb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite:local"])
+def test_a_plugin_that_ends_the_process_is_named(web: TestWeb, tmp_path: Path, backend: str) -> None:
     site = install(tmp_path)
     props = {"plugin.includes": DEFAULT_INCLUDES + "|sleepy-test", "parser.timeout": 600}
-    d = defines(tmp_path, "sqlite:local", **props)
+    d = defines(tmp_path, backend, **props)
     crawl_id = f"px{uuid.uuid4().hex[:8]}"
     batch = _fetched(tmp_path, site, web, crawl_id, d)
     p = nutch2_with(site, "parse", batch, "-crawlId", crawl_id, *d, "-D", "parser.timeout=2", env={"SLEEPY_EXIT": "1"})
