@@ -100,6 +100,7 @@ class InjectorJob(Job):
         self.default_interval = conf.get_int("db.fetch.interval.default")
         self.chunk = max(1, conf.get_int("storage.write.batch.size"))
         self.dns_seconds = conf.get_float("inject.address.check.seconds")
+        self.allow_local = conf.get_bool("inject.seeds.allow.local")
         seed_files(seeds)  # fail before the job starts when the path is wrong
 
     def map_setup(self, ctx: TaskContext) -> None:
@@ -133,6 +134,11 @@ class InjectorJob(Job):
         user chose them), recorded in the crawl once every row is written."""
         origins = {tuple(o) for part in results for o in part}
         found, late = guarded_seeds(origins, self.dns_seconds)  # type: ignore[arg-type]
+        if found and not self.allow_local:
+            log.info(f"inject: the address guard keeps refusing the seed host{'' if len(found) == 1 else 's'} "
+                     f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's: "
+                     "inject.seeds.allow.local is false, as for the job API); list them in fetcher.address.allow")
+            return
         record_seeds(ctx.store, found)
         if found:
             log.info(f"inject: the address guard lets through the seed host{'' if len(found) == 1 else 's'} "

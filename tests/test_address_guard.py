@@ -10,17 +10,20 @@ from __future__ import annotations
 import re
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 
 from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import require_chromium
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
+from tests.searchapp import SOLR, SearchServer
 
 pytestmark = pytest.mark.slow
 SITE_HOST = "127.0.1.60"  # the attacker's site: on the test webs' network, which the tests list (crawlutil.defines)
@@ -206,3 +209,29 @@ def test_a_rendered_pages_loads_obey_the_guard_and_the_url_filters(canary: tuple
     assert counted["denied_address"] >= 2 and counted["filtered"] >= 2, (counted, err[-2000:])
     row = rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(f"http://{SITE_HOST}:{app.port}/")]
     assert b"rendered" in row.content  # the page ran its allowed script
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_seeds_sent_to_the_job_api_get_no_pass(canary: tuple[Recorder, Recorder | None], tmp_path: Path) -> None:
+    """A job API client is not the server's operator: a seed it sends on this machine gets no pass through the
+    guard (the CLI's inject gives its user's seeds one); the server's fetcher.address.allow still lets hosts in."""
+    canary4, _ = canary
+    url = f"http://127.0.0.1:{canary4.port}/solr/admin/cores?action=UNLOAD&core=victim&deleteIndex=true"
+    crawl_id = f"aj{uuid.uuid4().hex[:8]}"
+    d = defines(tmp_path, "sqlite", **{"inject.address.check.seconds": 5})
+    # the server needs an index to search; a crawl job without -solr never sends it anything
+    with SearchServer(["-crawlId", crawl_id, "-solr", SOLR, "-jobs", *d], tmp_path / "server.log") as server:
+        r = requests.post(f"{server.url}/api/jobs", timeout=30,
+                          json={"type": "crawl", "args": {"seedUrls": [url], "rounds": 1}})
+        assert r.status_code == 201, r.text
+        deadline = time.monotonic() + 120
+        while (info := requests.get(f"{server.url}/api/jobs/{r.json()['id']}", timeout=30).json())["state"] == \
+                "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.2)
+    assert info["state"] == "FINISHED", info
+    assert canary4.seen == [], canary4.seen
+    assert info["counters"]["fetch"]["denied_address"] == 1, info["counters"]
+    page = rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(url)]
+    assert page.protocol_status.code == ProtocolStatusCode.ACCESS_DENIED
+    assert "inject.seeds.allow.local is false" in server.output()

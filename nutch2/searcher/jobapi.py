@@ -182,14 +182,17 @@ class JobManager:
 
     def job_conf(self, props: Any) -> Configuration:
         """The server's configuration with the job's own properties (Nutch 2's job config), each one allowed by
-        server.jobs.conf.allow and checked as -D would check it."""
+        server.jobs.conf.allow and checked as -D would check it. A client's seeds on this machine's network are
+        not let through the address guard (inject.seeds.allow.local false): what the server's
+        fetcher.address.allow lists is."""
+        conf = self.conf.copy()
+        conf.set("inject.seeds.allow.local", False)
         if not props:
-            return self.conf
+            return conf
         example = '{"http.agent.name": "MyBot"}'
         if not isinstance(props, dict):
             raise ParamError(f"conf must be an object of properties, e.g. {example}")
         allow = re.compile(self.conf.get_str("server.jobs.conf.allow"))
-        conf = self.conf.copy()
         for key, value in props.items():
             if not allow.fullmatch(key):
                 raise ParamError(f"conf.{key[:80]}: a job cannot set this property (server.jobs.conf.allow lists "
