@@ -281,14 +281,14 @@ class Fetcher:
             self.output(item, ProtocolStatusCode.ACCESS_DENIED, [refused], None)
             return
         rules = self.robots.cached(item.url)
-        first = rules is None
         if rules is None:  # first URL of this host: robots.txt is a request too, so wait the delay after it
             rules = self._first_of_host(item, q, queues)
             if rules is None:
                 return
         if self._settled_by_robots(item, q, queues, rules):
             return
-        self._request(item, q, queues, protocol, probe=first and rules.from_store)
+        probe, item.probe = item.probe, False
+        self._request(item, q, queues, protocol, probe=probe)
 
     def _first_of_host(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues) -> RobotRules | None:
         """Fetch the robots.txt of the item's host (a request in the item's slot). The item is settled here, or
@@ -313,12 +313,13 @@ class Fetcher:
         elif item.robots_only:  # the rules were all it wanted; the host's next request waits the delay
             queues.finish(item, q)
             self.output(item, ProtocolStatusCode.SUCCESS, [], None)
-        elif rules.from_store:  # kept by an earlier task: no request was made, the item goes on now
-            return rules
-        elif not delay or not self.politeness.too_long(delay):
-            queues.finish(item, q, requeue=True)
-        else:
+        elif delay and self.politeness.too_long(delay):
             return rules  # a Crawl-delay beyond fetcher.max.crawl.delay: refused below
+        else:
+            # the host's first request waits its delay after robots.txt's, or, when an earlier task kept robots.txt
+            # (no request now), after this task's start: a round that follows another at once keeps the spacing
+            item.probe = rules.from_store
+            queues.finish(item, q, requeue=True)
         return None
 
     def _settled_by_robots(self, item: FetchItem, q: FetchItemQueue, queues: FetchItemQueues,

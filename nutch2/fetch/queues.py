@@ -46,6 +46,7 @@ class FetchItem:
     # a request asked again is the same claim's work), the address whose fetcher.threads.per.ip slot it holds
     retries: int = 0
     claimed: bool = False
+    probe: bool = False  # the first request to a host whose robots.txt an earlier task kept (no answer: host down)
     ip: str | None = None
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
