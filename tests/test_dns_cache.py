@@ -4,14 +4,16 @@ fetcher.dns.cache.seconds), a name that does not resolve once per its negative T
 fetcher.dns.cache.negative.seconds), threads asking at once share one lookup, and the address guard checks and
 connects to the cached answer. The DNS servers asked are real ones of the tests' own, on loopback (DnsServer); a dead
 one leaves names to getaddrinfo, and the names of /etc/hosts never reach them. A crawl resolves each host once per
-task although it opens several connections to it, and counts the URLs of a host whose name does not resolve as
-dns_failures."""
+task although it opens several connections to it, again when its TTL ran out, and counts the URLs of a host whose
+name does not resolve as dns_failures."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import re
 import socket
+import socketserver
 import threading
 import time
 from collections import Counter
@@ -25,7 +27,7 @@ import dns.rrset
 import pytest
 
 from nutch2.errors import ConfigError
-from nutch2.fetch.addresses import AddressDenied, AddressPolicy
+from nutch2.fetch.addresses import AddressDenied, AddressPolicy, guarded_seeds
 from nutch2.fetch.dns import DnsCache, DnsServers, hosts_names, is_dns_failure, parse_servers
 from nutch2.status import CrawlStatus
 from tests.conftest import make_conf
@@ -351,6 +353,16 @@ def test_names_the_system_resolves_never_reach_the_dns_servers(tmp_path: Path) -
         assert real.addresses("localhost", 80) and server.total() == asked and real.fallbacks == 0
 
 
+def test_inject_resolves_the_seeds_as_the_fetcher_does() -> None:
+    """guarded_seeds with the fetcher's DNS cache: a seed name only the DNS servers know, resolving to this
+    machine's network, is one the guard lets through; a public one and an NXDOMAIN one are not."""
+    with DnsServer({"intra.example": (["127.0.9.3"], 60), "public.example": (["8.8.8.8"], 60)}) as server:
+        dns = DnsCache(300, 60, NoResolver(), servers=server.servers())
+        origins = {("intra.example", 80), ("public.example", 443), ("nosuch.example", 80), ("127.0.1.1", 8080)}
+        assert guarded_seeds(origins, 10, dns) == (["127.0.1.1:8080", "intra.example:80"], 0)
+        assert server.asked("intra.example") == server.asked("nosuch.example") == 1
+
+
 @contextlib.contextmanager
 def listener() -> Any:
     """A TCP listener on 127.0.0.1 that accepts and closes connections; yields its port."""
@@ -426,10 +438,12 @@ def counter(stderr: str, name: str) -> int:
 def test_a_fetch_resolves_each_host_once_and_counts_dns_failures(tmp_path: Path) -> None:
     """Two fetch tasks (the processes runner on sqlite): every host is looked up once in the task that fetches it,
     although robots.txt and its pages take several connections (robots.txt's session and each fetcher thread keep
-    connections of their own); the two URLs of a name that does not resolve are dns_failures (not
-    host_unreachable), recorded as such, and the name is looked up once (the guard's check and the connection)."""
-    with TestWeb(hosts=3, pages_per_host=4, traps=False) as web:
-        d = defines(tmp_path, "sqlite", **{"fetcher.threads.per.queue": 2, "fetcher.server.min.delay": 0})
+    connections of their own); the two URLs of a name that does not resolve (NXDOMAIN from the test's DNS server)
+    are dns_failures (not host_unreachable), recorded as such, and the name is looked up once (the guard's check
+    and the connection)."""
+    with TestWeb(hosts=3, pages_per_host=4, traps=False) as web, DnsServer({}, negative_ttl=60) as server:
+        d = defines(tmp_path, "sqlite", **{"fetcher.threads.per.queue": 2, "fetcher.server.min.delay": 0,
+                                           "fetcher.dns.servers": server.conf})
         bad = [f"http://nosuch.invalid:{web.port}/a", f"http://nosuch.invalid:{web.port}/b"]
         good = [web.page_url(h, i) for h in range(3) for i in range(4)]
         assert nutch2("inject", seed_file(tmp_path, *good, *bad), *d).returncode == 0
@@ -439,9 +453,67 @@ def test_a_fetch_resolves_each_host_once_and_counts_dns_failures(tmp_path: Path)
         assert len(web.requests()) == 3 + len(good)  # robots.txt and every page of the three hosts
     assert counter(fetch.stderr, "dns_lookups") == 4, fetch.stderr  # three hosts and the bad name, once each
     assert counter(fetch.stderr, "dns_failures") == 2 and counter(fetch.stderr, "host_unreachable") == 0
+    assert server.asked("nosuch.invalid") == 2  # NXDOMAIN for inject's check of the seeds, then once in the fetch
     conf = conf_for(tmp_path, "sqlite")
     for url in bad:
         page = row(conf, "", url)
         assert page is not None and page.status == CrawlStatus.RETRY, url
         assert is_dns_failure(page.protocol_status.args[0]), page.protocol_status
 
+
+class OnePage(http.server.BaseHTTPRequestHandler):
+    """A small page at every path and a robots.txt allowing all, over HTTP/1.0: one connection per request, so
+    each request resolves its host through the fetch task's DNS cache."""
+
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        robots = self.path == "/robots.txt"
+        body = b"User-agent: *\nAllow: /\n" if robots else b"<html><head><title>p</title></head><body>p</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain" if robots else "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class PageServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def server_bind(self) -> None:
+        """Bind without HTTPServer's reverse DNS lookup (getfqdn): no DNS server but the test's is asked."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+
+
+@pytest.mark.slow
+def test_a_fetch_resolves_a_name_again_when_its_ttl_ran_out(tmp_path: Path) -> None:
+    """One fetch task, its names answered by the test's DNS server: ttl.example (TTL 1 s, fetched over 4 s, a
+    connection per request) is asked again within the task as its answer expires, long.example (TTL 3600) once;
+    every page is fetched and dns_lookups counts the questions."""
+    pages = PageServer(("127.0.9.1", 0), OnePage)
+    threading.Thread(target=pages.serve_forever, daemon=True).start()
+    port = pages.server_address[1]
+    try:
+        with DnsServer({"ttl.example": (["127.0.9.1"], 1), "long.example": (["127.0.9.1"], 3600)}) as server:
+            d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 1.0, "fetcher.threads.per.queue": 1,
+                                               "fetcher.dns.servers": server.conf, "fetcher.dns.cache.min.seconds": 0})
+            urls = [f"http://{host}.example:{port}/{i}" for host in ("ttl", "long") for i in range(4)]
+            assert nutch2("inject", seed_file(tmp_path, *urls), *d).returncode == 0  # the seeds' 127.0.9.1: let in
+            batch = nutch2("generate", *d).stdout.strip()
+            before = (server.asked("ttl.example"), server.asked("long.example"))
+            fetch = nutch2("fetch", batch, "-numTasks", 1, "-threads", 4, *d)
+            assert fetch.returncode == 0, fetch.stderr
+            ttl, long = server.asked("ttl.example") - before[0], server.asked("long.example") - before[1]
+    finally:
+        pages.shutdown()
+        pages.server_close()
+    assert ttl >= 3 and long == 1, (ttl, long)  # robots.txt and 4 pages, 1 s apart: the 1 s TTL ran out 3 times
+    assert counter(fetch.stderr, "dns_lookups") == ttl + long and counter(fetch.stderr, "dns_failures") == 0
+    conf = conf_for(tmp_path, "sqlite")
+    for url in urls:
+        page = row(conf, "", url)
+        assert page is not None and page.status == CrawlStatus.FETCHED, url
