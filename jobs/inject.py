@@ -15,6 +15,7 @@ from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.fetch.addresses import guarded_seeds, origin_of, record_seeds
+from nutch2.fetch.dns import DnsCache
 from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark, set_distance
 from nutch2.status import CrawlStatus
@@ -131,9 +132,10 @@ class InjectorJob(Job):
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         """The seeds' hosts that resolve to this machine's network: the address guard lets them through (the
-        user chose them), recorded in the crawl once every row is written."""
+        user chose them), recorded in the crawl once every row is written. The hosts are resolved as the fetcher
+        resolves them (its DNS cache, fetcher.dns.*)."""
         origins = {tuple(o) for part in results for o in part}
-        found, late = guarded_seeds(origins, self.dns_seconds)  # type: ignore[arg-type]
+        found, late = guarded_seeds(origins, self.dns_seconds, DnsCache.from_conf(self.conf))  # type: ignore[arg-type]
         if found and not self.allow_local:
             log.info(f"inject: the address guard keeps refusing the seed host{'' if len(found) == 1 else 's'} "
                      f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's: "

@@ -203,9 +203,11 @@ def _parse_origins(raw: str | None) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float) -> tuple[list[str], int]:
+def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float,
+                  dns: DnsCache | None = None) -> tuple[list[str], int]:
     """Of the seed origins, those whose host resolves to an address the guard refuses ("host:port"), with how
-    many could not be resolved within `seconds` (looked up side by side)."""
+    many could not be resolved within `seconds` (looked up side by side) by `dns`, the fetcher's way (the DNS
+    servers it asks), or socket.getaddrinfo."""
     todo = sorted(set(origins))
     found: list[str] = []
     lock = threading.Lock()
@@ -217,8 +219,8 @@ def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float) -> tuple[l
             ips = [literal]
         except ValueError:
             try:
-                ips = [ipaddress.ip_address(i[4][0].split("%", 1)[0])
-                       for i in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+                infos = dns.resolve(host, port) if dns else socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                ips = [ipaddress.ip_address(i[4][0].split("%", 1)[0]) for i in infos]
             except (OSError, UnicodeError):
                 return
         if any(why_denied(ip) for ip in ips):

@@ -108,6 +108,8 @@ class Fetcher:
         self.robots.close()
         self.protocol.close()
         self.counters.incr("dns_lookups", self.addresses.dns.lookups)
+        if self.addresses.dns.fallbacks:  # lookups the DNS servers did not answer: socket.getaddrinfo's answers
+            self.counters.incr("dns_fallbacks", self.addresses.dns.fallbacks)
 
     def run(self, items: Iterator[FetchItem]) -> None:
         """Fetch every item; raises the first store or feeder failure after the threads have ended."""
