@@ -28,7 +28,8 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy, guarded_seeds
-from nutch2.fetch.dns import DnsCache, DnsServers, hosts_names, is_dns_failure, parse_servers
+from nutch2.fetch.dns import DnsCache, hosts_names, is_dns_failure, parse_servers
+from nutch2.fetch.dnsservers import DnsServers
 from nutch2.status import CrawlStatus
 from tests.conftest import make_conf
 from tests.crawlutil import conf_for, defines, row, seed_file

@@ -32,22 +32,18 @@ import math
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
-
-import dns.exception
-import dns.message
-import dns.name
-import dns.nameserver
-import dns.rdatatype
-import dns.resolver
+from typing import TYPE_CHECKING, Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 
-__all__ = ["AddrInfo", "DNS_FAILURE", "DnsCache", "DnsServers", "hosts_names", "is_dns_failure", "parse_servers"]
+if TYPE_CHECKING:  # dnspython (~11 MB) is imported only by a task that asks a DNS server
+    from nutch2.fetch.dnsservers import DnsServers
+
+__all__ = ["AddrInfo", "DNS_FAILURE", "DnsCache", "hosts_names", "is_dns_failure", "parse_servers"]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +56,6 @@ HOSTS_FILE = Path("/etc/hosts")
 _SWEEP_EVERY = 4096  # answers added between two sweeps of the expired ones
 _DOWN_SECONDS = 30.0  # after a timeout or an unreachable server: the seconds every name goes to socket.getaddrinfo
 _SYSTEM_SUFFIXES = (".localhost", ".local")  # RFC 6761's loopback names and mDNS: the system resolves them
-_NO_ADDRESS = getattr(socket, "EAI_NODATA", socket.EAI_NONAME)
 
 
 def is_dns_failure(reason: str) -> bool:
@@ -107,96 +102,6 @@ def hosts_names(path: Path | str = HOSTS_FILE) -> frozenset[str]:
     return frozenset(names)
 
 
-class _Missing(Exception):
-    """The servers answered: the name has no address (NXDOMAIN, or no A nor AAAA record)."""
-
-    def __init__(self, errno: int, message: str, ttl: float | None) -> None:
-        super().__init__(message)
-        self.failure = (errno, message)
-        self.ttl = ttl  # the negative TTL of the answer's SOA record; None without one
-
-
-class _Unanswered(Exception):
-    """The servers gave no answer; `down`: none could be reached in time (timeout, refused)."""
-
-    def __init__(self, message: str, down: bool) -> None:
-        super().__init__(message)
-        self.down = down
-
-
-class DnsServers:
-    """The DNS servers a cache asks (dnspython's stub resolver, without a cache of its own): a name's A and AAAA
-    records with their TTL, both within `timeout` seconds. Thread-safe."""
-
-    def __init__(self, servers: Sequence[tuple[str, int]] = (), timeout: float = 3.0) -> None:
-        """`servers`: (ip, port) pairs; none: those of /etc/resolv.conf (dns.resolver.NoResolverConfiguration when
-        it lists none or cannot be read)."""
-        if servers:
-            resolver = dns.resolver.Resolver(configure=False)
-            resolver.nameservers = [dns.nameserver.Do53Nameserver(ip, port) for ip, port in servers]
-        else:
-            resolver = dns.resolver.Resolver()
-        resolver.cache = None
-        resolver.lifetime = timeout
-        resolver.timeout = min(resolver.timeout, timeout)  # one server's share; the lifetime bounds the lookup
-        self._resolver = resolver
-        self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return f"DnsServers({[str(s) for s in self._resolver.nameservers]}, timeout={self.timeout:g})"
-
-    def ask(self, name: dns.name.Name) -> tuple[list[tuple[socket.AddressFamily, str]], float]:
-        """(family, address) of each A then AAAA record of an absolute name, and the answer's TTL (the lowest of
-        its records and CNAMEs). Raises _Missing (NXDOMAIN, no address) and _Unanswered (no answer in time)."""
-        deadline = time.monotonic() + self.timeout
-        found: list[tuple[socket.AddressFamily, str]] = []
-        ttls: list[float] = []
-        negative: list[float | None] = []
-        for rdtype, family in ((dns.rdatatype.A, socket.AF_INET), (dns.rdatatype.AAAA, socket.AF_INET6)):
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise dns.resolver.LifetimeTimeout(timeout=self.timeout, errors=[])
-                answer = self._resolver.resolve(name, rdtype, raise_on_no_answer=False, lifetime=left, search=False)
-            except dns.resolver.NXDOMAIN as e:
-                if found:  # A records, yet NXDOMAIN for AAAA: a server's error; the addresses stand
-                    break
-                responses = list(e.responses().values())
-                raise _Missing(socket.EAI_NONAME, "Name or service not known",
-                               _negative_ttl(responses[0] if responses else None)) from None
-            except dns.exception.Timeout as e:
-                if found:
-                    break
-                raise _Unanswered(str(e), down=True) from None
-            except dns.resolver.NoNameservers as e:
-                if found:
-                    break
-                errors = e.kwargs.get("errors") or []
-                down = all(len(error) > 3 and isinstance(error[3], OSError) for error in errors)  # refused: down
-                raise _Unanswered(str(e), down=down) from None
-            except (dns.exception.DNSException, OSError) as e:
-                if found:
-                    break
-                raise _Unanswered(f"{type(e).__name__}: {e}", down=isinstance(e, OSError)) from None
-            if answer.rrset:
-                found += [(family, rdata.address) for rdata in answer.rrset]
-                ttls.append(answer.chaining_result.minimum_ttl)
-            else:
-                negative.append(_negative_ttl(answer.response))
-        if not found:
-            known = [ttl for ttl in negative if ttl is not None]
-            raise _Missing(_NO_ADDRESS, "No address associated with hostname", min(known) if known else None)
-        return list(dict.fromkeys(found)), float(min(ttls))
-
-
-def _negative_ttl(response: dns.message.Message | None) -> float | None:
-    """RFC 2308's negative TTL of an answer: its SOA record's minimum, at most the record's TTL; None without one."""
-    for rrset in response.authority if response is not None else ():
-        if rrset.rdtype == dns.rdatatype.SOA and len(rrset):
-            return float(min(rrset.ttl, rrset[0].minimum))
-    return None
-
-
 def _clamp(ttl: float | None, low: float, high: float) -> float:
     """A TTL within [low, high] (None: high); high wins when low is above it (0: not kept)."""
     return high if ttl is None else min(max(ttl, low), high)
@@ -214,11 +119,13 @@ class DnsCache:
     def __init__(self, seconds: float = 300.0, negative_seconds: float = 60.0,
                  resolver: Callable[..., list[AddrInfo]] | None = None,
                  clock: Callable[[], float] = time.monotonic, *, min_seconds: float = 0.0,
-                 servers: DnsServers | None = None, hosts: Iterable[str] = ()) -> None:
+                 servers: DnsServers | Callable[[], DnsServers | None] | None = None,
+                 hosts: Iterable[str] = ()) -> None:
+        """`servers`: the servers, or what makes them when a name first needs them (None: no servers after all)."""
         self.seconds = seconds
         self.negative_seconds = negative_seconds
         self.min_seconds = min_seconds
-        self.servers = servers
+        self._servers = servers
         self._hosts = frozenset(h.lower().rstrip(".") for h in hosts)
         self._resolver = resolver  # None: socket.getaddrinfo, looked up at each call
         self._clock = clock
@@ -249,13 +156,16 @@ class DnsCache:
             raise ConfigError(f"fetcher.dns.timeout={timeout:g}: give the seconds a DNS lookup may take (> 0), "
                               "e.g. -D fetcher.dns.timeout=3")
         addresses = parse_servers(conf.get_str("fetcher.dns.servers"))
-        try:
-            servers: DnsServers | None = DnsServers(addresses, timeout)
-        except dns.exception.DNSException as e:  # NoResolverConfiguration: no nameserver in /etc/resolv.conf
-            log.info("dns: no DNS server to ask (%s): names are resolved by socket.getaddrinfo", e)
-            servers = None
-        return cls(values[0], values[1], min_seconds=values[2], servers=servers,
-                   hosts=hosts_names(hosts_file) if servers is not None else ())
+        return cls(values[0], values[1], min_seconds=values[2], servers=lambda: _make_servers(addresses, timeout),
+                   hosts=hosts_names(hosts_file))
+
+    @property
+    def servers(self) -> DnsServers | None:
+        """The DNS servers asked, made (and dnspython imported) when a name first needs them."""
+        with self._lock:
+            if callable(self._servers):
+                self._servers = self._servers()
+            return self._servers  # type: ignore[return-value]
 
     def resolve(self, host: str, port: int) -> list[AddrInfo]:
         """The addresses of host:port as socket.getaddrinfo gives them (cached); raises socket.gaierror when the
@@ -298,13 +208,16 @@ class DnsCache:
         with self._lock:
             self.lookups += 1
             down = self._clock() < self._down_until
-        name = None if down else self._dns_name(host)
-        if name is not None and self.servers is not None:
+        servers = None if down else self._servers_for(host)
+        name = servers.name(host.rstrip(".")) if servers is not None else None
+        if servers is not None and name is not None:
+            from nutch2.fetch.dnsservers import Missing, Unanswered
+
             try:
-                found, ttl = self.servers.ask(name)
-            except _Missing as e:
+                found, ttl = servers.ask(name)
+            except Missing as e:
                 return self._failed(host, e.failure, _clamp(e.ttl, self.min_seconds, self.negative_seconds))
-            except _Unanswered as e:
+            except Unanswered as e:
                 with self._lock:
                     self.fallbacks += 1
                     if e.down:
@@ -332,10 +245,8 @@ class DnsCache:
         log.debug("dns: %s does not resolve: %s", host, failure[1])
         return failure, keep
 
-    def _dns_name(self, host: str) -> dns.name.Name | None:
-        """The name to ask the servers for, None for a name the system resolves (see the module's docstring)."""
-        if self.servers is None:
-            return None
+    def _servers_for(self, host: str) -> DnsServers | None:
+        """The servers to ask for `host`, None for a name the system resolves (see the module's docstring)."""
         bare = host.rstrip(".")
         if "." not in bare or ":" in bare or bare.endswith(_SYSTEM_SUFFIXES) or bare in self._hosts:
             return None
@@ -344,10 +255,7 @@ class DnsCache:
             return None  # an IPv4 literal, in any spelling getaddrinfo reads
         except (OSError, ValueError):
             pass
-        try:
-            return dns.name.from_text(bare, origin=dns.name.root)
-        except (dns.exception.DNSException, UnicodeError, ValueError):
-            return None  # a name DNS cannot carry: getaddrinfo says what it makes of it
+        return self.servers
 
     def _sweep(self) -> None:
         """Drop expired answers (under the lock)."""
@@ -361,3 +269,16 @@ def _answer(value: list[AddrInfo] | tuple[int, str]) -> list[AddrInfo]:
     if isinstance(value, tuple):
         raise socket.gaierror(*value)
     return list(value)
+
+
+def _make_servers(addresses: list[tuple[str, int]], timeout: float) -> DnsServers | None:
+    """The servers of fetcher.dns.servers, else /etc/resolv.conf's; None when there are none to ask."""
+    import dns.exception
+
+    from nutch2.fetch.dnsservers import DnsServers
+
+    try:
+        return DnsServers(addresses, timeout)
+    except dns.exception.DNSException as e:  # NoResolverConfiguration: no nameserver in /etc/resolv.conf
+        log.info("dns: no DNS server to ask (%s): names are resolved by socket.getaddrinfo", e)
+        return None
