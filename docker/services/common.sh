@@ -25,6 +25,25 @@ POM
   echo "$gav" >"$dir/lib/.complete"
 }
 
+# resolve_pom NAME DIR POM CHECK [MVN_ARG...] — copy the runtime dependencies of POM (a pom.xml of this folder) into
+# DIR/lib, once per version of POM and MVN_ARGs: CHECK DIR must then find the jars the service needs, and lib/ is
+# marked complete with the POM's checksum (a partial or older lib/ is resolved anew).
+resolve_pom() {
+  local name="$1" d="$2" pom="$3" check="$4" key
+  shift 4
+  key="$name $* $(cksum <"$pom" | cut -d' ' -f1)"
+  if [ -f "$d/lib/.complete" ] && [ "$(cat "$d/lib/.complete")" = "$key" ]; then return 0; fi
+  rm -rf "$d/lib"; mkdir -p "$d/lib" || return 1   # a partial or other-version lib/ must not leak stale jars
+  cp "$pom" "$d/pom.xml" || return 1
+  echo "$name: resolving the dependencies of $(basename "$pom") from Maven Central into $d/lib ..." >&2
+  # one resolution at a time (services may start side by side; Maven 3.8 does not lock its local repository)
+  flock "$NUTCH2_SERVICES_DIR/.maven.lock" mvn -q -B -f "$d/pom.xml" "$@" \
+      org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+      -DoutputDirectory="$d/lib" -DincludeScope=runtime -Dstyle.color=never >&2 || { echo "$name: jar resolution failed" >&2; return 1; }
+  "$check" "$d" || return 1
+  echo "$key" >"$d/lib/.complete"
+}
+
 # java17 — the Java 17 binary (the machine default; JAVA17_HOME overrides)
 java17() {
   if [ -n "${JAVA17_HOME:-}" ]; then echo "$JAVA17_HOME/bin/java"; return; fi

@@ -51,18 +51,12 @@ finally:
 PY
 }
 
-_hbase_resolve() {
-  local d="$1" v="${HBASE_VERSION:-2.6.4-hadoop3}" here
-  here="$(_hbase_here)"
-  local key; key="$v $(cksum <"$here/hbase-pom.xml" | cut -d' ' -f1)"
-  if [ -f "$d/lib/.complete" ] && [ "$(cat "$d/lib/.complete")" = "$key" ]; then return 0; fi
-  rm -rf "$d/lib"; mkdir -p "$d/lib"
-  cp "$here/hbase-pom.xml" "$d/pom.xml"
-  echo "hbase: resolving hbase-server $v (+ log4j2, libthrift) from Maven Central into $d/lib ..." >&2
-  mvn -q -B -f "$d/pom.xml" -Dhbase.version="$v" org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-      -DoutputDirectory="$d/lib" -DincludeScope=runtime >&2 || { echo "hbase: jar resolution failed" >&2; return 1; }
-  ls "$d"/lib/hbase-server-*.jar >/dev/null 2>&1 || { echo "hbase: no hbase-server jar in $d/lib" >&2; return 1; }
-  echo "$key" >"$d/lib/.complete"
+_hbase_jars() {
+  ls "$1"/lib/hbase-server-*.jar >/dev/null 2>&1 || { echo "hbase: no hbase-server jar in $1/lib" >&2; return 1; }
+}
+
+_hbase_resolve() {  # hbase-server (+ log4j2, libthrift) of HBASE_VERSION
+  resolve_pom hbase "$1" "$(_hbase_here)/hbase-pom.xml" _hbase_jars -Dhbase.version="${HBASE_VERSION:-2.6.4-hadoop3}"
 }
 
 # Build the Thrift v1 gateway: stubs from happybase's Hbase.thrift + our handler, compiled against lib/.

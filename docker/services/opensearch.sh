@@ -38,22 +38,15 @@ _opensearch_ping() {
   fi
 }
 
-_opensearch_resolve() {
-  local d="$1" here key
-  here="$(_opensearch_here)"
-  key="opensearch $(cksum <"$here/opensearch-pom.xml" | cut -d' ' -f1)"
-  if [ -f "$d/lib/.complete" ] && [ "$(cat "$d/lib/.complete")" = "$key" ]; then return 0; fi
-  rm -rf "$d/lib"; mkdir -p "$d/lib" || return 1   # a partial or other-version lib/ must not leak stale jars
-  cp "$here/opensearch-pom.xml" "$d/pom.xml" || return 1
-  echo "opensearch: resolving org.opensearch:opensearch + modules from Maven Central into $d/lib ..." >&2
-  flock "$NUTCH2_SERVICES_DIR/.maven.lock" mvn -q -B -f "$d/pom.xml" \
-      org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-      -DoutputDirectory="$d/lib" -DincludeScope=runtime -Dstyle.color=never >&2 || { echo "opensearch: jar resolution failed" >&2; return 1; }
+_opensearch_jars() {  # org.opensearch:opensearch and the modules the node loads
   local j
   for j in opensearch transport-netty4-client analysis-common lang-painless log4j-core; do
-    ls "$d/lib/$j"-[0-9]*.jar >/dev/null 2>&1 || { echo "opensearch: no $j jar in $d/lib" >&2; return 1; }
+    ls "$1/lib/$j"-[0-9]*.jar >/dev/null 2>&1 || { echo "opensearch: no $j jar in $1/lib" >&2; return 1; }
   done
-  echo "$key" >"$d/lib/.complete"
+}
+
+_opensearch_resolve() {
+  resolve_pom opensearch "$1" "$(_opensearch_here)/opensearch-pom.xml" _opensearch_jars
 }
 
 opensearch_start() {

@@ -27,20 +27,13 @@ _tika_ping() {
   fi
 }
 
+_tika_jars() {  # the jars tika-parsers-standard-package must bring (and junrar must not)
+  ls "$1"/lib/tika-core-*.jar >/dev/null 2>&1 || { echo "tika: no tika-core jar in $1/lib" >&2; return 1; }
+  if ls "$1"/lib/junrar-*.jar >/dev/null 2>&1; then echo "tika: junrar came along; it must stay excluded" >&2; return 1; fi
+}
+
 _tika_resolve() {
-  local d="$1" here key
-  here="$(_tika_here)"
-  key="tika $(cksum <"$here/tika-pom.xml" | cut -d' ' -f1)"
-  if [ -f "$d/lib/.complete" ] && [ "$(cat "$d/lib/.complete")" = "$key" ]; then return 0; fi
-  rm -rf "$d/lib"; mkdir -p "$d/lib" || return 1
-  cp "$here/tika-pom.xml" "$d/pom.xml" || return 1
-  echo "tika: resolving tika-parsers-standard-package from Maven Central into $d/lib ..." >&2
-  flock "$NUTCH2_SERVICES_DIR/.maven.lock" mvn -q -B -f "$d/pom.xml" \
-      org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-      -DoutputDirectory="$d/lib" -DincludeScope=runtime -Dstyle.color=never >&2 || { echo "tika: jar resolution failed" >&2; return 1; }
-  ls "$d"/lib/tika-core-*.jar >/dev/null 2>&1 || { echo "tika: no tika-core jar in $d/lib" >&2; return 1; }
-  if ls "$d"/lib/junrar-*.jar >/dev/null 2>&1; then echo "tika: junrar came along; it must stay excluded" >&2; return 1; fi
-  echo "$key" >"$d/lib/.complete"
+  resolve_pom tika "$1" "$(_tika_here)/tika-pom.xml" _tika_jars
 }
 
 tika_start() {
