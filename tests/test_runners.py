@@ -131,3 +131,19 @@ def test_a_worker_killed_mid_job_fails_it_in_one_line_and_a_rerun_is_exact(tmp_p
     rerun = nutch2("parse", "B", "-crawlId", "kill", *d)
     assert rerun.returncode == 0, rerun.stderr
     same_rows(table(conf, "kill"), table(conf, "ref"))
+
+
+def test_a_steps_sort_is_the_method_it_names_and_a_map_only_job_sorts_by_key() -> None:
+    """ReduceStep.sort names the job method that orders its input; without one (or without a step at all: the
+    Spark runner asks a map-only job too) the pairs are ordered by key."""
+    from nutch2.config import Configuration
+    from nutch2.jobs.generate import GeneratorJob
+    from nutch2.mapred.job import Job
+
+    conf = Configuration()
+    plain = Job(conf)
+    assert plain.steps() == [] and plain.sort_key(0)(("k", "v")) == "k"
+    generate = GeneratorJob.__new__(GeneratorJob)
+    generate.top_n = 10
+    assert generate.sort_key(0) == GeneratorJob.by_sort_value
+    assert generate.sort_key(1)(("host", (1, "u"))) == "host"

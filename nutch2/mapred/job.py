@@ -207,7 +207,8 @@ class Job:
 
     def sort_key(self, step: int = 0) -> Callable[[tuple[Any, Any]], Any]:
         """How the input of the reducers of `step` is sorted: by the method its ReduceStep names, else by key."""
-        name = self.steps()[step].sort
+        steps = self.steps()
+        name = steps[step].sort if step < len(steps) else None  # (a map-only job's output is read by key)
         return itemgetter(0) if name is None else getattr(self, name)
 
     def reduce_setup(self, ctx: TaskContext) -> None:
