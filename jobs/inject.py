@@ -102,6 +102,7 @@ class InjectorJob(Job):
         self.chunk = max(1, conf.get_int("storage.write.batch.size"))
         self.dns_seconds = conf.get_float("inject.address.check.seconds")
         self.allow_local = conf.get_bool("inject.seeds.allow.local")
+        DnsCache.from_conf(conf)  # a bad fetcher.dns.* value fails here, before a row is written (finish uses it)
         seed_files(seeds)  # fail before the job starts when the path is wrong
 
     def map_setup(self, ctx: TaskContext) -> None:

@@ -14,6 +14,8 @@ import http.server
 import re
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -518,3 +520,12 @@ def test_a_fetch_resolves_a_name_again_when_its_ttl_ran_out(tmp_path: Path) -> N
     for url in urls:
         page = row(conf, "", url)
         assert page is not None and page.status == CrawlStatus.FETCHED, url
+
+
+def test_names_the_system_resolves_do_not_import_dnspython() -> None:
+    """dnspython weighs ~11 MB per process: a task whose hosts are IP literals or local names never imports it."""
+    code = ("import sys; from nutch2.config import Configuration; from nutch2.fetch.dns import DnsCache; "
+            "c = DnsCache.from_conf(Configuration()); c.resolve('127.0.0.1', 80); c.resolve('localhost', 80); "
+            "print(sorted(m for m in sys.modules if m == 'dns' or m.startswith('dns.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

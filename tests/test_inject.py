@@ -327,3 +327,15 @@ def test_many_seeds_with_small_batches(backend: str, tmp_path: Path) -> None:
     finally:
         store.drop_schema()
         store.close()
+
+
+def test_a_bad_dns_property_fails_inject_before_any_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """inject resolves its seeds' hosts with the fetcher's DNS settings at its end: a bad one is refused up front,
+    in one line, with no row written."""
+    from tests.crawlutil import cli, conf_for, defines, rows, seed_file
+
+    seeds = seed_file(tmp_path, "http://127.0.1.1:8/")
+    assert cli("inject", seeds, "-crawlId", "baddns", *defines(tmp_path, "sqlite"), "-D", "fetcher.dns.timeout=0") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fetcher.dns.timeout=0" in err[0], err
+    assert not (tmp_path / "crawl").exists() or not rows(conf_for(tmp_path, "sqlite"), "baddns")
