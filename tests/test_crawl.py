@@ -145,3 +145,15 @@ def test_stop_file_stops_its_crawl_once(web: TestWeb, tmp_path: Path, capsys: py
     assert f"crawl: {stop_file} found (and removed): stopping before round 1" in err, err
     assert "run `nutch2 crawl " in err and web.requests() == [] and not stop_file.exists()
     assert cli(*args, "-crawlId", "st", *d) == 0 and web.requests()
+
+
+def test_crawl_without_seeds_crawls_the_table(web: TestWeb, tmp_path: Path) -> None:
+    """`crawl -rounds 1` with no seed file: the rows injected before are generated and fetched (what the
+    dashboard's Start-a-crawl form runs after its Inject form); an empty table is a crawl with nothing due."""
+    d = defines(tmp_path, "sqlite")
+    assert cli("crawl", "-crawlId", "noseeds_empty", "-rounds", "1", *d) == 0
+    assert rows(conf_for(tmp_path, "sqlite"), "noseeds_empty") == {}
+    assert cli("inject", seed_file(tmp_path, web.page_url(1, 1)), "-crawlId", "noseeds", *d) == 0
+    assert cli("crawl", "-crawlId", "noseeds", "-rounds", "1", *d) == 0
+    page = rows(conf_for(tmp_path, "sqlite"), "noseeds")[reverse_url(web.page_url(1, 1))]
+    assert CrawlStatus(page.status).name == "FETCHED"

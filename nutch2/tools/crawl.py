@@ -62,6 +62,7 @@ class CrawlArgs(SeedsArgs):
     opensearch: str | None = opensearch_opt()
     index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
                       cli=False)
+    seeds_required = False  # no seeds: the rounds crawl what the table holds (seeds injected before)
 
     def check(self) -> None:
         super().check()
@@ -252,6 +253,8 @@ class Crawl(Tool[CrawlArgs]):
             time.sleep(min(0.2, poll))
 
     def inject(self, run: Run) -> None:
+        if self.args.seeds is None and not self.args.seedUrls:
+            return  # no seeds given: the table's rows are crawled
         with seed_path(self.args) as seeds:
             self.step(run, Inject, InjectArgs(seeds=seeds))
 

@@ -23,10 +23,11 @@ class SeedsArgs(ToolArgs):
                              metavar="seeds", api="file_in", name="seedDir")
     seedUrls: list[str] | None = opt(None, "seed lines (the job API's way to send seeds)", cli=False)
     groups: ClassVar[tuple[tuple[str, ...], ...]] = (("seeds", "seedUrls"),)
+    seeds_required: ClassVar[bool] = True
 
     def check(self) -> None:
         super().check()
-        if self.seeds is None and not self.seedUrls:
+        if self.seeds_required and self.seeds is None and not self.seedUrls:
             raise ArgError("give the seeds: a seed file or folder")
         for line in self.seedUrls or []:
             if "\n" in line or "\r" in line:
