@@ -13,6 +13,9 @@ In order, for each request:
 4. **Body**: anything but GET/HEAD must be `Content-Type: application/json` (415; an HTML form cannot send it
    without a CORS preflight, which we never answer), at most `body_max` bytes (413), sent within `body_timeout`
    seconds (408), and JSON nested at most `json_depth` deep (400) — so no body can make a route fail with 500.
+   The dashboard's form routes (the `forms` pattern, crawlforms.FORM_PATHS) take only HTML forms instead
+   (urlencoded or multipart, at most `form_max` bytes, the same deadline); their handlers check the form's CSRF
+   token, which binds it to the login the guard puts in `scope["state"]["login"]`.
 
 Slow request headers are cut by `GuardedH11Protocol` (uvicorn's HTTP/1.1 protocol with a header deadline), since
 they never reach the app; it also caps the connections one client address holds at once, so that no client can
@@ -26,6 +29,7 @@ import asyncio
 import ipaddress
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +40,7 @@ from nutch2.searcher.auth import NEEDS_SCRYPT, Backoff, Credentials
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 HOLD_MAX = 2.0  # seconds of a client's login back-off the server waits out before answering, rather than 429
 SAFE_METHODS = ("GET", "HEAD")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 @dataclass
@@ -48,6 +53,7 @@ class AccessPolicy:
     body_max: int = 65536
     body_timeout: float = 10.0
     json_depth: int = 32
+    form_max: int = 1048576  # bytes of a dashboard form (a seed file upload)
 
     @classmethod
     def build(cls, hosts: Iterable[str], credentials: Credentials | None = None, **limits: Any) -> AccessPolicy:
@@ -121,9 +127,10 @@ class Refused(Exception):
 class AccessGuard:
     """ASGI middleware enforcing an AccessPolicy (see the module docstring)."""
 
-    def __init__(self, app: Any, policy: AccessPolicy) -> None:
+    def __init__(self, app: Any, policy: AccessPolicy, forms: re.Pattern[str] | None = None) -> None:
         self.app = app
         self.policy = policy
+        self.forms = forms  # the paths whose POSTs are HTML forms
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -132,7 +139,7 @@ class AccessGuard:
         headers = _headers(scope)
         try:
             self._check_host_and_origin(scope, headers)
-            await self._check_auth(scope, headers)
+            scope.setdefault("state", {})["login"] = await self._check_auth(scope, headers)
             if scope["method"] not in SAFE_METHODS:
                 body = await self._read_body(scope, headers, receive)
                 receive = _replay(body, receive)
@@ -169,10 +176,11 @@ class AccessGuard:
             return False
         return self.policy.host_allowed(normalize_host(parts.hostname))
 
-    async def _check_auth(self, scope: dict[str, Any], headers: dict[str, str]) -> None:
+    async def _check_auth(self, scope: dict[str, Any], headers: dict[str, str]) -> str:
+        """Who the request logged in as ("" when the server has no login)."""
         creds = self.policy.credentials
         if not creds.required:
-            return
+            return ""
         client = (scope.get("client") or ("",))[0]
         authorization = headers.get("authorization")
         for waited in (False, True):
@@ -191,12 +199,17 @@ class AccessGuard:
                                   ) from None
         if user is None:
             raise Refused(401, "authentication required", {"WWW-Authenticate": creds.challenge()})
+        return user
 
     async def _read_body(self, scope: dict[str, Any], headers: dict[str, str], receive: Any) -> bytes:
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
+        form = self.forms is not None and self.forms.fullmatch(scope.get("path", "")) is not None
+        if form and ctype not in FORM_TYPES:
+            raise Refused(415, "send this form from the dashboard's page (application/x-www-form-urlencoded or "
+                               "multipart/form-data)")
+        if not form and ctype != "application/json":
             raise Refused(415, "send the request as JSON with Content-Type: application/json")
-        limit = self.policy.body_max
+        limit = self.policy.form_max if form else self.policy.body_max
         length = headers.get("content-length")
         if length is not None and (not length.strip().isdigit() or int(length) > limit):
             raise Refused(413, f"the request body is larger than {limit} bytes")
@@ -204,7 +217,7 @@ class AccessGuard:
             body = await asyncio.wait_for(_read_all(receive, limit), self.policy.body_timeout)
         except TimeoutError:
             raise Refused(408, f"the request body did not arrive within {self.policy.body_timeout:g} s") from None
-        if json_too_deep(body, self.policy.json_depth):
+        if not form and json_too_deep(body, self.policy.json_depth):
             raise Refused(400, f"the JSON body nests deeper than {self.policy.json_depth} levels")
         return body
 
