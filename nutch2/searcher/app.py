@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -40,6 +41,7 @@ from nutch2.index.solr import row_key_of
 from nutch2.parse.encoding import decode_content, detect_encoding
 from nutch2.parse.parseutil import caching_forbidden
 from nutch2.searcher.access import AccessGuard, AccessPolicy
+from nutch2.searcher.crawlforms import FORM_PATHS, CrawlForms
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
 from nutch2.searcher.jobapi import JobManager, types_json
@@ -519,12 +521,13 @@ def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, 
         Route("/api/jobs/{job_id}", api_job, methods=["GET"]),
         Route("/api/jobs/{job_id}/stop", api_job_stop, methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
+        *CrawlForms(_ctx).routes(),  # the dashboard's crawl forms and job pages
     ]
     handlers = {ParamError: _on_param_error, StoreError: _on_store_error, HTTPException: _on_http_error,
                 **dict.fromkeys(UNAVAILABLE, _on_index_error)}
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)  # type: ignore[arg-type]
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.searcher = searcher
-    app.add_middleware(AccessGuard, policy=policy or AccessPolicy.build([]))
+    app.add_middleware(AccessGuard, policy=policy or AccessPolicy.build([]), forms=re.compile(FORM_PATHS))
     app.add_middleware(SecurityHeaders)  # outermost: refusals get the headers too
     return app

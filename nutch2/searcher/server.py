@@ -87,7 +87,7 @@ def access_policy(conf: Configuration, opts: ServerOptions, creds: Credentials) 
     """Loopback names, the -host address and searcher.allowed.hosts; the request limits of the configuration."""
     extra = [h for h in conf.get_str("searcher.allowed.hosts").split(",") if h.strip()]
     limits = {"body_max": conf.get_int("searcher.body.max"), "body_timeout": conf.get_float("searcher.body.timeout"),
-              "json_depth": conf.get_int("searcher.json.depth.max")}
+              "json_depth": conf.get_int("searcher.json.depth.max"), "form_max": conf.get_int("searcher.form.max")}
     for name, value in limits.items():
         if value <= 0:
             raise ConfigError(f"searcher.{name.replace('_', '.')} must be > 0, not {value}")
@@ -163,6 +163,13 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
         raise ConfigError(f"the server needs starlette, jinja2 and uvicorn ({e.name} is missing): "
                           "pip install 'nutch2[server]'") from None
     from nutch2.searcher.jobapi import JobManager
+
+    if opts.jobs:
+        try:
+            import python_multipart  # noqa: F401 - the dashboard's crawl forms are parsed by it (Starlette's parser)
+        except ImportError:
+            raise ConfigError("-jobs needs python-multipart for the dashboard's crawl forms: "
+                              "pip install 'nutch2[server]'") from None
 
     if not store_class(conf).has(Capability.SHARED_PROCESSES):
         raise ConfigError(f"storage.data.store.class={store_class(conf).name} keeps a crawl inside the process that "
