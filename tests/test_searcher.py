@@ -586,3 +586,72 @@ def test_jobs_of_a_server_on_opensearch_index_there(tmp_path: Path) -> None:
     r = Redactor(None, None, None, url)
     assert r.text(f"index into {url} and http://ann:***@127.0.0.1:9200/web; OpenSearch at http://127.0.0.1:9200 "
                   "failed") == "index into <opensearch> and <opensearch>; OpenSearch at <opensearch> failed"
+
+
+def test_form_tokens_are_per_login_and_per_server_start() -> None:
+    from nutch2.searcher.crawlforms import FormTokens
+
+    tokens = FormTokens()
+    ann = tokens.token("ann")
+    assert tokens.valid("ann", ann) and tokens.token("ann") == ann
+    assert not tokens.valid("bob", ann) and not tokens.valid("", ann)  # another login, or none
+    assert not FormTokens().valid("ann", ann)  # a new secret: a restarted server takes no old page's token
+    for bad in (None, "", ann[:-1], [ann], ann + "x"):
+        assert not tokens.valid("ann", bad)
+
+
+def test_seed_lines_of_a_form() -> None:
+    from nutch2.searcher.crawlforms import seed_lines
+
+    assert seed_lines("# mine\r\n http://a.test/ \n\n\thttp://b.test/x\tnutch.score=2\n") == [
+        "http://a.test/", "http://b.test/x\tnutch.score=2"]
+    assert seed_lines("\n# only a comment\n") == []
+
+
+def _guarded(path: str, ctype: str, body: bytes, origin: str | None = None) -> tuple[int, dict]:
+    """One POST through AccessGuard with the form routes' pattern: its status, and the scope the app saw."""
+    import asyncio
+    import re
+
+    from nutch2.searcher.access import AccessGuard
+    from nutch2.searcher.crawlforms import FORM_PATHS
+
+    seen: dict = {}
+
+    async def app(scope, receive, send) -> None:
+        seen.update(scope)
+        seen["body"] = (await receive())["body"]
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    headers = [(b"host", b"127.0.0.1:8081"), (b"content-type", ctype.encode()),
+               (b"content-length", str(len(body)).encode())]
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers, "scheme": "http",
+             "client": ("127.0.0.1", 5000)}
+    guard = AccessGuard(app, AccessPolicy.build([], body_max=100, form_max=1000), forms=re.compile(FORM_PATHS))
+    asyncio.run(guard(scope, receive, send))
+    return sent[0]["status"], seen
+
+
+def test_the_guard_takes_forms_only_on_the_form_routes() -> None:
+    form = "application/x-www-form-urlencoded"
+    status, scope = _guarded("/crawl/inject", form, b"csrf=x&seeds=" + b"u" * 500)  # past body_max, in form_max
+    assert status == 204 and scope["body"].startswith(b"csrf=x") and scope["state"]["login"] == ""
+    assert _guarded("/crawl/jobs/abc_DEF-123/stop", "multipart/form-data; boundary=x", b"--x--")[0] == 204
+    assert _guarded("/crawl/start", form, b"s=" + b"u" * 1000)[0] == 413  # past form_max
+    assert _guarded("/crawl/start", "application/json", b"{}")[0] == 415  # forms only there
+    assert _guarded("/crawl/start", "text/plain", b"csrf=x")[0] == 415
+    assert _guarded("/crawl/start", form, b"csrf=x", origin="http://evil.example")[0] == 403
+    for path in ("/api/jobs", "/crawl/jobs", "/crawl/start/x", "/crawl/jobs/a/b/stop", "/crawl/jobs/a/stopx"):
+        assert _guarded(path, form, b"csrf=x")[0] == 415, path  # every other route stays JSON only
+    assert _guarded("/api/jobs", "application/json", b"{}")[0] == 204
