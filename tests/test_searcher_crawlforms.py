@@ -97,6 +97,8 @@ def wait_job(server: SearchServer, job_id: str, timeout: float = 120.0) -> dict[
 
 def test_forms_need_this_sites_token_and_take_only_forms(server: SearchServer, web: TestWeb) -> None:
     before = jobs(server)
+    fresh = requests.get(f"{server.url}/crawl", auth=AUTH, timeout=30)  # no table yet: the way to the forms
+    assert fresh.status_code == 503 and "Or inject seeds from the browser: /crawl/jobs." in fresh.text
     mine = csrf_of(server, auth=AUTH)
     other_login = csrf_of(server, headers={"Authorization": f"Bearer {TOKEN}"})
     assert mine != other_login  # one token per login

@@ -218,6 +218,8 @@ async def _on_store_error(request: Request, exc: Exception) -> Response:
     crawl = s.crawl_id or "webpage"
     if str(exc).startswith("no crawl db"):
         message = f"crawl {crawl} has no crawl db yet: run `nutch2 inject` (or crawl) with -crawlId {crawl} first."
+        if s.jobs is not None:
+            message += " Or inject seeds from the browser: /crawl/jobs."
     else:
         message = f"The crawl db of crawl {crawl} does not answer. The server's log says why; try again later."
     return _error(request, 503, "The crawl db is unavailable", message)
