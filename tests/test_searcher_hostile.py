@@ -579,7 +579,8 @@ def test_jobs_show_their_arguments_as_sent_and_no_url_or_path_of_the_server(serv
     assert list((files / "dumps" / "d1").iterdir())  # written where the client named, inside the files folder
     assert taken["state"] == "FAILED" and taken["error"] == (
         "nutch2 readdb: error: -dump taken: it is a file; give a new folder")
-    for path in ("/api/jobs", *(f"/api/jobs/{j['id']}" for j in shown), "/crawl"):
+    for path in ("/api/jobs", *(f"/api/jobs/{j['id']}" for j in shown), "/crawl", "/crawl/jobs",
+                 *(f"/crawl/jobs/{j['id']}{p}" for j in shown for p in ("", "/progress"))):
         text = requests.get(server.url + path, timeout=30).text
         assert not any(x in text for x in own), (path, text)
     assert f"-dump {files}/taken: it is a file" in server.output()  # the operator's log keeps the whole text
@@ -593,7 +594,8 @@ def test_jobs_show_their_arguments_as_sent_and_no_url_or_path_of_the_server(serv
         assert r.status_code == 201 and r.json()["args"] == {"all": True}
         info = finished(down, r.json()["id"])
         assert info["state"] == "FAILED" and info["error"].startswith("nutch2 index: error: Solr at <solr> "), info
-        for path in ("/api/jobs", f"/api/jobs/{info['id']}", "/crawl"):
+        for path in ("/api/jobs", f"/api/jobs/{info['id']}", "/crawl", "/crawl/jobs", f"/crawl/jobs/{info['id']}",
+                     f"/crawl/jobs/{info['id']}/progress"):
             text = requests.get(down.url + path, timeout=30).text
             assert str(closed) not in text and str(tmp) not in text, (path, text)
         assert f"Solr at {down_url}" in down.output()
