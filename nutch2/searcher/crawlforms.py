@@ -126,11 +126,14 @@ class CrawlForms:
     async def inject(self, request: Request) -> Response:
         jobs = _manager(request)
         form = await self._form(request)
-        text = str(form.get("seeds") or "")
-        upload = form.get("seedFile")
-        if isinstance(upload, UploadFile) and upload.filename:
-            data = await upload.read()
-            text += "\n" + data.decode("utf-8", errors="replace")
+        try:
+            typed = form.get("seeds")
+            text = typed if isinstance(typed, str) else ""
+            upload = form.get("seedFile")
+            if isinstance(upload, UploadFile) and upload.filename:
+                text += "\n" + (await upload.read()).decode("utf-8-sig", errors="replace")
+        finally:
+            await form.close()
         lines = seed_lines(text)
         if not lines:
             raise ParamError("no seed URL given: type the URLs, one a line, or choose a seed file")
