@@ -22,6 +22,12 @@ quarter of the time, at most 5 s, is kept for it: a script still running then is
 is; when even that fails, the fetched HTML is kept and the browser restarted). Closing the page's browser context
 takes at most 2 s more. A stop request or the fetcher's time limit (``fetcher.timelimit.mins``) ends the page at
 once: it is left for a later fetch, as a request cut in flight is. V8's heap is capped at ``chromium.js.heap.mb``.
+A browser is closed and replaced between two pages after ``chromium.recycle.pages`` pages or once the RSS of its
+process tree reaches ``chromium.recycle.mb``.
+
+Which pages: ``chromium.mode`` listed (the pattern and hosts above), always (every HTML page) or auto: those listed,
+the pages nutch2/parse/needsjs.py finds need a browser, and every page of a host remembered for that in the crawl's
+store (nutch2/fetch/renderhosts.py).
 """
 
 from __future__ import annotations
