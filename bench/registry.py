@@ -43,6 +43,12 @@ def _beyond(quick: bool = False, runs: int = 3) -> str:
     return bench_beyond(quick, runs)
 
 
+def _render(quick: bool = False, runs: int = 3) -> str:
+    from bench.render import bench_render  # issue 40
+
+    return bench_render(quick, runs)
+
+
 BENCHMARKS: dict[str, Callable[..., str]] = {
     "web": bench_web,
     "crawl": bench_crawl,
@@ -57,4 +63,5 @@ BENCHMARKS: dict[str, Callable[..., str]] = {
     "beyond": _beyond,
     "index": _index,
     "signature": _signature,
+    "render": _render,
 }

@@ -25,6 +25,7 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.politeness import HostAddresses, Politeness, feedback
 from nutch2.fetch.protocols import ProtocolSession, protocol_for
 from nutch2.fetch.queues import FetchItem, FetchItemQueue, FetchItemQueues
+from nutch2.fetch.renderhosts import RenderHosts
 from nutch2.fetch.robots import DEFER, UNREACHABLE, RobotRules, RobotsCache, robot_agents
 from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
@@ -81,6 +82,7 @@ class Fetcher:
         self.addresses = addresses if addresses is not None else AddressPolicy.from_conf(conf)
         self.protocol = protocol_for(conf)  # the protocol plugin of http(s): protocol-http, protocol-chromium
         self.protocol.addresses = self.addresses
+        self.protocol.render_hosts = RenderHosts(store)  # chromium.mode=auto: hosts kept in the crawl's store
         self.protocol.open(self.deadline, counters)  # requests in flight end at the deadline too
         # robots.txt per host, kept in the crawl's store (`store`) for the tasks and rounds after this one
         self.robots = RobotsCache(self.protocol.robots_session, self.robots_agent, robots_store(conf, store), counters)

@@ -47,6 +47,8 @@ class Protocol(Extension):
     addresses: Any = None  # the address guard (nutch2.fetch.addresses.AddressPolicy) its connections pass, set
     # by the fetcher before open(); a protocol that cannot pass it on is still kept from refused hosts by the
     # fetcher's own check of every URL
+    render_hosts: Any = None  # the crawl's hosts remembered as needing a browser (nutch2.fetch.renderhosts.
+    # RenderHosts, chromium.mode=auto), set by the fetcher before open() from its store; None: this task only
 
     def open(self, stop_at: float | None, counters: Any) -> None:
         """Start for one task: ``stop_at`` (time.monotonic()) ends every request, ``counters`` are the task's."""
@@ -74,7 +76,8 @@ def protocol_for(conf: Configuration, scheme: str = "http") -> Any:
         raise ConfigError(f"no active protocol plugin fetches {scheme} URLs: add protocol-http to plugin.includes")
     pid = max(found)[1]
     if pid != "protocol-chromium" and (conf.get_str("chromium.url.pattern").strip()
-                                       or conf.get_str("chromium.hosts").strip()):
-        log.warning("warning: chromium.url.pattern / chromium.hosts are set but protocol-chromium is not in "
-                    "plugin.includes: no page is rendered")
+                                       or conf.get_str("chromium.hosts").strip()
+                                       or conf.get_str("chromium.mode").strip().lower() not in ("", "listed")):
+        log.warning("warning: chromium.url.pattern / chromium.hosts / chromium.mode are set but protocol-chromium "
+                    "is not in plugin.includes: no page is rendered")
     return plugins.build_one("protocol", pid)

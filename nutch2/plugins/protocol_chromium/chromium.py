@@ -22,6 +22,12 @@ quarter of the time, at most 5 s, is kept for it: a script still running then is
 is; when even that fails, the fetched HTML is kept and the browser restarted). Closing the page's browser context
 takes at most 2 s more. A stop request or the fetcher's time limit (``fetcher.timelimit.mins``) ends the page at
 once: it is left for a later fetch, as a request cut in flight is. V8's heap is capped at ``chromium.js.heap.mb``.
+A browser is closed and replaced between two pages after ``chromium.recycle.pages`` pages or once the RSS of its
+process tree reaches ``chromium.recycle.mb``.
+
+Which pages: ``chromium.mode`` listed (the pattern and hosts above), always (every HTML page) or auto: those listed,
+the pages nutch2/parse/needsjs.py finds need a browser, and every page of a host remembered for that in the crawl's
+store (nutch2/fetch/renderhosts.py).
 """
 
 from __future__ import annotations
@@ -46,7 +52,9 @@ from urllib.parse import urlsplit
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.renderhosts import RenderHosts
 from nutch2.mapred import stop
+from nutch2.parse.needsjs import NeedsJs
 from nutch2.status import ProtocolStatusCode
 
 log = logging.getLogger(__name__)
@@ -59,6 +67,8 @@ ResourceFetch = Callable[[str, float], tuple["ProtocolOutput | None", str]]
 Counter = Callable[[str], None]
 
 _HTML = ("text/html", "application/xhtml+xml")
+LISTED, AUTO, ALWAYS = "listed", "auto", "always"
+MODES = (LISTED, AUTO, ALWAYS)  # chromium.mode
 _START_TIMEOUT = 30.0
 _DOM_RESERVE = 5.0  # at most this many seconds of a page's time are kept for taking its DOM (a quarter of it)
 _DISPOSE_TIMEOUT = 2.0  # seconds a browser may take to close a page's context (else it is replaced)
@@ -88,14 +98,29 @@ class ChromiumSettings:
     binary: str
     js_heap_mb: int
     content_limit: int
+    mode: str = LISTED
+    text_min: int = 300
+    scripts_min: int = 3
+    recycle_pages: int = 0
+    recycle_mb: int = 0
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> ChromiumSettings | None:
-        """The settings, or None when no page is to be rendered (no pattern, no hosts)."""
+        """The settings, or None when no page is to be rendered (chromium.mode=listed, no pattern, no hosts)."""
         pattern = conf.get_str("chromium.url.pattern").strip()
         hosts = frozenset(h.strip().lower() for h in conf.get_str("chromium.hosts").split(",") if h.strip())
-        if not pattern and not hosts:
+        mode = conf.get_str("chromium.mode").strip().lower() or LISTED
+        if mode not in MODES:
+            raise ConfigError(f"chromium.mode={mode!r}: give one of {', '.join(MODES)} (listed: the pages "
+                              "chromium.url.pattern / chromium.hosts name; auto: those and the pages that need it)")
+        if mode == LISTED and not pattern and not hosts:
             return None
+        recycle_pages, recycle_mb = conf.get_int("chromium.recycle.pages"), conf.get_int("chromium.recycle.mb")
+        for key, value, example in (("chromium.recycle.pages", recycle_pages, 500),
+                                    ("chromium.recycle.mb", recycle_mb, 1024)):
+            if value < 0:
+                raise ConfigError(f"{key}={value} cannot be negative: give 0 (never) or a bound, e.g. "
+                                  f"-D {key}={example}")
         try:
             compiled = re.compile(pattern) if pattern else None
             block_text = conf.get_str("chromium.resources.block").strip()
@@ -119,12 +144,21 @@ class ChromiumSettings:
         except ImportError:
             raise ConfigError("protocol-chromium needs websocket-client: pip install 'nutch2[chromium]'") from None
         types = frozenset(t.strip().lower() for t in conf.get_str("chromium.resources.types").split(",") if t.strip())
+        if recycle_mb:
+            try:
+                import psutil  # noqa: F401 - the browser's memory, over its process tree
+            except ImportError:
+                raise ConfigError("chromium.recycle.mb needs psutil: pip install 'nutch2[chromium]' "
+                                  "(or -D chromium.recycle.mb=0)") from None
         return cls(compiled, hosts, pool, timeout, max(0.0, conf.get_float("page.load.delay")), types, block,
                    conf.get_int("chromium.resources.max"), found, max(16, conf.get_int("chromium.js.heap.mb")),
-                   conf.get_int("http.content.limit"))
+                   conf.get_int("http.content.limit"), mode, max(0, conf.get_int("chromium.auto.text.min")),
+                   max(1, conf.get_int("chromium.auto.scripts.min")), recycle_pages, recycle_mb)
 
     def applies(self, url: str) -> bool:
-        """Whether the page at `url` is rendered."""
+        """Whether the page at `url` is rendered whatever its HTML (listed, or chromium.mode=always)."""
+        if self.mode == ALWAYS:
+            return True
         host = (urlsplit(url).hostname or "").lower()
         return host in self.hosts or (self.pattern is not None and self.pattern.search(url) is not None)
 
@@ -173,6 +207,7 @@ class Browser:
         self._waiting: dict[int, queue.SimpleQueue[dict[str, Any]]] = {}
         self.events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self.alive = True
+        self.pages = 0  # pages rendered (or tried) in this browser
         threading.Thread(target=self._read, name="nutch2-chromium", daemon=True).start()
 
     def _read(self) -> None:
@@ -220,6 +255,24 @@ class Browser:
             raise ChromiumError(f"{method}: {answer['error'].get('message')}")
         return answer.get("result", {})
 
+    def rss_mb(self) -> float:
+        """Resident memory of the browser's process tree (browser, renderers, helpers; shared pages counted in each
+        process), in MB; 0 when it is gone."""
+        import psutil
+
+        try:
+            root = psutil.Process(self.proc.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
+        total = 0
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 2**20
+
     def close(self) -> None:
         self.alive = False
         try:
@@ -264,12 +317,26 @@ class BrowserPool:
             self._all.append(browser)
         return browser
 
-    def release(self, browser: Browser | None) -> None:
-        """Give the slot back (a dead browser is closed and its slot emptied)."""
-        if browser is not None and (not browser.alive or browser.proc.poll() is not None or self.closed):
+    def release(self, browser: Browser | None) -> bool:
+        """Give the slot back: a dead browser is closed and its slot emptied, and so is one recycled after
+        ``chromium.recycle.pages`` pages or over ``chromium.recycle.mb`` (True then)."""
+        recycled = False
+        if browser is not None and browser.alive and browser.proc.poll() is None and not self.closed:
+            s = self.settings
+            recycled = bool(s.recycle_pages and browser.pages >= s.recycle_pages
+                            or s.recycle_mb and browser.rss_mb() >= s.recycle_mb)
+        if browser is not None and (recycled or not browser.alive or browser.proc.poll() is not None
+                                    or self.closed):
             self._drop(browser)
             browser = None
         self._idle.put(browser)
+        return recycled
+
+    def rss_mb(self) -> float:
+        """Resident memory of every browser of the pool (each over its process tree), in MB."""
+        with self._lock:
+            browsers = list(self._all)
+        return sum(b.rss_mb() for b in browsers)
 
     def _drop(self, browser: Browser) -> None:
         browser.close()
@@ -288,13 +355,35 @@ class BrowserPool:
 class Renderer:
     """Renders fetched HTML pages in the pool's browsers (one Renderer per fetch task, shared by its threads)."""
 
-    def __init__(self, settings: ChromiumSettings, counters: Any) -> None:
+    def __init__(self, settings: ChromiumSettings, counters: Any, hosts: RenderHosts | None = None) -> None:
         self.settings = settings
         self.pool = BrowserPool(settings)
         self.counters = counters
+        self.hosts = hosts if hosts is not None else RenderHosts(None)  # chromium.mode=auto: hosts that need it
+        self.detector = NeedsJs(settings.text_min, settings.scripts_min)
 
-    def applies(self, url: str, out: ProtocolOutput) -> bool:
-        return self.settings.applies(url) and is_html(out)
+    def applies(self, url: str, out: ProtocolOutput) -> str | None:
+        """Why the fetched page is rendered ("listed", "always", "host", or the detector's reason in
+        chromium.mode=auto), None when it is not. In auto mode a page that needs rendering has its host
+        remembered, and the pages of a remembered host are rendered without asking the detector."""
+        if not is_html(out):
+            return None
+        s = self.settings
+        if s.applies(url):
+            return ALWAYS if s.mode == ALWAYS else LISTED
+        if s.mode != AUTO:
+            return None
+        if self.hosts.known(url):
+            self.counters.incr("chromium_auto_host")
+            return "host"
+        reason = self.detector.reason(out.content)
+        if reason is None:
+            self.counters.incr("chromium_auto_plain")
+            return None
+        self.counters.incr("chromium_auto_needed")
+        if self.hosts.remember(url, reason):
+            self.counters.incr("chromium_auto_hosts_remembered")
+        return reason
 
     def close(self) -> None:
         self.pool.close()
@@ -313,6 +402,7 @@ class Renderer:
             deadline = time.monotonic() + self.settings.page_timeout
             page = _Page(browser, self.settings, url, out, fetch, self.counters.incr, deadline, stop_at)
             html, truncated = page.render()
+            browser.pages += 1
         except _Cut:
             return _stopped(out)
         except ChromiumError as e:
@@ -323,7 +413,8 @@ class Renderer:
             out.headers = {**out.headers, "X-Nutch2-Chromium": f"failed: {e}"[:200]}
             return out
         finally:
-            self.pool.release(browser)
+            if self.pool.release(browser):
+                self.counters.incr("chromium_recycled")
         self.counters.incr("chromium_rendered")
         headers = {k: v for k, v in out.headers.items() if k.lower() not in ("content-length", "content-encoding")}
         headers["Content-Type"] = "text/html; charset=utf-8"

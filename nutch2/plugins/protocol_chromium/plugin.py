@@ -1,4 +1,6 @@
-"""protocol-chromium: the Protocol extension: protocol-http fetches, chromium renders the pages it applies to."""
+"""protocol-chromium: the Protocol extension: protocol-http fetches, chromium renders the pages it applies to (those
+chromium.url.pattern / chromium.hosts name; with chromium.mode=auto also those the detector says need it and every
+page of a host remembered for it; with chromium.mode=always every HTML page)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class Chromium(Protocol):
         self.http.addresses = self.addresses  # the page's resources are fetched by protocol-http: the same guard
         self.http.open(stop_at, counters)
         self.stop_at = stop_at
-        self.renderer = Renderer(self.settings, counters) if self.settings is not None else None
+        self.renderer = Renderer(self.settings, counters, self.render_hosts) if self.settings is not None else None
 
     def session(self) -> ProtocolSession:
         return self.http.session()
@@ -35,7 +37,13 @@ class Chromium(Protocol):
         return self.http.robots_session()
 
     def renders(self, url: str, out: Any) -> bool:
-        return self.renderer is not None and not out.stopped and self.renderer.applies(url, out)
+        if self.renderer is None or out.stopped:
+            return False
+        why = self.renderer.applies(url, out)
+        if why is None:
+            return False
+        out.headers = {**out.headers, "X-Nutch2-Chromium-Why": why}  # kept with the rendered page's headers
+        return True
 
     def render(self, url: str, out: Any, resources: ResourceFetch) -> Any:
         assert self.renderer is not None
