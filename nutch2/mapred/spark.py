@@ -191,6 +191,7 @@ class SparkRunner(Runner):
         store.flush()
         release_memory()
         failpoints.reach("runner.job")
+        counters.ended = time.monotonic()
         return counters
 
 
