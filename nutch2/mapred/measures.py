@@ -53,8 +53,22 @@ def count(counters: Counting, metric: str, *labels: object, n: int = 1) -> None:
 def observe(counters: Counting, metric: str, seconds: float, *labels: object) -> None:
     """One observation of a histogram (a latency in seconds)."""
     base = _key("h.", metric, tuple(map(str, labels)))
-    counters.incr(f"{base}{SEP}b{bisect_left(BUCKETS, seconds)}")
+    counters.incr(f"{base}{SEP}b{bucket(seconds)}")
     counters.incr(f"{base}{SEP}sum", max(0, round(seconds * 1e6)))
+
+
+def bucket(seconds: float) -> int:
+    """The index of the histogram bucket of an observation (len(BUCKETS): above the last bound)."""
+    return bisect_left(BUCKETS, seconds)
+
+
+def cumulative(counts: list[int]) -> list[tuple[str, float]]:
+    """Prometheus's cumulative buckets ("le" bound, count) from the counts per bucket index."""
+    out, total = [], 0
+    for i, bound in enumerate((*BUCKETS, None)):
+        total += counts[i] if i < len(counts) else 0
+        out.append(("+Inf" if bound is None else repr(bound), total))
+    return out
 
 
 class Gauge:

@@ -173,12 +173,8 @@ class JobCollector:
 
 
 def _buckets(parts: dict[str, int]) -> list[tuple[str, float]]:
-    """Cumulative buckets from the per-bucket counts b0..bN."""
-    out, total = [], 0
-    for i, bound in enumerate((*measures.BUCKETS, float("inf"))):
-        total += parts.get(f"b{i}", 0)
-        out.append(("+Inf" if bound == float("inf") else repr(bound), total))
-    return out
+    """Cumulative buckets from a histogram's per-bucket counts b0..bN."""
+    return measures.cumulative([parts.get(f"b{i}", 0) for i in range(len(measures.BUCKETS) + 1)])
 
 
 def _workers() -> Iterator[Any]:
