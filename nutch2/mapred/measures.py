@@ -123,26 +123,55 @@ def top_labels(counts: dict[str, int], n: int) -> dict[str, int]:
 
 
 TIMED = ("get", "get_many", "put", "delete", "flush")  # the store calls a task's store latency measures
+PUSH_EVERY = 0.5  # seconds between the moves of a TimedStore's observations into the task's counters
 
 
 class TimedStore:
     """A task's store, its reads and writes timed (the `store_latency` histogram by call; a put that fills the
-    write buffer includes writing the batch). Everything else passes through unchanged."""
+    write buffer includes writing the batch). Everything else passes through unchanged. Observations are added
+    up here and moved into the task's counters every PUSH_EVERY seconds and by settle() (at the task's end): a
+    put costs a microsecond more, not a counter update per bucket."""
 
     def __init__(self, store: object, counters: Counting) -> None:
         self._store = store
         self._counters = counters
+        self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}
+        self._pushed = time.perf_counter()
 
     def __getattr__(self, name: str) -> object:
         value = getattr(self._store, name)
         if name not in TIMED:
             return value
+        base = _key("h.", "store_latency", (name,))
+        keys = [f"{base}{SEP}b{i}" for i in range(len(BUCKETS) + 1)]
+        total = f"{base}{SEP}sum"
 
         def timed(*args: object, **kw: object) -> object:
             started = time.perf_counter()
             try:
                 return value(*args, **kw)  # type: ignore[operator]
             finally:
-                observe(self._counters, "store_latency", time.perf_counter() - started, name)
+                self._note(keys[bisect_left(BUCKETS, time.perf_counter() - started)], total, started)
 
+        self.__dict__[name] = timed  # found as an attribute from now on
         return timed
+
+    def _note(self, key: str, total: str, started: float) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            pending = self._pending
+            pending[key] = pending.get(key, 0) + 1
+            pending[total] = pending.get(total, 0) + int((now - started) * 1e6)
+            if now - self._pushed < PUSH_EVERY:
+                return
+            self._pending, self._pushed = {}, now
+        for name, n in pending.items():
+            self._counters.incr(name, n)
+
+    def settle(self) -> None:
+        """Move what was observed into the task's counters (before they are read for the last time)."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for name, n in pending.items():
+            self._counters.incr(name, n)

@@ -116,11 +116,18 @@ def _collect_into(job: Job, pairs: Iterator[tuple[Any, Any]], out: MapOutput | N
 
 
 def _output(job: Job, ctx: TaskContext, out: MapOutput | None) -> TaskOutput:
+    settle(ctx)
     runs = out.close() if out is not None else []
     messages = list(ctx.messages or ())
     if ctx.dropped:
         messages.append(f"{job.name}: task {ctx.task}: {ctx.dropped} more lines like these")
     return TaskOutput(ctx.counters.as_dict(), job.result(ctx), runs, out.spilled_records if out else 0, messages)
+
+
+def settle(ctx: TaskContext) -> None:
+    """The task's store timings into its counters (measures.TimedStore), before they are read at its end."""
+    if isinstance(ctx.store, TimedStore):
+        ctx.store.settle()
 
 
 def task_copy(job: Job) -> Job:
