@@ -11,6 +11,7 @@ command that resumes).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar, Generic, TypeVar
@@ -58,6 +59,8 @@ class Run:
         """The one summary line of a job."""
         if not any(c is counters for c in self._counters):
             self._counters.append(counters)
+        if counters.ended is None:  # a job no runner ran: it ends with its summary (the metrics' seconds)
+            counters.ended = time.monotonic()
         self.message = counters.summary()
         log.info(self.message)
 
