@@ -15,9 +15,10 @@ import requests
 
 from nutch2.mapred import measures
 from nutch2.mapred.job import Counters
+from tests.conftest import runner_of
 from tests.crawlutil import cli, defines, seed_file
 from tests.helpers import nutch2
-from tests.searchapp import SOLR, SearchServer
+from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import TestWeb
 
 parser = pytest.importorskip("prometheus_client.parser")
@@ -93,13 +94,15 @@ def _wait(url: str, job_id: str, auth: Any = None, timeout: float = 240.0) -> di
 @pytest.mark.integration
 @pytest.mark.slow
 def test_metrics_after_a_crawl_job_agree_with_its_counters(tmp_path: Path) -> None:
+    require_solr()
+    wipe_solr("metrics")
     with TestWeb(hosts=4, pages_per_host=6) as web, \
             SearchServer(["-crawlId", "metrics", "-solr", SOLR, "-jobs", *defines(tmp_path, "sqlite")],
                          tmp_path / "server.log") as server:
         before = samples(requests.get(f"{server.url}/metrics", timeout=30).text)
         assert value(before, "nutch2_job_counter_total") == 0
         r = requests.post(f"{server.url}/api/jobs", timeout=30,
-                          json={"type": "crawl", "args": {"seedUrls": [web.seed_url], "rounds": 2}})
+                          json={"type": "crawl", "args": {"seedUrls": [web.seed_url], "rounds": 2, "index": True}})
         assert r.status_code == 201, r.text
         info = _wait(server.url, r.json()["id"])
         assert info["state"] == "FINISHED", info
@@ -122,6 +125,15 @@ def test_metrics_after_a_crawl_job_agree_with_its_counters(tmp_path: Path) -> No
     assert value(found, "nutch2_job_runs_total", job="fetch") == 2
     assert value(found, "nutch2_job_counter_total", job="parse", counter="parsed") == \
         info["counters"]["parse"]["parsed"]
+    parse = info["counters"]["parse"]
+    assert value(found, "nutch2_parse_failures_total") == sum(
+        parse.get(k, 0) for k in ("failed", "retry_later", "not_parsed")) > 0  # the test web's broken PDF
+    writers = {ls["writer"] for ls, _ in found["nutch2_index_documents_total"]}
+    assert len(writers) == 1  # the server's Solr
+    assert value(found, "nutch2_index_documents_total") == info["counters"]["index"]["indexed"] > 0
+    if runner_of("sqlite") == "processes":  # the default on two cores or more: the workers stay for the next job
+        assert value(found, "nutch2_worker_processes") >= 1
+        assert value(found, "nutch2_worker_rss_bytes") > 10 * 2**20
     assert value(found, "nutch2_api_jobs_total", type="crawl", state="FINISHED") == 1
     assert value(found, "nutch2_api_jobs_running") == 0
     assert value(found, "nutch2_store_latency_seconds_count", call="put") > 0
