@@ -262,7 +262,10 @@ class JobManager:
         log.log(logging.ERROR if state == "FAILED" else logging.INFO,
                 f"server: job {info.id} ({info.type}) {state}: {msg or info.run.message}")
         for listener in self.listeners:  # the metrics: before the job shows it ended
-            listener(info, state)
+            try:
+                listener(info, state)
+            except Exception:  # noqa: BLE001 - the job's end is recorded whatever a listener does
+                log.error(f"job {info.id}: a listener failed: {traceback.format_exc()}")
         info.returncode = code
         info.msg, info.finished = msg, time.time()
         info.state = state  # last: a client that sees the job ended sees everything else too
