@@ -27,6 +27,7 @@ from nutch2.fetch.headers import stored_headers
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import protocol_for
 from nutch2.fetch.queues import FetchItem
+from nutch2.mapred import measures
 from nutch2.mapred.job import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
@@ -162,6 +163,7 @@ class FetcherJob(Job):
             elif this_run(row.metadata, self.run):
                 ctx.incr("done_by_earlier_attempt")
                 ctx.incr(f"status_{CrawlStatus(row.status).name}")
+                measures.count(ctx, "fetch_pages", CrawlStatus(row.status).name, "EARLIER_ATTEMPT")
                 if row.status == CrawlStatus.FETCHED:
                     ctx.incr("fetched")
             else:
@@ -216,6 +218,7 @@ class FetcherJob(Job):
             self._content(page, item, status, out)
         Mark.FETCH.put(page, Mark.GENERATE.check(page) or self.batch_id)
         ctx.incr(f"status_{CrawlStatus(status).name}")
+        measures.count(ctx, "fetch_pages", CrawlStatus(status).name, _code_name(code))
         if status == CrawlStatus.FETCHED:
             ctx.incr("fetched")
         if self.parser is not None and status == CrawlStatus.FETCHED:
@@ -268,3 +271,9 @@ def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
     return repr_url if redirects else None
 
 
+def _code_name(code: int) -> str:
+    """The protocol status code's name (Nutch's ProtocolStatusCodes), its number when it has none."""
+    try:
+        return ProtocolStatusCode(code).name
+    except ValueError:
+        return str(code)

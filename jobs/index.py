@@ -233,6 +233,8 @@ class CleaningJob(Job):
                 for key, _ in deleted:
                     out.delete(document_id(self.crawl_id, key))
                 out.commit()
+                for name, n in out.counts().items():
+                    ctx.incr(name, n)
             finally:
                 out.close()
         for key, markers in deleted:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from nutch2 import failpoints
 from nutch2.config import Configuration
@@ -31,7 +33,7 @@ from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
-from nutch2.mapred import stop
+from nutch2.mapred import measures, stop
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.stores.base import DataStore
@@ -105,10 +107,17 @@ class Fetcher:
         self.fatal: Exception | None = None  # a store or feeder failure, raised after the threads end
         self.stats = FetchStats()
         self._queues: FetchItemQueues | None = None
+        self.host_errors: Counter[str] = Counter()  # failed requests per host (the metrics' top hosts)
+        self.hosts_top = conf.get_int("metrics.hosts.top")
+        self._errors_lock = threading.Lock()
 
     def close(self) -> None:
         self.robots.close()
         self.protocol.close()
+        with self._errors_lock:  # the task's hosts with most errors, the rest as "other": a bounded label set
+            for host, n in measures.top_labels(dict(self.host_errors), self.hosts_top).items():
+                measures.count(self.counters, "fetch_host_errors", host, n=n)
+            self.host_errors.clear()
         self.counters.incr("dns_lookups", self.addresses.dns.lookups)
         if self.addresses.dns.fallbacks:  # lookups the DNS servers did not answer: socket.getaddrinfo's answers
             self.counters.incr("dns_fallbacks", self.addresses.dns.fallbacks)
@@ -123,10 +132,15 @@ class Fetcher:
         for w in workers:
             w.start()
         uncount = stop.count_in_flight(lambda: self.stats.active)
+        gauges = (measures.Gauge(self.counters, "fetch_queue_items"), measures.Gauge(self.counters, "fetch_queues"),
+                  measures.Gauge(self.counters, "fetch_threads", "active"),
+                  measures.Gauge(self.counters, "fetch_threads", "total"))
         try:
-            self._watch(queues, workers)
+            self._watch(queues, workers, gauges)
         finally:
             uncount()
+            for g in gauges:
+                g.close()
         if queues.feeding:  # every fetcher thread died (should not happen): let the feeder drain, not hang
             self.counters.incr("dropped_no_fetcher_threads", queues.abort())
         feeder.join()
@@ -200,8 +214,15 @@ class Fetcher:
         finally:
             queues.done_feeding()
 
-    def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread]) -> None:
-        """Progress, a stop request, the time limit and the throughput threshold."""
+    def _host_error(self, url: str) -> None:
+        host = urlsplit(url).hostname or "none"
+        with self._errors_lock:
+            self.host_errors[host] += 1
+
+    def _watch(self, queues: FetchItemQueues, workers: list[threading.Thread],
+               gauges: tuple[measures.Gauge, ...] = ()) -> None:
+        """Progress, a stop request, the time limit and the throughput threshold; the gauges of the metrics (items
+        queued, queues, threads active and in all)."""
         low = 0
         last_check = last_trim = time.monotonic()
         last_pages = 0
@@ -210,6 +231,9 @@ class Fetcher:
         while any(w.is_alive() for w in workers):
             time.sleep(min(0.2, self.progress_interval))
             now = time.monotonic()
+            for gauge, value in zip(gauges, (queues.size(), len(queues.queues), self.stats.active, self.threads),
+                                    strict=False):
+                gauge.set(value)
             if now - last_trim >= _TRIM_EVERY:  # a long fetch keeps its RSS at its working set
                 release_memory()
                 last_trim = now
@@ -250,6 +274,7 @@ class Fetcher:
                     queues.finish(item, q)
                     self.counters.incr("errors")
                     self.stats.error()
+                    self._host_error(item.url)
                     self._record_error(item, e, queues)
                 finally:
                     self.stats.end()
@@ -367,8 +392,10 @@ class Fetcher:
             if self.claim is not None and not item.claimed:
                 self.claim(item)
                 item.claimed = True  # asked again after a 429 or 503, it is this claim's work (no second claim)
+            asked = time.monotonic()
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
+            latency = time.monotonic() - asked
             if probe and out.code == ProtocolStatusCode.EXCEPTION and out.http_code is None and not out.stopped:
                 down = self.robots.unreachable(item.url, out.args[0] if out.args else "no response")
             if self.protocol.renders(item.url, out):
@@ -388,6 +415,10 @@ class Fetcher:
             return
         self.stats.add(len(out.content), failed=out.code == ProtocolStatusCode.EXCEPTION)
         self.counters.incr("bytes", len(out.content))
+        measures.observe(self.counters, "fetch_latency", latency)
+        measures.count(self.counters, "fetch_http", out.http_code or "none")
+        if out.code == ProtocolStatusCode.EXCEPTION or (out.http_code or 0) >= 500:
+            self._host_error(item.url)
         if retry:  # back in its host's queue, claimed still: no outcome yet
             self.counters.incr(f"retried_{out.http_code}")
             failpoints.reach("fetch.backoff")  # crash tests: a URL waiting for its host's back-off
@@ -480,6 +511,7 @@ class Fetcher:
         fetch, no request made; counted dns_failures when the host name did not resolve."""
         self.counters.incr("dns_failures" if is_dns_failure(rules.reason) else "host_unreachable")
         self.stats.error()
+        self._host_error(item.url)
         where = "an earlier request" if rules.from_store else "robots.txt"
         self.output(item, ProtocolStatusCode.EXCEPTION, [f"{rules.reason} ({where})"], None)
 

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.mapred import measures
 from nutch2.marks import Mark
 from nutch2.plugin import Plugins, descriptor, extension_class
 from nutch2.plugin.extension import Extension
@@ -222,14 +223,21 @@ class OpenWriters:
 
     def __init__(self, writers: list[tuple[Any, WriterSpec]]) -> None:
         self.writers = writers
+        self.sent: dict[str, int] = {}  # measures: documents and deletes handed to each writer (by its id)
 
     def write(self, doc: dict[str, Any]) -> None:
         for writer, spec in self.writers:
             writer.write(mapped(doc, spec))
+            self._count("index_documents", spec)
 
     def delete(self, doc_id: str) -> None:
-        for writer, _ in self.writers:
+        for writer, spec in self.writers:
             writer.delete(doc_id)
+            self._count("index_deletes", spec)
+
+    def _count(self, metric: str, spec: WriterSpec) -> None:
+        name = measures.count_name(metric, spec.id)
+        self.sent[name] = self.sent.get(name, 0) + 1
 
     def check(self) -> None:
         for writer, _ in self.writers:
@@ -248,8 +256,8 @@ class OpenWriters:
             writer.commit()
 
     def counts(self) -> dict[str, int]:
-        """The writers' counts, added up."""
-        out: dict[str, int] = {}
+        """The writers' counts, added up, and the documents and deletes sent to each (measures)."""
+        out: dict[str, int] = dict(self.sent)
         for writer, _ in self.writers:
             for name, n in writer.counts().items():
                 out[name] = out.get(name, 0) + n

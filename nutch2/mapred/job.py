@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.mapred.measures import is_measure
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.query import Partition, Query
 from nutch2.webpage import WebPage
@@ -40,6 +41,7 @@ class Counters:
         self._tasks: list[Counters] = []  # of the tasks running here, until settle() takes their final counts
         self._remote: list[Callable[[], list[dict[str, int]]]] = []  # counts of tasks running elsewhere
         self.started = time.monotonic()
+        self.ended: float | None = None  # set by the runner when the job is done
 
     def task(self) -> Counters:
         """New counters for a task that runs in this process, counted live until its phase is settled."""
@@ -85,10 +87,10 @@ class Counters:
         return out
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
     def summary(self) -> str:
-        parts = " ".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()))
+        parts = " ".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()) if not is_measure(k))
         return f"{self.job}: finished in {self.elapsed():.1f} s: {parts or 'nothing done'}"
 
 

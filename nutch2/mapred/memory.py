@@ -39,8 +39,13 @@ def limit_arenas() -> None:
 
 def rss_mb() -> float:
     """This process's resident memory in MB (Linux /proc; 0.0 where it cannot be read)."""
+    return rss_bytes() / 2**20
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """A process's resident memory in bytes (Linux /proc; 0 where it cannot be read)."""
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return 0.0
+        return 0

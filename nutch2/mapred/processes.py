@@ -166,6 +166,12 @@ def max_workers() -> int:
     return max(2, 4 * (os.cpu_count() or 1))
 
 
+def worker_pids() -> list[int]:
+    """The process ids of this process's worker pool (none before a job has started it)."""
+    pool = _pool
+    return [] if pool is None or pool.broken else pool.pids()
+
+
 def shutdown_pool(wait: bool = False) -> None:
     """Stop the worker processes (after one died or the job failed; with wait, at exit)."""
     global _pool, _uncount

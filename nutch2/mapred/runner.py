@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -79,6 +80,7 @@ class Runner:
         store.flush()
         release_memory()
         failpoints.reach("runner.job")
+        counters.ended = time.monotonic()
         return counters
 
     def check(self, job: Job, store: DataStore) -> None:

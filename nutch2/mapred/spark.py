@@ -42,7 +42,7 @@ from nutch2.mapred import stop
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.memory import release_memory
 from nutch2.mapred.runner import Runner
-from nutch2.mapred.task import map_pairs, reduce_pairs, task_context
+from nutch2.mapred.task import map_pairs, reduce_pairs, settle, task_context
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import Capability
@@ -191,6 +191,7 @@ class SparkRunner(Runner):
         store.flush()
         release_memory()
         failpoints.reach("runner.job")
+        counters.ended = time.monotonic()
         return counters
 
 
@@ -235,6 +236,7 @@ def _emit(job: Job, pairs: Any, parts: int, step: int) -> Any:
 
 def _report(job: Job, ctx: TaskContext, before: Report) -> Report:
     ctx.store.flush()
+    settle(ctx)
     result = job.result(ctx)
     r = Report(ctx.counters.as_dict(), [] if result is None else [result], list(ctx.messages or ()))
     if ctx.dropped:

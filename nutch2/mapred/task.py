@@ -13,6 +13,7 @@ from typing import Any
 
 from nutch2.mapred import progress, stop
 from nutch2.mapred.job import Counters, Job, TaskContext
+from nutch2.mapred.measures import TimedStore
 from nutch2.mapred.shuffle import MapOutput, Run, merge
 from nutch2.stores.base import DataStore
 
@@ -63,9 +64,10 @@ def _until_stopped(items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> Iterat
 
 def task_context(job: Job, store: DataStore, task: int, step: int = -1, remote: bool = False,
                  counters: Counters | None = None) -> TaskContext:
-    """A task's context: its own counters (given: live ones of the job's, Counters.task); remote (another
-    process), its lines go back to the driver."""
-    return TaskContext(job.conf, store, counters or Counters(job.name), task, step,
+    """A task's context: its own counters (given: live ones of the job's, Counters.task), its store with the calls
+    timed (measures.TimedStore); remote (another process), its lines go back to the driver."""
+    counters = counters or Counters(job.name)
+    return TaskContext(job.conf, TimedStore(store, counters), counters, task, step,  # type: ignore[arg-type]
                        messages=[] if remote else None, logger=job.logger)
 
 
@@ -114,11 +116,18 @@ def _collect_into(job: Job, pairs: Iterator[tuple[Any, Any]], out: MapOutput | N
 
 
 def _output(job: Job, ctx: TaskContext, out: MapOutput | None) -> TaskOutput:
+    settle(ctx)
     runs = out.close() if out is not None else []
     messages = list(ctx.messages or ())
     if ctx.dropped:
         messages.append(f"{job.name}: task {ctx.task}: {ctx.dropped} more lines like these")
     return TaskOutput(ctx.counters.as_dict(), job.result(ctx), runs, out.spilled_records if out else 0, messages)
+
+
+def settle(ctx: TaskContext) -> None:
+    """The task's store timings into its counters (measures.TimedStore), before they are read at its end."""
+    if isinstance(ctx.store, TimedStore):
+        ctx.store.settle()
 
 
 def task_copy(job: Job) -> Job:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.mapred import timebox
+from nutch2.mapred import measures, timebox
 from nutch2.mapred.job import TaskContext
 from nutch2.marks import Mark
 from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
@@ -85,8 +85,10 @@ class PageParser:
             ctx.incr(result.counter)
         if result.status_major != ParseMajor.SUCCESS:
             # a retryable failure (the parser's server is down) leaves no parse mark: the next parse run takes it
-            ctx.incr("retry_later" if result.retryable else
-                     "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            outcome = ("retry_later" if result.retryable else
+                       "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
+            ctx.incr(outcome)
+            measures.count(ctx, "parse_failures", result.parser or "none", outcome)
             return False
         if not self._filter(url, page, result, ctx):
             return False

@@ -2,5 +2,5 @@
 
 Search through Solr (hits, snippets, paging, a host facet), the cached copy of a page from the store, a page's
 row (the old explain/anchors pages), a crawl dashboard (readdb stats and batches), a JSON API and, when asked
-for, Nutch 2's job API. `nutch2 server` starts it (nutch2.searcher.server.serve).
+for, Nutch 2's job API; /metrics for Prometheus. `nutch2 server` starts it (nutch2.searcher.server.serve).
 """

@@ -45,6 +45,7 @@ from nutch2.searcher.crawlforms import FORM_PATHS, CrawlForms
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
 from nutch2.searcher.jobapi import JobManager, types_json
+from nutch2.searcher.metrics import RequestMetrics, SearcherMetrics
 from nutch2.searcher.pages import (
     DATE_FIELDS,
     StoreAccess,
@@ -503,6 +504,7 @@ def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, 
         store.close()
 
     static = str(resources.files("nutch2.searcher") / "static")
+    metrics = SearcherMetrics(conf, jobs)  # /metrics (Prometheus), behind the guard like every route
     routes = [
         Route("/", home),
         Route("/search", search_page),
@@ -524,6 +526,7 @@ def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, 
         Route("/api/jobs/{job_id}/stop", api_job_stop, methods=["POST"]),
         Mount("/static", StaticFiles(directory=static), name="static"),
         *CrawlForms(_ctx).routes(),  # the dashboard's crawl forms and job pages
+        Route("/metrics", metrics.endpoint, methods=["GET"]),
     ]
     handlers = {ParamError: _on_param_error, StoreError: _on_store_error, HTTPException: _on_http_error,
                 **dict.fromkeys(UNAVAILABLE, _on_index_error)}
@@ -531,5 +534,6 @@ def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, 
     app.router.redirect_slashes = False  # its redirects are built from the Host header
     app.state.searcher = searcher
     app.add_middleware(AccessGuard, policy=policy or AccessPolicy.build([]), forms=re.compile(FORM_PATHS))
+    app.add_middleware(RequestMetrics, metrics=metrics)  # outside the guard: refused requests count too
     app.add_middleware(SecurityHeaders)  # outermost: refusals get the headers too
     return app

@@ -20,6 +20,7 @@ import secrets
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,7 @@ class JobManager:
         self.files_dir = files_dir
         self._jobs: dict[str, JobInfo] = {}
         self._lock = threading.Lock()
+        self.listeners: list[Callable[[JobInfo, str], None]] = []  # told when a job ends, with its state
         self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"), opensearch)
 
     def build(self, job: Any, args: Any, conf: Any = None) -> tuple[Tool, ToolArgs, dict[str, Any]]:
@@ -259,6 +261,11 @@ class JobManager:
         # the whole message, the server's paths and URLs included, for the operator
         log.log(logging.ERROR if state == "FAILED" else logging.INFO,
                 f"server: job {info.id} ({info.type}) {state}: {msg or info.run.message}")
+        for listener in self.listeners:  # the metrics: before the job shows it ended
+            try:
+                listener(info, state)
+            except Exception:  # noqa: BLE001 - the job's end is recorded whatever a listener does
+                log.error(f"job {info.id}: a listener failed: {traceback.format_exc()}")
         info.returncode = code
         info.msg, info.finished = msg, time.time()
         info.state = state  # last: a client that sees the job ended sees everything else too

@@ -5,7 +5,7 @@
     crawl.py     crawl (a sequence of the above)       checkers.py  parsechecker, indexchecker, filterchecker,
                                                                     normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
-                                                       search.py    search
+    metrics.py   Prometheus metrics of a run's jobs    search.py    search
 
 What each batch step requires, refuses and records is the core's (nutch2/crawldb/lifecycle.py).
 

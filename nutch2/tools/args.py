@@ -59,6 +59,18 @@ def tasks_opt() -> Any:
     return opt("-numTasks", "parallel tasks (mapreduce.job.tasks)", metavar="N", min=1, max=MAX_TASKS)
 
 
+def metrics_port_opt() -> Any:
+    """-metricsPort: a command's Prometheus metrics on loopback while it runs (not for the job API: the server
+    has /metrics)."""
+    return opt("-metricsPort", "serve this command's metrics (Prometheus) at http://127.0.0.1:PORT/metrics while "
+               "it runs", metavar="PORT", min=1, max=65535, api="no")
+
+
+def metrics_file_opt() -> Any:
+    return opt("-metricsFile", "write this command's metrics to FILE for node_exporter's textfile collector "
+               "(every metrics.textfile.interval seconds and at the end)", metavar="FILE", api="no")
+
+
 def threads_opt() -> Any:
     return opt("-threads", "fetcher threads per task (fetcher.threads.fetch)", metavar="N", min=1, max=1000)
 

@@ -11,6 +11,7 @@ command that resumes).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, ClassVar, Generic, TypeVar
@@ -19,6 +20,7 @@ from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
+from nutch2.mapred.measures import is_measure
 from nutch2.plugin import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
 from nutch2.stores.base import DataStore
@@ -57,6 +59,8 @@ class Run:
         """The one summary line of a job."""
         if not any(c is counters for c in self._counters):
             self._counters.append(counters)
+        if counters.ended is None:  # a job no runner ran: it ends with its summary (the metrics' seconds)
+            counters.ended = time.monotonic()
         self.message = counters.summary()
         log.info(self.message)
 
@@ -71,13 +75,19 @@ class Run:
             self._emit(line)
 
     def counters_json(self) -> dict[str, dict[str, int]]:
-        """Counters per job name, added up over the run's jobs of that name (live while they run)."""
+        """Counters per job name, added up over the run's jobs of that name (live while they run); the measures
+        (nutch2/mapred/measures.py) are the metrics' (`jobs()`), not shown here."""
         out: dict[str, dict[str, int]] = {}
         for c in list(self._counters):
             total = out.setdefault(c.job, {})
             for k, v in c.as_dict().items():
-                total[k] = total.get(k, 0) + v
+                if not is_measure(k):
+                    total[k] = total.get(k, 0) + v
         return out
+
+    def jobs(self) -> list[Counters]:
+        """The counters of every job of this run so far, in order (the metrics read them)."""
+        return list(self._counters)
 
 
 A = TypeVar("A", bound=ToolArgs)
@@ -107,6 +117,11 @@ class Tool(Generic[A]):
         """Check the inputs, take the locks, run, release: the exit code."""
         self.prepare()
         with ExitStack() as stack:
+            port, path = getattr(self.args, "metricsPort", None), getattr(self.args, "metricsFile", None)
+            if port is not None or path is not None:  # before the locks: a port in use fails first
+                from nutch2.tools.metrics import exported
+
+                stack.enter_context(exported(self.conf, run.jobs, port, path))
             for lock in self.locks():
                 stack.enter_context(lock)
             if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included

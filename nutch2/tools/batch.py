@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from nutch2.config import Configuration
@@ -14,7 +15,7 @@ from nutch2.logs import counted
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
-from nutch2.tools.args import BatchArgs, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.args import BatchArgs, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,8 @@ class FetchArgs(BatchArgs):
     resume: bool = opt("-resume", "skip URLs already fetched in this batch (after a stop or a kill)", default=False)
     force: bool = opt("-force", "fetch every URL again, even in a batch already fetched", default=False)
     num_tasks: int | None = tasks_opt()
+    metricsPort: int | None = metrics_port_opt()
+    metricsFile: Path | None = metrics_file_opt()
     groups = (("resume", "force"),)
 
 

@@ -28,7 +28,7 @@ from nutch2.mapred.frameworks import make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store
-from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
+from nutch2.tools.args import ArgError, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
 from nutch2.tools.index import (
@@ -63,6 +63,8 @@ class CrawlArgs(SeedsArgs):
     index: bool = opt("-index", "index each round into the server's Solr (the job API's -solr)", default=False,
                       cli=False)
     seeds_required = False  # no seeds: the rounds crawl what the table holds (seeds injected before)
+    metricsPort: int | None = metrics_port_opt()
+    metricsFile: Path | None = metrics_file_opt()
 
     def check(self) -> None:
         super().check()
