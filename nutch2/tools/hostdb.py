@@ -63,8 +63,13 @@ class ReadHostDbArgs(ToolArgs):
 
     def check(self) -> None:
         super().check()
-        if self.expr is not None:
-            HostExpr(self.expr, EXPR_NAMES, "-expr")  # a bad expression is bad usage (exit 2)
+        self.compiled()  # a bad expression is bad usage (exit 2)
+
+    def compiled(self) -> HostExpr | None:
+        try:
+            return HostExpr(self.expr, EXPR_NAMES, "-expr") if self.expr else None
+        except NutchError as e:
+            raise ArgError(str(e)) from None
 
 
 def datum_line(host: str, datum: HostDatum) -> str:
@@ -82,10 +87,7 @@ class ReadHostDb(Tool[ReadHostDbArgs]):
 
     def run(self, run: Run) -> int:
         a = self.args
-        try:
-            expr = HostExpr(a.expr, EXPR_NAMES, "-expr") if a.expr else None
-        except NutchError as e:
-            raise ArgError(str(e)) from None
+        expr = a.compiled()
         with self.store() as store:
             if a.get:
                 datum = get_host(store, a.get)
