@@ -75,6 +75,6 @@ class UpdateHostDbJob(Job):
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         """Delete the records of hosts no row belongs to any more."""
         live = {state_name(h) for part in results for h in part}
-        for name in [n for n in ctx.store.states() if n.startswith(PREFIX) and n not in live]:
+        for name in [n for n in ctx.store.states(PREFIX) if n not in live]:
             ctx.store.put_state(name, None)
             ctx.incr("hosts_removed")

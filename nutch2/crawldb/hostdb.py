@@ -143,7 +143,7 @@ def state_name(host: str) -> str:
 
 def hosts(store: DataStore) -> Iterator[tuple[str, HostDatum]]:
     """Every host of the host table with its datum, sorted by host name."""
-    for name, raw in sorted(store.states().items()):
+    for name, raw in sorted(store.states(PREFIX).items()):
         if name.startswith(PREFIX) and (datum := HostDatum.from_json(raw)) is not None:
             yield name[len(PREFIX):], datum
 
