@@ -42,19 +42,19 @@ class HostDatum:
     unfetched: int = 0
     fetched: int = 0
     gone: int = 0
-    redirTemp: int = 0  # noqa: N815 - Nutch's names
-    redirPerm: int = 0  # noqa: N815
-    notModified: int = 0  # noqa: N815
+    redirTemp: int = 0
+    redirPerm: int = 0
+    notModified: int = 0
     duplicate: int = 0
-    numRecords: int = 0  # noqa: N815
-    numFailures: int = 0  # noqa: N815
-    dnsFailures: int = 0  # noqa: N815
-    connectionFailures: int = 0  # noqa: N815
+    numRecords: int = 0
+    numFailures: int = 0
+    dnsFailures: int = 0
+    connectionFailures: int = 0
     score: float = 0.0
-    scoreMin: float = 0.0  # noqa: N815
-    scoreMax: float = 0.0  # noqa: N815
-    homepageUrl: str = ""  # noqa: N815
-    lastCheck: int = 0  # noqa: N815 - ms since the epoch
+    scoreMin: float = 0.0
+    scoreMax: float = 0.0
+    homepageUrl: str = ""
+    lastCheck: int = 0  # ms since the epoch
     _home_rank: int = -1  # how good homepageUrl is (a partial's; not stored)
 
     def add(self, page: WebPage) -> None:
@@ -98,7 +98,7 @@ class HostDatum:
             self._home_rank, self.homepageUrl = other._home_rank, other.homepageUrl
 
     @property
-    def scoreAvg(self) -> float:  # noqa: N802
+    def scoreAvg(self) -> float:
         return self.score / self.numRecords if self.numRecords else 0.0
 
     def values(self, host: str) -> dict[str, Any]:

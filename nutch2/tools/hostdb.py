@@ -54,8 +54,8 @@ class UpdateHostDb(Tool[UpdateHostDbArgs]):
 
 @dataclass
 class ReadHostDbArgs(ToolArgs):
-    dumpHostnames: bool = opt("-dumpHostnames", "print only the host names", default=False)  # noqa: N815
-    dumpHomepages: bool = opt("-dumpHomepages", "print only the home page URLs", default=False)  # noqa: N815
+    dumpHostnames: bool = opt("-dumpHostnames", "print only the host names", default=False)
+    dumpHomepages: bool = opt("-dumpHomepages", "print only the home page URLs", default=False)
     get: str | None = opt("-get", "print one host's datum", metavar="HOST")
     expr: str | None = opt("-expr", "only hosts for which E holds, e.g. 'numFailures > 5 and fetched == 0'",
                            metavar="E")
