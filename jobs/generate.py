@@ -11,6 +11,8 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
+from nutch2.crawldb.hostdb import EXPR_NAMES, host_table
+from nutch2.crawldb.hostexpr import HostExpr
 from nutch2.crawldb.schedule import fetch_schedule
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import ConfigError
@@ -21,7 +23,7 @@ from nutch2.stores.base import DataStore
 from nutch2.stores.query import Due, Query
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.domains import domain_of_host, host_of
-from nutch2.urls.tableutil import unreverse_url
+from nutch2.urls.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
 
 
@@ -63,6 +65,18 @@ class GeneratorJob(Job):
         self.max_distance = conf.get_int("generate.max.distance")
         self.min_score = conf.get_float("generate.min.score")
         self.checker = UrlChecker(conf, "generate_host_count", self.normalize, self.filter)
+        self.skip_expr, self.count_expr = host_exprs(conf, self.count_mode)
+        self.skipped: frozenset[str] = frozenset()  # hosts the skip expression holds for (per task)
+        self.caps: dict[str, int] = {}  # hosts' caps by the count expression (per task)
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        if self.skip_expr is not None:  # the host table: one state record per host, read once per task
+            table = host_table(ctx.store)
+            self.skipped = frozenset(h for h, d in table.items() if self.skip_expr.holds(d.values(h)))
+
+    def reduce_setup(self, ctx: TaskContext) -> None:
+        if self.count_expr is not None and ctx.step == 0:
+            self.caps = {h: int(self.count_expr.number(d.values(h))) for h, d in host_table(ctx.store).items()}
 
     def query(self) -> Query:
         """The due rows only, from the store's due index (its cost follows what is due, not the table);
@@ -80,6 +94,9 @@ class GeneratorJob(Job):
         dist = get_distance(page)
         if self.max_distance >= 0 and dist is not None and dist > self.max_distance:
             ctx.incr("too_distant")
+            return
+        if self.skipped and host_of_key(page.key) in self.skipped:
+            ctx.incr("hostdb_skipped")
             return
         url = unreverse_url(page.key)
         if (self.filter or self.normalize) and self.checker.check(url) is None:
@@ -113,7 +130,8 @@ class GeneratorJob(Job):
             if self.top_n is not None and selected >= self.top_n:
                 ctx.incr("over_topN")
                 continue
-            if self.max_count > 0 and per_host[host] >= self.max_count:
+            cap = self.caps[host] if host in self.caps else self.max_count if self.max_count > 0 else -1
+            if cap >= 0 and per_host[host] >= cap:
                 ctx.incr("over_max_count")
                 continue
             per_host[host] += 1
@@ -137,6 +155,17 @@ class GeneratorJob(Job):
         Mark.GENERATE.put(page, self.batch_id)
         ctx.write(page)
         ctx.incr("generated")
+
+
+def host_exprs(conf: Configuration, count_mode: str) -> tuple[HostExpr | None, HostExpr | None]:
+    """generate.hostdb.skip.expr and generate.max.count.expr, compiled (None: not set); a one-line ConfigError
+    names a bad one."""
+    skip, count = (conf.get_str(k).strip() for k in ("generate.hostdb.skip.expr", "generate.max.count.expr"))
+    if count and count_mode != "host":
+        raise ConfigError(f"generate.max.count.expr is per host: it needs generate.count.mode=host, not "
+                          f"{count_mode!r}; set -D generate.count.mode=host or leave the expression empty")
+    return (HostExpr(skip, EXPR_NAMES, "generate.hostdb.skip.expr") if skip else None,
+            HostExpr(count, EXPR_NAMES, "generate.max.count.expr") if count else None)
 
 
 class ReleaseJob(Job):

@@ -179,8 +179,10 @@ class DataStore(ABC):
         """Write buffered rows, then store `value` under `name` durably (None deletes it)."""
 
     @abstractmethod
-    def states(self) -> dict[str, str]:
-        """Every stored name and value."""
+    def states(self, prefix: str = "") -> dict[str, str]:
+        """Every stored name and value, or only those whose name starts with `prefix` (the journal's `batch/`,
+        the leases' `lease/`, the host table's `hostdb/`): a store that can select them does, so one kind of
+        record is read without the others."""
 
     @abstractmethod
     def swap_state(self, name: str, expected: str | None, value: str) -> bool:

@@ -425,9 +425,11 @@ class CassandraStore(BufferedStore, EntryStorage):
         else:
             self._run(f"INSERT INTO {q} (name, value) VALUES (?, ?)", (name, value), write=True)
 
-    def states(self) -> dict[str, str]:
+    def states(self, prefix: str = "") -> dict[str, str]:
+        """(name is the partition key: no range of names to select, the prefix is applied here)"""
         try:
-            return {r[0]: r[1] for r in self._run(f'SELECT name, value FROM "{self.keyspace}"."{self.table}_state"')}
+            return {r[0]: r[1] for r in self._run(f'SELECT name, value FROM "{self.keyspace}"."{self.table}_state"')
+                    if r[0].startswith(prefix)}
         except StoreError as e:
             if "unconfigured table" in str(e).lower():
                 return {}

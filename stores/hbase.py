@@ -447,8 +447,9 @@ class HBaseStore(BufferedStore, EntryStorage):
             self._state_table("put state", lambda t: t.put(name.encode(), {b"s:v": value.encode("utf-8")}),
                               create=True)
 
-    def states(self) -> dict[str, str]:
-        rows = self._state_table("scan state", lambda t: list(t.scan(columns=[b"s:v"])))
+    def states(self, prefix: str = "") -> dict[str, str]:
+        rows = self._state_table("scan state", lambda t: list(t.scan(row_prefix=prefix.encode() or None,
+                                                                         columns=[b"s:v"])))
         return {k.decode("utf-8"): v[b"s:v"].decode("utf-8") for k, v in rows or []}
 
     def swap_state(self, name: str, expected: str | None, value: str) -> bool:

@@ -185,7 +185,7 @@ def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:
     out = []
     now = time.time()
     host = socket.gethostname()
-    for name, raw in store.states().items():
+    for name, raw in store.states(PREFIX + prefix).items():
         if name.startswith(PREFIX + prefix):
             rec = _parse(raw)
             if rec is None or rec.get("state") != "held" or rec.get("expires", 0) < now:

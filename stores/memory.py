@@ -178,10 +178,10 @@ class MemoryStore(DataStore):
             else:
                 t.state[name] = value
 
-    def states(self) -> dict[str, str]:
+    def states(self, prefix: str = "") -> dict[str, str]:
         t = self._table()
         with t.lock:
-            return dict(t.state)
+            return {k: v for k, v in t.state.items() if k.startswith(prefix)}
 
     def flush(self) -> None:
         pass

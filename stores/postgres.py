@@ -168,7 +168,10 @@ class PostgresStore(SqlStore):
         row = self._exec(f"SELECT value FROM {self._qs} WHERE name = %s", (name,)).fetchone()
         return None if row is None else row[0]
 
-    def states(self) -> dict[str, str]:
+    def states(self, prefix: str = "") -> dict[str, str]:
+        if prefix:
+            return dict(self._exec(f"SELECT name, value FROM {self._qs} WHERE left(name, %s) = %s",
+                                   (len(prefix), prefix)).fetchall())
         return dict(self._exec(f"SELECT name, value FROM {self._qs}").fetchall())
 
     def put_state(self, name: str, value: str | None) -> None:

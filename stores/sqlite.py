@@ -314,8 +314,11 @@ class SqliteStore(SqlStore):
             except sqlite3.Error as e:
                 raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
 
-    def states(self) -> dict[str, str]:
+    def states(self, prefix: str = "") -> dict[str, str]:
         try:
+            if prefix:  # a range of the primary key (BINARY: UTF-8 byte order, where prefix + U+10FFFF is last)
+                return dict(self._conn().execute(f"SELECT name, value FROM {self._qs} WHERE name >= ? AND name < ?",
+                                                 (prefix, prefix + "\U0010ffff")).fetchall())
             return dict(self._conn().execute(f"SELECT name, value FROM {self._qs}").fetchall())
         except sqlite3.DatabaseError as e:
             if "no such table" in str(e):

@@ -217,6 +217,19 @@ def test_crawl_state(store) -> None:
     assert store.states() == {"batch/1": '{"state": "generated"}'}
 
 
+def test_states_by_prefix(store) -> None:
+    """states(prefix) gives the records of one kind only (the host table's beside the journal and the leases)."""
+    names = ["batch/1", "batch/10", "batch0", "batch", "hostdb/a.example", "hostdb/é.example", "hostdb/\U0010fffd",
+             "hostdc/x", "lease/crawl"]
+    for name in names:
+        store.put_state(name, name.upper())
+    assert store.states("batch/") == {"batch/1": "BATCH/1", "batch/10": "BATCH/10"}
+    assert set(store.states("hostdb/")) == {"hostdb/a.example", "hostdb/é.example", "hostdb/\U0010fffd"}
+    assert store.states("hostdb/é") == {"hostdb/é.example": "HOSTDB/É.EXAMPLE"}
+    assert store.states("nothing/") == {}
+    assert store.states("") == store.states() == {n: n.upper() for n in names}
+
+
 def test_put_state_writes_buffered_rows_first(store, tmp_path) -> None:
     """A state recorded after rows must never be visible while the rows are not: put_state flushes."""
     store.put("com.a:http/", page("com.a:http/", status=1))

@@ -80,7 +80,7 @@ class Journal:
 
     def batches(self) -> list[BatchRecord]:
         """Every batch recorded, oldest first."""
-        records = [_record(name[6:], raw) for name, raw in self.store.states().items()
+        records = [_record(name[6:], raw) for name, raw in self.store.states("batch/").items()
                    if name.startswith("batch/") and name != _OLD_UPDATE_ALL]
         return sorted(records, key=lambda r: (r.time, r.batch_id))
 

@@ -48,7 +48,7 @@ def lease_prefix(batch: str) -> str:
 
 def clear_leases(store: DataStore, batch: str) -> None:
     """Delete the batch's lease records (the driver, after the fetch job ended)."""
-    for name in store.states():
+    for name in store.states(lease_prefix(batch)):
         if name.startswith(lease_prefix(batch)):
             store.put_state(name, None)
 
@@ -107,7 +107,7 @@ class TaskLease:
         now = time.monotonic()
         holders: list[str] = []
         polite = 0.0
-        for name, raw in self.store.states().items():
+        for name, raw in self.store.states(lease_prefix(self.batch)).items():
             if not name.startswith(lease_prefix(self.batch)):
                 continue
             rec = _parse(raw)

@@ -44,6 +44,7 @@ from nutch2.searcher.access import AccessGuard, AccessPolicy
 from nutch2.searcher.crawlforms import FORM_PATHS, CrawlForms
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
+from nutch2.searcher.hostspage import hosts_page
 from nutch2.searcher.jobapi import JobManager, types_json
 from nutch2.searcher.metrics import RequestMetrics, SearcherMetrics
 from nutch2.searcher.pages import (
@@ -515,6 +516,7 @@ def create_app(conf: Configuration, crawl_id: str | None, index: SearchBackend, 
         Route("/rss", rss),
         Route("/info", info_page),
         Route("/crawl", crawl_page),
+        Route("/hosts", lambda request: hosts_page(request, _ctx)),
         Route("/api/search", api_search),
         Route("/api/page", api_page),
         Route("/api/stats", api_stats),

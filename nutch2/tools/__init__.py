@@ -6,6 +6,7 @@
                                                                     normalizerchecker, plugins
     base.py      Tool, Run, the registry               args.py      typed arguments -> CLI flags, JSON schema
     metrics.py   Prometheus metrics of a run's jobs    search.py    search
+    hostdb.py    updatehostdb, readhostdb
 
 What each batch step requires, refuses and records is the core's (nutch2/crawldb/lifecycle.py).
 
@@ -14,12 +15,13 @@ The `server` command is the searcher's (nutch2/searcher/command.py), which the C
 
 from __future__ import annotations
 
-from nutch2.tools import batch, checkers, crawl, index, search, seeds, table  # noqa: F401 - they register
+from nutch2.tools import batch, checkers, crawl, hostdb, index, search, seeds, table  # noqa: F401 - they register
 from nutch2.tools.base import TOOLS, Run, Tool
 
 ORDER = ("inject", "sitemap", "generate", "fetch", "parse", "updatedb", "index", "clean", "dedup", "crawl",
          "readdb", "warc", "warcimport", "search", "server", "parsechecker", "indexchecker", "filterchecker",
-         "normalizerchecker", "plugins")
+         "normalizerchecker", "plugins",
+         "updatehostdb", "readhostdb")
 
 
 def tools() -> list[type[Tool]]:

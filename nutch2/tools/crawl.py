@@ -31,6 +31,7 @@ from nutch2.stores import open_store
 from nutch2.tools.args import ArgError, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
+from nutch2.tools.hostdb import UpdateHostDb, UpdateHostDbArgs
 from nutch2.tools.index import (
     Dedup,
     DedupArgs,
@@ -65,6 +66,8 @@ class CrawlArgs(SeedsArgs):
     seeds_required = False  # no seeds: the rounds crawl what the table holds (seeds injected before)
     metricsPort: int | None = metrics_port_opt()
     metricsFile: Path | None = metrics_file_opt()
+    hostdbupdate: bool = opt("-hostdbupdate", "run updatehostdb after each round's updatedb (Nutch's "
+                             "--hostdbupdate)", default=False)
 
     def check(self) -> None:
         super().check()
@@ -152,6 +155,8 @@ class Crawl(Tool[CrawlArgs]):
             batch = run.values["batchId"]
             self.record_crawl({"round": r, "rounds": self.rounds_value(), "batch": batch})
             self.run_batch(run, batch, resume=False)
+            if a.hostdbupdate:  # the host table of this round's rows, for the next round's generate
+                self.step(run, UpdateHostDb, UpdateHostDbArgs(num_tasks=a.num_tasks))
             r += 1
 
     def reach_time_limit(self) -> None:
