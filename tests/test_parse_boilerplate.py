@@ -6,19 +6,28 @@ word of the article shows its sentence and no menu word."""
 
 from __future__ import annotations
 
+import html
 import pickle
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.parse.html import parse_html
 from nutch2.parse.parsers import Document
+from nutch2.searcher.search import SearchRequest, SearchResult
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
-from tests.newssite import ARTICLES, BOILERPLATE, MENU, Article, article_page
+from tests.crawlutil import cli, conf_for, defines, rows, seed_file
+from tests.newssite import ARTICLES, BOILERPLATE, MENU, Article, article_page, site_pages
+from tests.pagesite import PageSite
+from tests.solrschema import crawl_docs, delete_crawl, require_fields
 
 pytest.importorskip("trafilatura")
 
@@ -115,3 +124,94 @@ def test_the_plugin_is_found_with_both_extension_points(tmp_path: Path) -> None:
     assert "MainContentIndexer" in [type(f).__name__ for f in plugins.build("indexing-filter")]
 
 
+
+
+# ------------------------------------------------------------------ a crawl into Solr and OpenSearch, then search
+PROPS = {"plugin.includes": "protocol-http|parse-(html|boilerplate)|index-basic|urlfilter-regex|"
+                            "urlnormalizer-basic|scoring-opic"}
+
+
+def writer(name: str) -> dict[str, str]:
+    """PROPS with one index writer active."""
+    return {"plugin.includes": f"{PROPS['plugin.includes']}|indexer-{name}"}
+# words of the articles' first sentences (past the front page's teasers), which follow the menu and the byline in the
+# full text
+QUERIES = ((ARTICLES[0], "gulls"), (ARTICLES[1], "blossom"), (ARTICLES[3], "hemisphere"))
+
+
+@dataclass
+class Crawled:
+    tmp: Path
+    crawl_id: str
+    site: PageSite
+    table: dict[str, WebPage]
+
+
+@pytest.fixture(scope="module")
+def crawled(tmp_path_factory: pytest.TempPathFactory):
+    """The news site crawled (2 rounds) with parse-boilerplate, not indexed yet."""
+    tmp = tmp_path_factory.mktemp("boilerplate")
+    crawl_id = f"bp{uuid.uuid4().hex[:8]}"
+    with PageSite(site_pages()) as site:
+        assert cli("crawl", seed_file(tmp, site.url("/")), "-rounds", 2, "-crawlId", crawl_id,
+                   *defines(tmp, "sqlite", **PROPS)) == 0
+        yield Crawled(tmp, crawl_id, site, rows(conf_for(tmp, "sqlite", **PROPS), crawl_id))
+
+
+def check_snippets(crawled: Crawled, search: Callable[[SearchRequest], SearchResult]) -> None:
+    """A query word of an article finds it, with a snippet of its main content and no word of the chrome."""
+    for a, word in QUERIES:
+        url = crawled.site.url(a.path)
+        hits = search(SearchRequest.from_params({"q": word, "collapse": "0"}, crawled.crawl_id)).hits
+        assert [h.url for h in hits] == [url], word
+        snippet = str(hits[0].snippet)
+        assert f"<mark>{word}</mark>" in snippet, snippet
+        assert not [w for w in CHROME_WORDS + ["Daily Lantern", "By "] if w in snippet], snippet
+        article = " ".join(crawled.table[reverse_url(url)].metadata["main_content"].decode().split())
+        assert html.unescape(" ".join(snippet.replace("<mark>", "").replace("</mark>", "").split())) in article
+
+
+@pytest.mark.integration
+def test_solr_holds_main_content_and_the_searcher_snippets_come_from_it(crawled: Crawled, solr_up: str) -> None:
+    from nutch2.index.solr import SolrClient
+    from nutch2.searcher.search import search
+
+    require_fields(solr_up, "main_content", "main_author", "main_date")
+    try:
+        assert cli("index", "-all", "-crawlId", crawled.crawl_id, "-solr", solr_up,
+                   *defines(crawled.tmp, "sqlite", **writer("solr"))) == 0
+        docs = {d["url"]: d for d in crawl_docs(solr_up, crawled.crawl_id)}
+        for a in ARTICLES:
+            row, doc = crawled.table[reverse_url(crawled.site.url(a.path))], docs[crawled.site.url(a.path)]
+            assert a.paragraphs[-1] in " ".join(row.metadata["main_content"].decode().split())
+            assert "Crosswords" in row.text and "Crosswords" not in doc["main_content"]  # the full text beside it
+            assert doc["main_date"].startswith(a.date)
+            assert doc["main_author"].replace(".", "") == a.author.replace(".", "")
+        solr = SolrClient(solr_up)
+        check_snippets(crawled, lambda req: search(solr, req))
+        # the full text's snippet of the same query shows the chrome: what the Searcher would show without it
+        req = SearchRequest.from_params({"q": "gulls", "collapse": "0"}, crawled.crawl_id)
+        full = solr.search("gulls", **{**req.solr_params(), "hl.fl": "content"})
+        shown = next(iter(full.highlighting.values()))["content"][0]
+        assert [w for w in MENU if w in shown], shown
+    finally:
+        delete_crawl(solr_up, crawled.crawl_id)
+
+
+@pytest.mark.integration
+def test_opensearch_snippets_come_from_main_content_as_solr_s(crawled: Crawled) -> None:
+    pytest.importorskip("opensearchpy")
+    from nutch2.index.opensearch import OpenSearchClient
+    from nutch2.searcher.search_opensearch import OpenSearchBackend
+    from tests.conftest import require_opensearch
+
+    index_url = f"{require_opensearch()}/nutch2-test-boilerplate-{crawled.crawl_id}"
+    try:
+        assert cli("index", "-all", "-crawlId", crawled.crawl_id, "-opensearch", index_url,
+                   *defines(crawled.tmp, "sqlite", **writer("opensearch-1x"))) == 0
+        mapping = requests.get(f"{index_url}/_mapping", timeout=30).json()
+        props = next(iter(mapping.values()))["mappings"]["properties"]
+        assert props["main_content"]["analyzer"] == "nutch_text" and props["main_date"]["type"] == "date"
+        check_snippets(crawled, OpenSearchBackend(OpenSearchClient(index_url)).search)
+    finally:
+        requests.delete(index_url, timeout=60)
