@@ -102,7 +102,9 @@ class SearchRequest:
         params: dict[str, Any] = {
             **EDISMAX,
             "start": self.start, "rows": self.rows, "fl": HIT_FIELDS,
-            "hl": "true", "hl.fl": f"{MAIN_CONTENT},content,title", "hl.snippets": 1, "hl.fragsize": 200,
+            # main_content as a glob: a core from an older configset has no such field, and Solr refuses a
+            # highlight field it does not know, but expands a glob to the fields it has (none there)
+            "hl": "true", "hl.fl": f"{MAIN_CONTENT}*,content,title", "hl.snippets": 1, "hl.fragsize": 200,
             "hl.encoder": "html", "hl.tag.pre": "<em>", "hl.tag.post": "</em>", "hl.defaultSummary": "true",
             # the host facet ignores the host filter and the collapse (tag/ex), so it still counts every host
             "facet": "true", "facet.field": "{!ex=host,collapse}host", "facet.limit": FACET_HOSTS,

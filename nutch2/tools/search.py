@@ -70,7 +70,8 @@ class Search(Tool[SearchArgs]):
         solr = solr_client(self.conf, a.solr)
         res = solr.search(a.query, **{"rows": a.rows, "fq": crawl_filter(self.crawl_id), "fl": "id,url,title,boost",
                                       "hl": "true",
-                                      "hl.fl": "main_content,content,title", "hl.snippets": 1, "hl.fragsize": 160})
+                                      # main_content as a glob: a core of an older configset lacks it
+                                      "hl.fl": "main_content*,content,title", "hl.snippets": 1, "hl.fragsize": 160})
         hits = []
         for doc in res.docs:
             hl = res.highlighting.get(doc["id"], {})
