@@ -37,6 +37,12 @@ def _signature(quick: bool = False, runs: int = 3) -> str:
     return bench_signature(quick, runs)
 
 
+def _boilerplate(quick: bool = False, runs: int = 3) -> str:
+    from bench.boilerplate import bench_boilerplate  # issue 40
+
+    return bench_boilerplate(quick, runs)
+
+
 def _beyond(quick: bool = False, runs: int = 3) -> str:
     from bench.beyond import bench_beyond  # issue 25
 
@@ -64,4 +70,5 @@ BENCHMARKS: dict[str, Callable[..., str]] = {
     "index": _index,
     "signature": _signature,
     "render": _render,
+    "boilerplate": _boilerplate,
 }

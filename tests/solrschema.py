@@ -16,27 +16,39 @@ def require_dynamic_fields(solr: str, *names: str) -> None:
     configset). A core started from an older configset gets them (and their copyFields) through Solr's Schema API
     when its schema is mutable (a managed schema); a classic schema.xml cannot change while Solr runs: the test
     fails in CI and is skipped elsewhere, naming the fix."""
+    _require(solr, "dynamicField", names)
+
+
+def require_fields(solr: str, *names: str) -> None:
+    """As require_dynamic_fields, for plain fields of the configset (main_content...)."""
+    _require(solr, "field", names)
+
+
+def _require(solr: str, kind: str, names: tuple[str, ...]) -> None:
     from xml.etree import ElementTree
 
     from tests.conftest import REPO
 
     schema = ElementTree.parse(REPO / "conf/solr/nutch/conf/schema.xml").getroot()
-    declared = {el.get("name"): el.attrib for el in schema.iter("dynamicField")}
-    r = requests.get(f"{solr}/schema/dynamicfields", timeout=30)
+    declared = {el.get("name"): el.attrib for el in schema.iter(kind)}
+    listed = "dynamicfields" if kind == "dynamicField" else "fields"
+    r = requests.get(f"{solr}/schema/{listed}", timeout=30)
     r.raise_for_status()
-    have = {f["name"] for f in r.json()["dynamicFields"]}
+    have = {f["name"] for f in r.json()["dynamicFields" if kind == "dynamicField" else "fields"]}
     missing = [n for n in names if n not in have]
     if not missing:
         return
     fields = [{k: (v == "true" if v in ("true", "false") else v) for k, v in declared[n].items()} for n in missing]
     copies = [dict(el.attrib) for el in schema.iter("copyField") if el.get("source") in missing]
-    r = requests.post(f"{solr}/schema", json={"add-dynamic-field": fields, "add-copy-field": copies}, timeout=30)
+    add = "add-dynamic-field" if kind == "dynamicField" else "add-field"
+    r = requests.post(f"{solr}/schema", json={add: fields, "add-copy-field": copies}, timeout=30)
     answer = r.json() if r.headers.get("content-type", "").startswith(("application/json", "text/plain")) else {}
     if r.ok and not answer.get("error"):
         return
     details = answer.get("error", {}).get("details") or [{}]
     reason = details[0].get("errorMessages") or r.text.strip()[:120]
-    why = (f"the Solr core at {solr} lacks the dynamic field(s) {', '.join(missing)} of conf/solr/nutch and its "
+    word = "dynamic field" if kind == "dynamicField" else "field"
+    why = (f"the Solr core at {solr} lacks the {word}(s) {', '.join(missing)} of conf/solr/nutch and its "
            f"schema cannot change while it runs (Solr: {reason}); restart Solr from this configset: "
            "docker/services.sh stop solr && docker/services.sh start solr")
     if os.environ.get("CI"):

@@ -3,12 +3,14 @@ first with servers that answer 200 to every request (an unchanged page is fetche
 revisits, a changed one a response), then with conditional requests answered 304 (server-not-modified revisits).
 Read back with warcio and fastwarc; each file's index is cdxj-indexer's, index.cdxj the folder's; `wacz validate`
 accepts the package; pywb, over a collection of the folder and our index.cdxj, replays a revisited page with the
-first capture's body. The kill test: `nutch2 warc` killed at its failpoints and run again gives the records of an
+first capture's body, and so does pywb over a collection loaded from the .wacz alone (its WARCs and its own
+index). The kill test: `nutch2 warc` killed at its failpoints and run again gives the records of an
 uninterrupted run, and every revisit refers to a response record in the folder."""
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import re
@@ -18,6 +20,7 @@ import sys
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -250,15 +253,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_pywb_replays_a_revisit_from_the_first_capture(recrawled: dict, tmp_path: Path) -> None:
-    pytest.importorskip("pywb")
-    out, first, changed = recrawled["out"], recrawled["first"], recrawled["changed"]
-    (tmp_path / "config.yaml").write_text(f"collections:\n  nutch:\n    index_paths: {out / 'index.cdxj'}\n"
-                                          f"    archive_paths: {out}/\n")
+@contextlib.contextmanager
+def wayback(root: Path) -> Iterator[str]:
+    """pywb's wayback over the collections of `root` (its config.yaml, or its collections/ folder) on a free port;
+    the URL of the collection "nutch"."""
     port = _free_port()
-    log = open(tmp_path / "wayback.log", "w")  # noqa: SIM115 - closed below
+    log = open(root / "wayback.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([sys.executable, "-c", "from pywb.apps.cli import wayback; wayback()", "-b", "127.0.0.1",
-                             "-p", str(port), "-d", str(tmp_path)], cwd=tmp_path, stdout=log, stderr=log)
+                             "-p", str(port), "-d", str(root)], cwd=root, stdout=log, stderr=log)
     try:
         base = f"http://127.0.0.1:{port}/nutch"
         deadline = time.monotonic() + 60
@@ -267,25 +269,65 @@ def test_pywb_replays_a_revisit_from_the_first_capture(recrawled: dict, tmp_path
                 requests.get(f"{base}/cdx?url=x", timeout=5)
                 break
             except requests.ConnectionError:
-                assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "wayback.log").read_text()
+                assert time.monotonic() < deadline and proc.poll() is None, (root / "wayback.log").read_text()
                 time.sleep(0.5)
-        revisits = [r for r in records(warcs(out, f"r-{recrawled['b2']}-")) if r["type"] == "revisit"]
-        for rev in revisits[:5]:
-            url = rev["WARC-Target-URI"]
-            ts = re.sub(r"\D", "", rev["WARC-Date"])[:14]
-            r = requests.get(f"{base}/{ts}id_/{url}", timeout=30)
-            assert r.status_code == 200 and r.content == first[url].content, url  # the first capture's body
-            assert r.headers["Memento-Datetime"] == time.strftime(  # the revisit's capture
-                "%a, %d %b %Y %H:%M:%S GMT", time.strptime(ts, "%Y%m%d%H%M%S"))
-        url = changed[0]
-        second = next(r for r in records(warcs(out, f"r-{recrawled['b2']}-"))
-                      if r["type"] == "response" and r["WARC-Target-URI"] == url)
-        r = requests.get(f"{base}/{re.sub(r'[^0-9]', '', second['WARC-Date'])[:14]}id_/{url}", timeout=30)
-        assert r.status_code == 200 and r.content == second["body"] != first[url].content  # its second capture
+        yield base
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+def check_replay(base: str, recrawled: dict) -> None:
+    """Revisits of the second round replay with the first capture's body at the revisit's time; a changed page
+    replays its second capture."""
+    out, first, changed = recrawled["out"], recrawled["first"], recrawled["changed"]
+    revisits = [r for r in records(warcs(out, f"r-{recrawled['b2']}-")) if r["type"] == "revisit"]
+    assert len(revisits) >= 5
+    for rev in revisits[:5]:
+        url = rev["WARC-Target-URI"]
+        ts = re.sub(r"\D", "", rev["WARC-Date"])[:14]
+        r = requests.get(f"{base}/{ts}id_/{url}", timeout=30)
+        assert r.status_code == 200 and r.content == first[url].content, url  # the first capture's body
+        assert r.headers["Memento-Datetime"] == time.strftime(  # the revisit's capture
+            "%a, %d %b %Y %H:%M:%S GMT", time.strptime(ts, "%Y%m%d%H%M%S"))
+    url = changed[0]
+    second = next(r for r in records(warcs(out, f"r-{recrawled['b2']}-"))
+                  if r["type"] == "response" and r["WARC-Target-URI"] == url)
+    r = requests.get(f"{base}/{re.sub(r'[^0-9]', '', second['WARC-Date'])[:14]}id_/{url}", timeout=30)
+    assert r.status_code == 200 and r.content == second["body"] != first[url].content  # its second capture
+
+
+def test_pywb_replays_a_revisit_from_the_first_capture(recrawled: dict, tmp_path: Path) -> None:
+    pytest.importorskip("pywb")
+    out = recrawled["out"]
+    (tmp_path / "config.yaml").write_text(f"collections:\n  nutch:\n    index_paths: {out / 'index.cdxj'}\n"
+                                          f"    archive_paths: {out}/\n")
+    with wayback(tmp_path) as base:
+        check_replay(base, recrawled)
+
+
+def test_pywb_replays_the_wacz_by_itself(recrawled: dict, tmp_path: Path) -> None:
+    """The second round's .wacz alone, loaded into a pywb collection (wb-manager add --unpack-wacz: the WARCs and
+    the index inside the package, nothing of the export folder), replays as the folder does."""
+    pytest.importorskip("pywb")
+    wacz = tmp_path / "copy.wacz"
+    wacz.write_bytes((recrawled["tmp"] / "b2.wacz").read_bytes())
+    for args in (["init", "nutch"], ["add", "--unpack-wacz", "nutch", str(wacz)]):
+        done = subprocess.run([sys.executable, "-c", "from pywb.manager.manager import main; main()", *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    coll = tmp_path / "collections" / "nutch"
+    with zipfile.ZipFile(wacz) as z:
+        inside = sorted(n for n in z.namelist() if n.startswith("archive/"))
+        packed = gzip.decompress(z.read("indexes/index.cdx.gz")).decode().splitlines()
+    assert len(list((coll / "archive").iterdir())) == len(inside)
+    loaded = (coll / "indexes" / "index.cdxj").read_text().splitlines()
+    assert len(loaded) == len(packed) and [x.split(" ", 2)[:2] for x in loaded] == \
+        [x.split(" ", 2)[:2] for x in packed]  # the package's own index, its file names rewritten
+    wacz.unlink()  # replay needs nothing but what was unpacked
+    with wayback(tmp_path) as base:
+        check_replay(base, recrawled)
 
 
 # ---------------------------------------------------------------------------------------------------- kill -9

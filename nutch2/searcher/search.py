@@ -25,6 +25,7 @@ MAX_QUERY = 1000
 MAX_FILTERS = 10  # host: and site: terms in one query
 FACET_HOSTS = 20
 HIT_FIELDS = "id,url,title,host,tstamp,fetched,boost,contentLength,type,cache"
+MAIN_CONTENT = "main_content"  # parse-boilerplate's field: a page's article without its menus, ads and footer
 _EM = re.compile(r"(</?em>)")
 # host:NAME and site:NAME in the query box; names are letters, digits, '.', '-', '_' (and ':' for an IPv6 address)
 _FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
@@ -101,7 +102,9 @@ class SearchRequest:
         params: dict[str, Any] = {
             **EDISMAX,
             "start": self.start, "rows": self.rows, "fl": HIT_FIELDS,
-            "hl": "true", "hl.fl": "content,title", "hl.snippets": 1, "hl.fragsize": 200,
+            # main_content as a glob: a core from an older configset has no such field, and Solr refuses a
+            # highlight field it does not know, but expands a glob to the fields it has (none there)
+            "hl": "true", "hl.fl": f"{MAIN_CONTENT}*,content,title", "hl.snippets": 1, "hl.fragsize": 200,
             "hl.encoder": "html", "hl.tag.pre": "<em>", "hl.tag.post": "</em>", "hl.defaultSummary": "true",
             # the host facet ignores the host filter and the collapse (tag/ex), so it still counts every host
             "facet": "true", "facet.field": "{!ex=host,collapse}host", "facet.limit": FACET_HOSTS,
@@ -196,6 +199,12 @@ class SearchResult:
                 "facets": {"host": [{"value": v, "count": n} for v, n in self.hosts]}}
 
 
+def snippet_of(highlights: Mapping[str, list[str]]) -> str:
+    """A hit's snippet from the highlighter's fragments per field: its main content's when the page has one
+    (parse-boilerplate), so that no menu, ad or footer shows, else its full text's."""
+    return (highlights.get(MAIN_CONTENT) or highlights.get("content") or [""])[0]
+
+
 def snippet_markup(snippet: str) -> Markup:
     """Solr's snippet (HTML-encoded text with <em> around matches) as markup we trust: every text run is
     decoded and escaped again here, so only our own <mark> tags survive whatever Solr returned."""
@@ -225,8 +234,7 @@ def search(solr: SolrClient, req: SearchRequest) -> SearchResult:
     expanded = getattr(res, "raw_response", {}).get("expanded", {}) if req.collapsed else {}
     hits = []
     for doc in res.docs:
-        hl = res.highlighting.get(doc["id"], {})
-        snippet = (hl.get("content") or [""])[0]
+        snippet = snippet_of(res.highlighting.get(doc["id"], {}))
         boost = doc.get("boost")
         cache = doc.get("cache") or "none"
         host = doc.get("host", "")

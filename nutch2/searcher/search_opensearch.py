@@ -19,17 +19,20 @@ from nutch2.index.solr import solr_crawl_id
 from nutch2.searcher.search import (
     FACET_HOSTS,
     HIT_FIELDS,
+    MAIN_CONTENT,
     Hit,
     IndexSummary,
     SearchRequest,
     SearchResult,
     snippet_markup,
+    snippet_of,
 )
 
 log = logging.getLogger(__name__)
 
 WINDOW = 10_000  # OpenSearch's index.max_result_window: from + size of a search stays within it
 ANALYZED = 51_200  # characters of a page the highlighter reads (Solr's hl.maxAnalyzedChars)
+SNIPPET = {"fragment_size": 200, "number_of_fragments": 1, "no_match_size": 200}  # as Solr's hl.fragsize
 EXACT_COUNT = 40_000  # the cardinality aggregation counts exactly up to this many sites
 
 
@@ -50,8 +53,8 @@ def opensearch_body(req: SearchRequest) -> dict[str, Any]:
         "_source": HIT_FIELDS.split(","), "track_total_hits": True,
         "highlight": {"encoder": "html", "pre_tags": ["<em>"], "post_tags": ["</em>"],
                       "max_analyzer_offset": ANALYZED,
-                      "fields": {"content": {"fragment_size": 200, "number_of_fragments": 1, "no_match_size": 200},
-                                 "title": {"number_of_fragments": 0}}},
+                      "fields": {MAIN_CONTENT: {**SNIPPET, "require_field_match": False},  # not queried: as Solr's
+                                 "content": SNIPPET, "title": {"number_of_fragments": 0}}},
         "aggs": {"host": {"terms": {"field": "host", "size": FACET_HOSTS}}},
     }
     if req.host:  # after the aggregations: the facet keeps counting every host
@@ -67,7 +70,7 @@ def opensearch_result(req: SearchRequest, res: dict[str, Any], elapsed_ms: float
     hits = []
     for h in res["hits"]["hits"]:
         doc = h.get("_source") or {}
-        snippet = (h.get("highlight", {}).get("content") or [""])[0]
+        snippet = snippet_of(h.get("highlight", {}))
         boost = doc.get("boost")
         cache = doc.get("cache") or "none"
         more = 0
