@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
-from nutch2.stores.index import MARK, Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.index import MARK, SHARDS, Entry, EntryIndex, EntryStorage, shard_groups
 from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -266,6 +266,15 @@ class HBaseStore(BufferedStore, EntryStorage):
         if query.indexed:
             return self.index.select(query, partition if isinstance(partition, Shards) else None)
         return self._scan(query.start, query.end, names, query.limit)
+
+    def has_rows(self, query: Query) -> bool:
+        """Of one mark value (the journal's question: does a batch still have rows with this mark?): the shards
+        one at a time until one has a row that carries it, usually one scanner. A read with limit 1 merges the
+        shards in key order and so opens every shard's scanner first (16 x 3 Thrift calls)."""
+        if query.mark is None or query.mark[1] is None:
+            return super().has_rows(query)
+        one = replace(query, limit=1)
+        return any(next(iter(self.read(one, Shards((shard,)))), None) is not None for shard in range(SHARDS))
 
     def _scan(self, start: str | None, end: str | None, names: tuple[str, ...],
               limit: int | None = None) -> Iterator[WebPage]:
