@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
-from nutch2.stores.index import MARK, Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.index import MARK, SHARDS, Entry, EntryIndex, EntryStorage, shard_groups
 from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -166,6 +166,7 @@ class HBaseStore(BufferedStore, EntryStorage):
         self.iname = f"{table}_idx".encode()  # index entries (stores/index.py)
         self.index = EntryIndex(self, (self.retries + 1) * (3 * timeout_ms + 5000))  # the longest a write takes
         self._index_table = False  # the index table is known to exist
+        self._state_known = False  # the state table is known to exist
         self._last_ts = 0
 
     # -------------------------------------------------------------- plumbing
@@ -201,7 +202,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                         conn.table(self.iname).put(INDEX_COMPLETE + index.encode(), {INDEX_CELL: b""})
 
         self._with_retry("create table", create)
-        self._index_table = True
+        self._index_table = self._state_known = True
 
     def drop_schema(self) -> None:
         self.discard_pending()
@@ -214,7 +215,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                         conn.delete_table(name, disable=True)
 
         self._with_retry("drop table", drop)
-        self._index_table = False
+        self._index_table = self._state_known = False
         self.index = EntryIndex(self, self.index.in_flight_ms)
 
     # -------------------------------------------------------------- reads
@@ -265,6 +266,15 @@ class HBaseStore(BufferedStore, EntryStorage):
         if query.indexed:
             return self.index.select(query, partition if isinstance(partition, Shards) else None)
         return self._scan(query.start, query.end, names, query.limit)
+
+    def has_rows(self, query: Query) -> bool:
+        """Of one mark value (the journal's question: does a batch still have rows with this mark?): the shards
+        one at a time until one has a row that carries it, usually one scanner. A read with limit 1 merges the
+        shards in key order and so opens every shard's scanner first (16 x 3 Thrift calls)."""
+        if query.mark is None or query.mark[1] is None:
+            return super().has_rows(query)
+        one = replace(query, limit=1)
+        return any(next(iter(self.read(one, Shards((shard,)))), None) is not None for shard in range(SHARDS))
 
     def _scan(self, start: str | None, end: str | None, names: tuple[str, ...],
               limit: int | None = None) -> Iterator[WebPage]:
@@ -323,9 +333,7 @@ class HBaseStore(BufferedStore, EntryStorage):
         else:
             begin, stop = prefix + lo.encode() + b"\x00", prefix + hi.encode() + b"\x01"
         while True:  # a page per scanner: a retry restarts after the last entry read
-            page = self._idx("scan index", lambda t, b=begin: list(t.scan(
-                row_start=b, row_stop=stop, columns=[INDEX_CELL], include_timestamp=True, limit=INDEX_PAGE,
-                batch_size=INDEX_PAGE)))
+            page = self._idx("scan index", lambda t, b=begin: _scan_page(t, b, stop, [INDEX_CELL], INDEX_PAGE))
             for row, data in page:
                 term, _, key = row[len(prefix):].partition(b"\x00")
                 k = key.decode("utf-8")
@@ -425,13 +433,15 @@ class HBaseStore(BufferedStore, EntryStorage):
 
     # -------------------------------------------------------------- crawl state
     def _state_table(self, action: str, fn: Callable[[Any], Any], create: bool = False) -> Any:
-        def run(_t: Any) -> Any:
-            with self.pool.connection() as conn:
+        def run(t: Any) -> Any:
+            conn = t.connection
+            if not self._state_known:
                 if self.sname not in conn.tables():  # a table made before the state table existed
                     if not create:
                         return None
-                    conn.create_table(self.sname, {"s": FAMILY})
-                return fn(conn.table(self.sname))
+                    _create_table(conn, self.sname, {"s": FAMILY})
+                self._state_known = True  # asked once per store: a journal or lease step is one round trip
+            return fn(conn.table(self.sname))
 
         return self._with_retry(action, run)
 
@@ -516,6 +526,22 @@ class HBaseStore(BufferedStore, EntryStorage):
 
     def close(self) -> None:
         self.flush()
+
+
+def _scan_page(table: Any, start: bytes, stop: bytes, columns: list[bytes], limit: int) -> list[tuple[bytes, Any]]:
+    """At most `limit` rows (cells with timestamps) from `start`: one scanner, one scannerGetList, closed.
+    happybase's scan asks once more after a short page to learn it has ended (4 round trips, not 3); a page
+    shorter than asked for is the end here (HBase fills a scannerGetList up to its count unless the scan ends)."""
+    from happybase.table import make_row
+    from Hbase_thrift import TScan
+
+    client = table.connection.client
+    scanner = client.scannerOpenWithScan(table.name, TScan(startRow=start, stopRow=stop, columns=columns,
+                                                           caching=limit), {})
+    try:
+        return [(item.row, make_row(item.columns, True)) for item in client.scannerGetList(scanner, limit)]
+    finally:
+        client.scannerClose(scanner)
 
 
 def _entry_row(e: Entry) -> bytes:

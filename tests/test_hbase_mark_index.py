@@ -97,6 +97,27 @@ def test_selection_is_answered_from_the_index(tmp_path: Path, cid: str, hb: Any)
     store.close()
 
 
+def test_has_rows_of_a_batch_stops_at_the_first_shard(tmp_path: Path, cid: str) -> None:
+    """The journal's question (does batch b1 still have rows?) reads one index entry, not one per shard: a read
+    with limit 1 merges the shards in key order and so reads the first entry of every shard."""
+    from nutch2.stores.index import SHARDS, shard_of
+    from nutch2.stores.query import Query
+
+    store = open_hbase(tmp_path, cid)
+    keys = [f"com.h{i:03d}:http/" for i in range(200)]
+    assert {shard_of(k) for k in keys} == set(range(SHARDS))
+    for k in keys:
+        put(store, k, _gnmrk_="b1")
+    store.flush()
+    store.index.entries_read = 0
+    assert store.has_rows(Query(("status",), (GEN, "b1")))
+    assert store.index.entries_read == 1
+    assert not store.has_rows(Query(("status",), (GEN, "b2")))
+    hb_rows = [p.key for p in store.scan(mark=(GEN, "b1"), fields=["status"])]
+    assert hb_rows == sorted(keys)
+    store.close()
+
+
 def test_stale_entries_dropped_only_when_stale_for_sure(tmp_path: Path, cid: str, hb: Any) -> None:
     store = open_hbase(tmp_path, cid)
     for k in ("com.a:http/", "com.b:http/", "com.d:http/"):
