@@ -66,6 +66,35 @@ def _decode(name: str, value: Any) -> Any:
     return decode_field(name, value)
 
 
+READ_KEYS = 128  # keys one SELECT asks for (small fields) ...
+READ_KEYS_LARGE = 32  # ... or with a page's content or text among them (about 1 MB a response)
+LARGE_FIELDS = frozenset({"content", "text", "prev_content"})
+IN_PRODUCT = 1024  # prefixes x keys one SELECT may name: the server looks up each key in each partition named
+
+
+def key_groups(keys: Iterable[str], most: int) -> list[tuple[list[str], list[str]]]:
+    """(prefixes, keys) of the SELECTs that read `keys`: sorted, a host's keys together, up to `most` keys and
+    IN_PRODUCT prefix-key pairs a statement."""
+    by_prefix: dict[str, list[str]] = {}
+    for key in sorted(set(keys)):
+        by_prefix.setdefault(prefix_of(key), []).append(key)
+    groups: list[tuple[list[str], list[str]]] = []
+    prefixes: list[str] = []
+    chosen: list[str] = []
+    for prefix, ks in by_prefix.items():
+        for i in range(0, len(ks), most):
+            part = ks[i:i + most]
+            n = len(chosen) + len(part)
+            if chosen and (n > most or (len(prefixes) + 1) * n > IN_PRODUCT):
+                groups.append((prefixes, chosen))
+                prefixes, chosen = [], []
+            prefixes.append(prefix)
+            chosen += part
+    if chosen:
+        groups.append((prefixes, chosen))
+    return groups
+
+
 def prefix_of(key: str) -> str:
     """The partition key: the reversed host and its ':' (a bracketed IPv6 host is kept whole)."""
     start = key.index("]") + 1 if key.startswith("[") and "]" in key else 0
@@ -242,13 +271,14 @@ class CassandraStore(BufferedStore, EntryStorage):
         return None if row is None else self._page(names, row)
 
     def _get_many(self, keys: list[str], names: tuple[str, ...]) -> dict[str, Any]:
-        """Rows by key (CQL rows: key, the names' columns...), read with bounded concurrency."""
-        cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix = ? AND key = ?"
-        results = self._many([(cql, (prefix_of(k), k)) for k in keys], write=False)
+        """Rows by key (CQL rows: key, the names' columns...): one SELECT per group of keys (key_groups: a host's
+        keys together, small hosts packed), the groups read with bounded concurrency."""
+        cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix IN ? AND key IN ?"
+        most = READ_KEYS_LARGE if LARGE_FIELDS.intersection(names) else READ_KEYS
+        results = self._many([(cql, group) for group in key_groups(keys, most)], write=False)
         rows = {}
         for res in results:
-            row = res.one() if res is not None else None
-            if row is not None:
+            for row in res or ():
                 rows[row[0]] = row
         return rows
 
