@@ -87,7 +87,7 @@ def run(backend: str, size: int, batch: int, seeds: int, solr: str | None, data:
         step("generate", generate)
 
         def fetch_read() -> None:
-            from jobs.fetch import FETCH_FIELDS
+            from nutch2.jobs.fetch import FETCH_FIELDS
 
             with open_store(conf, cid, create=False) as store:
                 query = Query(FETCH_FIELDS, (Mark.GENERATE.value, batch_id))
