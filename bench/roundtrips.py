@@ -7,7 +7,9 @@ next to sqlite's for the same batch, measured back to back in one process.
 The table is written straight into the store (bench/stores.py's rows: 1 000 hosts, `batch` due), then inject of
 `seeds` new URLs, generate, fetch's read, parse, updatedb and index (when --solr) run in this process with the
 local runner and two tasks, so that every statement is counted: requests the driver sends (a batch statement
-is one request; its statements are counted apart). Counts do not depend on the machine's load; seconds do.
+is one request; its statements are counted apart). Counts do not depend on the machine's load; seconds do. Where
+the time goes: client CPU (this process's CPU seconds), server CPU (Cassandra's JVM here, when it runs on this
+machine: other clients' work counts too) and the rest of the wall seconds, waiting.
 """
 
 from __future__ import annotations
@@ -62,11 +64,14 @@ def run(backend: str, size: int, batch: int, seeds: int, solr: str | None, data:
     defs = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
     out: dict[str, tuple] = {}
 
+    server = _server() if backend == "cassandra" else None
+
     def step(name: str, fn) -> None:  # noqa: ANN001 - a callable
         COUNTS.clear()
-        t = time.perf_counter()
+        t, cpu, srv = time.perf_counter(), time.process_time(), _cpu(server)
         fn()
-        out[name] = (time.perf_counter() - t, COUNTS["requests"], COUNTS["batched statements"])
+        out[name] = (time.perf_counter() - t, COUNTS["requests"], COUNTS["batched statements"],
+                     time.process_time() - cpu, _cpu(server) - srv)
         for k, v in COUNTS.most_common():
             if k.startswith("q "):
                 print(f"  {name}: {v} x {k[2:]}", file=sys.stderr)
@@ -110,6 +115,23 @@ def run(backend: str, size: int, batch: int, seeds: int, solr: str | None, data:
     return out
 
 
+def _server():  # noqa: ANN202 - a psutil.Process or None
+    """Cassandra's JVM on this machine (its CPU seconds are the server's share), if it runs here."""
+    import psutil
+
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info["name"] == "java" and any("CassandraDaemon" in a for a in proc.info["cmdline"] or ()):
+            return proc
+    return None
+
+
+def _cpu(proc) -> float:  # noqa: ANN001 - a psutil.Process or None
+    if proc is None:
+        return 0.0
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
 def _ok(code: int) -> None:
     if code != 0:
         raise RuntimeError(f"a step failed with exit code {code}")
@@ -129,12 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     base = results.get("sqlite")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {args.size:,}-row table, "
           f"{args.batch:,}-row batch, {args.seeds:,} seeds; local runner, 2 tasks\n")
-    print("| store | step | seconds | x sqlite | requests | statements in batches |\n|---|---|---|---|---|---|")
+    print("| store | step | seconds | x sqlite | client CPU s | server CPU s | requests | statements in batches |\n"
+          "|---|---|---|---|---|---|---|---|")
     for b, steps in results.items():
-        for name, (sec, req, batched) in steps.items():
+        for name, (sec, req, batched, cpu, srv) in steps.items():
             ratio = f"{sec / base[name][0]:.1f}" if base and b != "sqlite" else "—"
-            print(f"| {b} | {name} | {sec:.2f} | {ratio} | {req if b == 'cassandra' else '—'} | "
-                  f"{batched if b == 'cassandra' else '—'} |")
+            cass = b == "cassandra"
+            print(f"| {b} | {name} | {sec:.2f} | {ratio} | {cpu:.2f} | {f'{srv:.2f}' if cass else '—'} | "
+                  f"{req if cass else '—'} | {batched if cass else '—'} |")
     return 0
 
 

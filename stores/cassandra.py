@@ -367,9 +367,9 @@ class CassandraStore(BufferedStore, EntryStorage):
         """The bulk path: unlogged batches of one index partition (a bucket's shard) each."""
         cql = f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
         new = {(e.index, e.bucket) for e in entries} - self._buckets
+        # buckets and entries in one go: both land before the rows that make them needed are written
         self._run_all(self._batches([((b[0],), f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b, 64)
-                                     for b in sorted(new)]))
-        self._run_all(self._batches(sorted(
+                                     for b in sorted(new)]) + self._batches(sorted(
             (((e.index, e.bucket, e.shard), cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000),
               64 + len(e.key)) for e in entries), key=lambda item: item[0])))
         self._buckets |= new
@@ -513,12 +513,18 @@ class CassandraStore(BufferedStore, EntryStorage):
         does not carry it (dropped by a later selection), never a row that the index misses."""
         deletes = [(prefix_of(k), f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k), 64 + len(k))
                    for k, v in sorted(pending.items()) if v.get("__delete__")]
-        self._run_all(self._batches(deletes))  # before the writes, so a delete then put of one key ends with the put
+        new_prefixes = {p for k, v in pending.items() if any(n in FIELDS for n in v)
+                        and (p := prefix_of(k)) not in self._prefixes}
+        # deletes before the writes, so a delete then put of one key ends with the put; the new prefixes (for
+        # key-range scans) with them, before their rows
+        self._run_all(self._batches(deletes) + self._batches(
+            [(0, f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,),
+              16 + len(p)) for p in sorted(new_prefixes)]))
+        self._prefixes |= new_prefixes
         stamp = self._ts()
         self.index.write({k: {"markers": v.get("__markers__"), "fetch_time": v.get("fetch_time")}
                           for k, v in pending.items()}, stamp)
         rows: list[tuple[Any, str, tuple, int]] = []
-        new_prefixes = set()
         for key in sorted(pending):
             values = pending[key]
             names = sorted(n for n in values if n in FIELDS)
@@ -528,12 +534,7 @@ class CassandraStore(BufferedStore, EntryStorage):
                 rows.append((prefix, f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}, w) "
                              f"VALUES (?, ?, {marks}, ?)", (prefix, key, *(values[n] for n in names), stamp),
                              64 + len(key) + value_size([values[n] for n in names])))
-                if prefix not in self._prefixes:
-                    new_prefixes.add(prefix)
-        self._run_all(self._batches([(0, f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) '
-                                     "VALUES (0, ?)", (p,), 16 + len(p)) for p in sorted(new_prefixes)]))
         self._run_all(self._batches(rows))
-        self._prefixes |= new_prefixes
 
     def close(self) -> None:
         try:
