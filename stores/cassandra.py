@@ -21,8 +21,11 @@ partition key; of an indexed query, shard sets. (Tables of older versions also h
 Encoding: ints are bigint, floats double, content and signatures blob, maps map<text,text> (metadata
 map<text,blob>), protocol_status and parse_status JSON text (stores/codec.py). Writes set only dirty columns:
 one prepared INSERT per column set (CQL's INSERT writes only the columns it names, and its row marker keeps
-a row whose columns are all null alive), run with bounded concurrency (execute_concurrent). A map column is
-replaced as a whole.
+a row whose columns are all null alive). A map column is replaced as a whole.
+
+Round trips are per batch of rows, not per row (issue 41): rows, entries and deletes go sorted by partition in
+unlogged batches (BATCH_BYTES, BATCH_PARTITIONS), reads by key as one SELECT per group of keys (key_groups), all
+with bounded concurrency (execute_concurrent).
 """
 
 from __future__ import annotations
