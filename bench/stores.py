@@ -5,6 +5,8 @@ batch job of a 10 000-row batch in tables of 100 000 and 1 000 000 rows.
     python -m bench.stores [--backends sqlite,hbase,cassandra] [--rows 20000] [--runs 3] [--quick]
     python -m bench.stores --scale [--backends sqlite,postgres,hbase,cassandra] [--sizes 100000,1000000]
                                    [--batch 10000] [--solr URL]
+    python -m bench.stores --crawl [--backends sqlite,cassandra] [--hosts 20 --pages 50 --threads 16]
+                                   [--seeds 50000] [--runs 3]
 
 --scale writes each table straight into the store (rows of 1 000 hosts; `batch` of them due, the rest due in
 10 days), then runs the jobs as commands (`nutch2 generate -topN batch`, parse, updatedb, index, readdb -stats)
@@ -13,6 +15,11 @@ straight into the store, not timed). Each step is one process: its wall seconds 
 table holds --runs batches' worth of due rows: generate runs --runs times (each picks a new batch of the same
 size), every other step once per batch; a cell is the median seconds and the highest RSS. Between the writes
 and the steps the bench waits for the machine to go quiet (the service's compactions; "setup s" shows both).
+
+--crawl (issue 41) runs, per store, `nutch2 crawl` of the nginx web (bench/web.py; delay 0, -threads T, rounds
+until done, nutch2's default runner and tasks) and `nutch2 inject` of --seeds URLs of that web into an empty table,
+the stores alternating run by run; cells are median seconds with the ratio to the first store, and the FETCHED
+count the crawl ends with.
 
 Needs the servers of docker/services.sh for hbase and cassandra. Prints markdown for bench/RESULTS.md.
 """
@@ -356,6 +363,58 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
     return rows
 
 
+# ------------------------------------------------------------------ --crawl: a whole crawl and a big inject per store
+def crawl(backends: list[str], hosts: int, pages: int, threads: int, seeds: int, runs: int) -> list[str]:
+    """Markdown rows: per store, `nutch2 crawl` of the nginx web (hosts x pages, -threads T, delay 0, rounds
+    until done) and `nutch2 inject` of `seeds` URLs of that web into an empty table: median seconds, FETCHED."""
+    import re
+    import shutil
+
+    from bench.benchmarks import _defines
+    from bench.measure import run
+    from bench.web import Nginx, generate_web
+
+    web = generate_web(hosts, pages)
+    cells: dict[str, dict[str, list[float]]] = {b: {"crawl": [], "inject": []} for b in backends}
+    fetched: dict[str, set[int]] = {b: set() for b in backends}
+    with Nginx(web) as nginx:
+        tmp = Path(tempfile.mkdtemp(prefix="nutch2-bench-crawl-"))
+        (tmp / "seeds.txt").write_text("\n".join(nginx.seeds()) + "\n")
+        (tmp / "many.txt").write_text("".join(f"{nginx.url(i % hosts)}m/{i}.html\n" for i in range(seeds)))
+        try:
+            for _ in range(runs):
+                for b in backends:  # the stores alternate run by run
+                    for what, args in (("crawl", ["crawl", str(tmp / "seeds.txt"), "-rounds", "6", "-topN",
+                                                  str(web.total + 10), "-threads", str(threads)]),
+                                       ("inject", ["inject", str(tmp / "many.txt")])):
+                        cid = f"cr{uuid.uuid4().hex[:8]}"
+                        data = tmp / cid
+                        props = {"storage.data.store.class": b, "mapreduce.job.tasks": None}
+                        try:
+                            r = run([sys.executable, "-m", "nutch2", *args, "-crawlId", cid,
+                                     *_defines(data, **props)], cwd=REPO)
+                            cells[b][what].append(r.seconds)
+                            if what == "crawl":
+                                m = re.search(r"crawl: \S+: \d+ URLs: .*FETCHED=(\d+)", r.stdout)
+                                fetched[b].add(int(m.group(1)) if m else -1)
+                        finally:
+                            conf = Configuration(REPO / "conf", {"storage.data.store.class": b,
+                                                                 "storage.data.dir": str(data)})
+                            with open_store(conf, cid) as store:
+                                store.drop_schema()
+                            shutil.rmtree(data, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    base = {w: statistics.median(cells[backends[0]][w]) for w in ("crawl", "inject")}
+    rows = []
+    for b in backends:
+        c, i = statistics.median(cells[b]["crawl"]), statistics.median(cells[b]["inject"])
+        rows.append(f"| {b} | {c:.1f} s ({c / base['crawl']:.1f}x) | {','.join(map(str, sorted(fetched[b])))} | "
+                    f"{i:.1f} s ({i / base['inject']:.1f}x) |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.stores")
     ap.add_argument("--backends", default="sqlite,hbase,cassandra")
@@ -366,7 +425,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--solr", default=None, help="index into this Solr core (else index is left out)")
+    ap.add_argument("--crawl", action="store_true", help="a crawl of --hosts x --pages and an inject of --seeds")
+    ap.add_argument("--hosts", type=int, default=20)
+    ap.add_argument("--pages", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--seeds", type=int, default=50_000)
     args = ap.parse_args(argv)
+    if args.crawl:
+        backends = args.backends.split(",")
+        print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; crawl of {args.hosts} x {args.pages} "
+              f"pages on nginx, -threads {args.threads}, delay 0; inject of {args.seeds:,} URLs; median of "
+              f"{args.runs}, ratio to {backends[0]}\n")
+        print("| store | crawl | FETCHED | inject |\n|---|---|---|---|")
+        crawl(backends, args.hosts, args.pages, args.threads, args.seeds, args.runs)
+        return 0
     if args.scale:
         data = Path(tempfile.mkdtemp(prefix="nutch2-bench-"))
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a {args.batch:,}-row batch\n")

@@ -21,8 +21,11 @@ partition key; of an indexed query, shard sets. (Tables of older versions also h
 Encoding: ints are bigint, floats double, content and signatures blob, maps map<text,text> (metadata
 map<text,blob>), protocol_status and parse_status JSON text (stores/codec.py). Writes set only dirty columns:
 one prepared INSERT per column set (CQL's INSERT writes only the columns it names, and its row marker keeps
-a row whose columns are all null alive), run with bounded concurrency (execute_concurrent). A map column is
-replaced as a whole.
+a row whose columns are all null alive). A map column is replaced as a whole.
+
+Round trips are per batch of rows, not per row (issue 41): rows, entries and deletes go sorted by partition in
+unlogged batches (BATCH_BYTES, BATCH_PARTITIONS), reads by key as one SELECT per group of keys (key_groups), all
+with bounded concurrency (execute_concurrent).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
-from nutch2.stores.base import BufferedStore, with_retries
+from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.index import Entry, EntryIndex, EntryStorage, shard_groups
 from nutch2.stores.query import Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
@@ -64,6 +67,40 @@ def _decode(name: str, value: Any) -> Any:
     if FIELDS[name][0] == "map":
         return dict(value) if value else {}
     return decode_field(name, value)
+
+
+READ_KEYS = 128  # keys one SELECT asks for (small fields) ...
+READ_KEYS_LARGE = 32  # ... or with a page's content or text among them (about 1 MB a response)
+LARGE_FIELDS = frozenset({"content", "text", "prev_content"})
+IN_PRODUCT = 1024  # prefixes x keys one SELECT may name: the server looks up each key in each partition named
+# Writes go as unlogged batches of at most this many bytes (Cassandra's batch_size_warn_threshold, 5 KiB by
+# default; its fail threshold is 50 KiB) and partitions (unlogged_batch_across_partitions_warn_threshold):
+# one request instead of one per row, without the warnings a bigger batch logs on every node
+BATCH_BYTES = 5 * 1024
+BATCH_PARTITIONS = 10
+
+
+def key_groups(keys: Iterable[str], most: int) -> list[tuple[list[str], list[str]]]:
+    """(prefixes, keys) of the SELECTs that read `keys`: sorted, a host's keys together, up to `most` keys and
+    IN_PRODUCT prefix-key pairs a statement."""
+    by_prefix: dict[str, list[str]] = {}
+    for key in sorted(set(keys)):
+        by_prefix.setdefault(prefix_of(key), []).append(key)
+    groups: list[tuple[list[str], list[str]]] = []
+    prefixes: list[str] = []
+    chosen: list[str] = []
+    for prefix, ks in by_prefix.items():
+        for i in range(0, len(ks), most):
+            part = ks[i:i + most]
+            n = len(chosen) + len(part)
+            if chosen and (n > most or (len(prefixes) + 1) * n > IN_PRODUCT):
+                groups.append((prefixes, chosen))
+                prefixes, chosen = [], []
+            prefixes.append(prefix)
+            chosen += part
+    if chosen:
+        groups.append((prefixes, chosen))
+    return groups
 
 
 def prefix_of(key: str) -> str:
@@ -190,6 +227,17 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
+        sides = {f"{self.table}{side}" for side in ("_idx", "_idxbuckets", "_prefixes", "_state")}
+        try:  # every table there already (each command's tasks open the store): two reads, no DDL (~0.3 s)
+            names = {r[0] for r in self._run("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
+                                             (self.keyspace,))}
+            if {self.table, *sides} <= names and self._run(
+                    "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND "
+                    "column_name = 'w'", (self.keyspace, self.table)).one() is not None:
+                self._state_ready = True
+                return
+        except StoreError:
+            pass  # the DDL below says what is wrong
         self._run(f'CREATE KEYSPACE IF NOT EXISTS "{self.keyspace}" WITH replication = {self.replication}')
         existed = self._run("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
                             (self.keyspace, self.table)).one() is not None
@@ -242,13 +290,14 @@ class CassandraStore(BufferedStore, EntryStorage):
         return None if row is None else self._page(names, row)
 
     def _get_many(self, keys: list[str], names: tuple[str, ...]) -> dict[str, Any]:
-        """Rows by key (CQL rows: key, the names' columns...), read with bounded concurrency."""
-        cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix = ? AND key = ?"
-        results = self._many([(cql, (prefix_of(k), k)) for k in keys], write=False)
+        """Rows by key (CQL rows: key, the names' columns...): one SELECT per group of keys (key_groups: a host's
+        keys together, small hosts packed), the groups read with bounded concurrency."""
+        cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE prefix IN ? AND key IN ?"
+        most = READ_KEYS_LARGE if LARGE_FIELDS.intersection(names) else READ_KEYS
+        results = self._many([(cql, group) for group in key_groups(keys, most)], write=False)
         rows = {}
         for res in results:
-            row = res.one() if res is not None else None
-            if row is not None:
+            for row in res or ():
                 rows[row[0]] = row
         return rows
 
@@ -329,25 +378,43 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     # -------------------------------------------------------------- index entries (EntryStorage)
     def put_entries(self, entries: list[Entry], stamp: int) -> None:
-        """The bulk path: one unlogged batch per index partition (a bucket's shard) and up to 200 entries."""
+        """The bulk path: unlogged batches of one index partition (a bucket's shard) each."""
+        cql = f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        new = {(e.index, e.bucket) for e in entries} - self._buckets
+        # buckets and entries in one go: both land before the rows that make them needed are written
+        self._run_all(self._batches([((b[0],), f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b, 64)
+                                     for b in sorted(new)]) + self._batches(sorted(
+            (((e.index, e.bucket, e.shard), cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000),
+              64 + len(e.key)) for e in entries), key=lambda item: item[0])))
+        self._buckets |= new
+
+    def _batches(self, items: list[tuple[Any, str, tuple, int]]) -> list[Any]:
+        """Statements (partition, cql, params, bytes), sorted by partition, as few requests: unlogged batches of
+        at most BATCH_PARTITIONS partitions and BATCH_BYTES (a statement bigger than that goes alone)."""
         from cassandra.query import BatchStatement, BatchType
 
-        cql = self._prepare(f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) "
-                            "USING TIMESTAMP ?")
-        new = {(e.index, e.bucket) for e in entries} - self._buckets
-        self._many([(f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b) for b in new])
-        groups: dict[tuple[str, str, int], list[Entry]] = {}
-        for e in entries:
-            groups.setdefault((e.index, e.bucket, e.shard), []).append(e)
-        batches = []
-        for group in groups.values():
-            for i in range(0, len(group), 200):
-                batch = BatchStatement(batch_type=BatchType.UNLOGGED, consistency_level=self.write_cl)
-                for e in group[i:i + 200]:
-                    batch.add(cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000))
-                batches.append(batch)
-        self._run_all(batches)
-        self._buckets |= new
+        out: list[Any] = []
+        batch, parts, size, last = None, 0, 0, None
+        for part, cql, params, n in items:
+            stmt = self._prepare(cql)
+            if batch is not None and (size + n > BATCH_BYTES or (part != last and parts >= BATCH_PARTITIONS)):
+                out.append(batch)
+                batch = None
+            if batch is None:
+                if n > BATCH_BYTES:
+                    bound = stmt.bind(params)
+                    bound.consistency_level = self.write_cl
+                    out.append(bound)
+                    continue
+                batch = BatchStatement(BatchType.UNLOGGED, consistency_level=self.write_cl)
+                parts, size, last = 0, 0, None
+            batch.add(stmt, params)
+            size += n
+            if part != last:
+                parts, last = parts + 1, part
+        if batch is not None:
+            out.append(batch)
+        return out
 
     def _run_all(self, stmts: list[Any]) -> None:
         """Bound statements with at most storage.cassandra.concurrency in flight, retried as _many is."""
@@ -380,7 +447,9 @@ class CassandraStore(BufferedStore, EntryStorage):
     def drop_entries(self, stale: list[tuple[Entry, int]]) -> None:
         cql = f"DELETE FROM {self.qi} USING TIMESTAMP ? WHERE idx = ? AND bucket = ? AND shard = ? AND term = ? " \
               "AND key = ?"
-        self._many([(cql, (s * 1000, e.index, e.bucket, e.shard, e.term, e.key)) for e, s in stale])
+        self._run_all(self._batches(sorted(
+            (((e.index, e.bucket, e.shard), cql, (s * 1000, e.index, e.bucket, e.shard, e.term, e.key), 64 + len(e.key))
+             for e, s in stale), key=lambda item: item[0])))
 
     def buckets(self, index: str) -> list[str]:
         return [r[0] for r in self._run(f"SELECT bucket FROM {self.qb} WHERE idx = ?", (index,))]
@@ -458,27 +527,30 @@ class CassandraStore(BufferedStore, EntryStorage):
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
         """Deletes, then index entries, then rows: a crash part-way leaves at worst an index entry whose row
         does not carry it (dropped by a later selection), never a row that the index misses."""
-        deletes = [(f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k))
-                   for k, v in pending.items() if v.get("__delete__")]
-        self._many(deletes)  # before the writes, so a delete then put of one key ends with the put
+        deletes = [(prefix_of(k), f"DELETE FROM {self.q} WHERE prefix = ? AND key = ?", (prefix_of(k), k), 64 + len(k))
+                   for k, v in sorted(pending.items()) if v.get("__delete__")]
+        new_prefixes = {p for k, v in pending.items() if any(n in FIELDS for n in v)
+                        and (p := prefix_of(k)) not in self._prefixes}
+        # deletes before the writes, so a delete then put of one key ends with the put; the new prefixes (for
+        # key-range scans) with them, before their rows
+        self._run_all(self._batches(deletes) + self._batches(
+            [(0, f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,),
+              16 + len(p)) for p in sorted(new_prefixes)]))
+        self._prefixes |= new_prefixes
         stamp = self._ts()
         self.index.write({k: {"markers": v.get("__markers__"), "fetch_time": v.get("fetch_time")}
                           for k, v in pending.items()}, stamp)
-        rows: list[tuple[str, tuple]] = []
-        new_prefixes = set()
-        for key, values in pending.items():
+        rows: list[tuple[Any, str, tuple, int]] = []
+        for key in sorted(pending):
+            values = pending[key]
             names = sorted(n for n in values if n in FIELDS)
             prefix = prefix_of(key)
             if names:  # INSERT writes only these columns (and w), plus the row marker that keeps a row alive
                 marks = ", ".join("?" for _ in names)
-                rows.append((f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}, w) VALUES (?, ?, {marks}, ?)",
-                             (prefix, key, *(values[n] for n in names), stamp)))
-                if prefix not in self._prefixes:
-                    new_prefixes.add(prefix)
-        self._many([(f'INSERT INTO "{self.keyspace}"."{self.table}_prefixes" (bucket, prefix) VALUES (0, ?)', (p,))
-                    for p in new_prefixes])
-        self._many(rows)
-        self._prefixes |= new_prefixes
+                rows.append((prefix, f"INSERT INTO {self.q} (prefix, key, {', '.join(names)}, w) "
+                             f"VALUES (?, ?, {marks}, ?)", (prefix, key, *(values[n] for n in names), stamp),
+                             64 + len(key) + value_size([values[n] for n in names])))
+        self._run_all(self._batches(rows))
 
     def close(self) -> None:
         try:

@@ -54,3 +54,28 @@ def test_job_rss_probe_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--hosts", "3", "--pages", "10", "--threads", "2"]) == 0
     out = capsys.readouterr().out
     assert "| fetch1 |" in out and "| updatedb1 |" in out and "peak RSS" in out
+
+
+@pytest.mark.timeout(600)
+def test_crawl_and_roundtrips_benchmarks_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench.stores --crawl (a tiny web, a small inject) and bench.roundtrips on sqlite and the service stores
+    (Cassandra's requests counted)."""
+    from bench import deps
+
+    deps.ensure(need_scrapy=False, need_wrk=False)  # psutil
+    from bench.roundtrips import main as roundtrips
+    from bench.stores import main
+
+    backends = ["sqlite"] + [b for b in SERVICE_STORES if b == "cassandra"]
+    assert main(["--crawl", "--backends", ",".join(backends), "--hosts", "2", "--pages", "5", "--seeds", "50",
+                 "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    for b in backends:
+        row = next(line for line in out.splitlines() if line.startswith(f"| {b} |"))
+        assert row.split("|")[3].strip() == "10", row  # FETCHED: every page of the 2 x 5 web
+    assert roundtrips(["--backends", ",".join(backends), "--size", "300", "--batch", "30", "--seeds", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "| sqlite | updatedb |" in out
+    if "cassandra" in backends:
+        row = next(line for line in out.splitlines() if line.startswith("| cassandra | updatedb |"))
+        assert int(row.split("|")[7]) > 0, row  # requests counted

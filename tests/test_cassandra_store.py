@@ -78,3 +78,50 @@ def test_unreachable_cassandra_fails_fast(tmp_path: Path, capsys: pytest.Capture
              "-D", "storage.cassandra.port=9", "-D", f"storage.data.dir={tmp_path}")
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "docker/services.sh start cassandra" in err[0]
+
+
+def test_key_groups_cover_each_key_once_within_bounds() -> None:
+    from nutch2.stores.cassandra import IN_PRODUCT, key_groups, prefix_of
+
+    keys = [f"com.h{h:03d}:http/p{i}" for h in range(300) for i in range(h % 7)] + ["com.big:http/x"] * 3 + \
+        [f"com.big:http/{i:04d}" for i in range(500)]
+    groups = key_groups(keys, 128)
+    seen = [k for _, ks in groups for k in ks]
+    assert sorted(seen) == sorted(set(keys))
+    for prefixes, ks in groups:
+        assert len(ks) <= 128 and len(prefixes) * len(ks) <= IN_PRODUCT
+        assert {prefix_of(k) for k in ks} == set(prefixes)
+    assert len(groups) < len(set(keys)) / 20  # hosts packed together, a big host in a few
+
+
+def test_requests_per_batch_not_per_row(session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes, reads by key and a batch's selection cost requests per batch of rows, not per row (issue 41);
+    a row bigger than a batch may hold goes alone and is written whole."""
+    conf = make_conf(tmp_path, "cassandra")
+    cid = "c" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+    requests = []
+    make = store.session._create_response_future
+    monkeypatch.setattr(store.session, "_create_response_future",
+                        lambda query, *a, **kw: requests.append(query) or make(query, *a, **kw))
+    try:
+        keys = [f"com.host{i % 30:02d}:http/page/{i:04d}" for i in range(300)]
+        for key in keys:
+            page = WebPage(key, status=1, title=f"t {key}", fetch_time=1_700_000_000_000, markers={"dist": "1"})
+            Mark.GENERATE.put(page, "b1")
+            store.put(key, page)
+        big = WebPage("com.big:http/", status=2, content=os.urandom(80_000))
+        store.put(big.key, big)
+        store.flush()
+        assert 0 < len(requests) < 100, len(requests)
+        requests.clear()
+        rows = store.get_many([*keys, "com.none:http/x"], ["title"])
+        assert sorted(rows) == sorted(keys) and rows[keys[7]].title == f"t {keys[7]}"
+        assert len(requests) < 10, len(requests)
+        requests.clear()
+        assert sorted(p.key for p in store.scan(fields=["status"], mark=(Mark.GENERATE.value, "b1"))) == sorted(keys)
+        assert len(requests) < 60, len(requests)
+        assert store.get(big.key, ["content"]).content == big.content
+    finally:
+        store.drop_schema()
+        store.close()
