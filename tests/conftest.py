@@ -185,3 +185,22 @@ def require_chromium() -> str:
 def tika_up() -> str:
     """The real Tika server, as require_tika() finds it."""
     return require_tika()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder for a browser test's screenshots (its path printed, to look at them)."""
+    path = tmp_path_factory.mktemp("screenshots")
+    print(f"\nscreenshots: {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    """Debian's chromium through its chromedriver (selenium), one per test module."""
+    from tests.searchapp import chrome
+
+    driver = chrome(tmp_path_factory.mktemp("chromium-profile"))
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

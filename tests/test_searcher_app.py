@@ -21,7 +21,7 @@ from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.proxy import Proxy
-from tests.searchapp import SOLR, SearchServer, chrome, require_solr, wipe_solr
+from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import (
     SCRIPT_RAN,
     SCRIPT_STATUS,
@@ -83,21 +83,6 @@ def _now() -> str:
 def server(crawl: Crawl):
     with SearchServer(["-crawlId", CRAWL, "-solr", SOLR, *crawl.defines], crawl.tmp / "server.log") as s:
         yield s
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("screenshots")
-    print(f"\nscreenshots: {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory):
-    driver = chrome(tmp_path_factory.mktemp("chromium-profile"))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def api(server: SearchServer, path: str, **params: object) -> requests.Response:

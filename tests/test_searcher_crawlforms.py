@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from tests.crawlutil import defines
-from tests.searchapp import SOLR, SearchServer, chrome, require_solr, wipe_solr
+from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -53,21 +53,6 @@ def server(tmp: Path):
             *defines(tmp, "sqlite"), "-D", "searcher.form.max=200000"]
     with SearchServer(args, tmp / "server.log") as s:
         yield s
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("screenshots")
-    print(f"\nscreenshots: {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory):
-    driver = chrome(tmp_path_factory.mktemp("chromium-profile"))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 AUTH = (USER, PASSWORD)

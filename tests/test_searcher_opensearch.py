@@ -385,13 +385,6 @@ def test_the_search_command_over_opensearch(crawl: Crawl, web: TestWeb, capsys: 
 # ------------------------------------------------------------------------------------------- a browser
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("screenshots")
-    print(f"\nscreenshots: {path}")
-    return path
-
-
 def test_browser_search_over_opensearch(os_server: SearchServer, web: TestWeb, shots: Path,
                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     from selenium.webdriver.common.by import By
