@@ -2,8 +2,8 @@
 
     python -m bench.scrapy_spider --seeds FILE --port PORT --threads T --out stats.json
 
-Robots obeyed, no delay, CONCURRENT_REQUESTS = CONCURRENT_REQUESTS_PER_DOMAIN = T, links followed only to the
-web's hosts (127.77.x.y:PORT). Each page is parsed like nutch2 parses it: title, text and outlinks.
+Robots obeyed, no delay, CONCURRENT_REQUESTS = T and one request at a time per host (CONCURRENT_REQUESTS_PER_DOMAIN
+= 1, as nutch2's fetcher.threads.per.queue=1), links followed only to the web's hosts (127.77.x.y:PORT). Each page is parsed like nutch2 parses it: title, text and outlinks.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main() -> None:
         "ROBOTSTXT_OBEY": True,
         "DOWNLOAD_DELAY": 0,
         "CONCURRENT_REQUESTS": args.threads,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": args.threads,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,  # equal politeness: one request per host
         "CONCURRENT_ITEMS": 100,
         "USER_AGENT": "bench",
         "LOG_LEVEL": "WARNING",
