@@ -3,7 +3,8 @@
     python -m bench.scrapy_spider --seeds FILE --port PORT --threads T --out stats.json
 
 Robots obeyed, no delay, CONCURRENT_REQUESTS = T and one request at a time per host (CONCURRENT_REQUESTS_PER_DOMAIN
-= 1, as nutch2's fetcher.threads.per.queue=1), links followed only to the web's hosts (127.77.x.y:PORT). Each page is parsed like nutch2 parses it: title, text and outlinks.
+= 1, as nutch2's fetcher.threads.per.queue=1), links followed only to the web's hosts (127.77.x.y:PORT). Each
+page is parsed like nutch2 parses it: title, text and outlinks.
 """
 
 from __future__ import annotations
