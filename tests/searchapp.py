@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,30 @@ from tests.conftest import require_solr  # noqa: F401 - the searcher tests take 
 CHROMIUM = os.environ.get("NUTCH2_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("NUTCH2_CHROMEDRIVER", "/usr/bin/chromedriver")
 _LISTENING = re.compile(r"^server: crawl \S+ at (https?://\S+/) ", re.M)
+
+
+@contextmanager
+def serving(app) -> Iterator[str]:
+    """An ASGI app served by uvicorn in a thread on a free loopback port: yields its base URL, stops it after."""
+    import threading
+
+    import uvicorn
+
+    from nutch2.searcher.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 def wipe_solr(crawl_id: str) -> None:

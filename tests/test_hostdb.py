@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -21,6 +19,7 @@ from tests.conftest import DURABLE_STORES, JOB_BACKENDS
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.helpers import KILLED, nutch2
 from tests.hostile_server import refused_url
+from tests.searchapp import serving
 from tests.testweb import TestWeb
 
 NUTCH_FIELD = {CrawlStatus.INJECTED: "unfetched", CrawlStatus.UNFETCHED: "unfetched", CrawlStatus.RETRY: "unfetched",
@@ -180,12 +179,9 @@ def test_bad_expressions_are_one_line_errors(tmp_path: Path) -> None:
 def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:
     """/hosts on a real app served by uvicorn: the host table's counts, sorted and filtered, escaped; a bad
     expression or sort is one message and a 400."""
-    import uvicorn
-
     from nutch2.index.solr import SolrClient
     from nutch2.searcher.app import create_app
     from nutch2.searcher.search import SolrBackend
-    from nutch2.searcher.server import bind
 
     crawl_id = "pages"
     d = [*defines(tmp_path, "sqlite"), "-crawlId", crawl_id]
@@ -194,16 +190,8 @@ def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:
     assert cli("updatehostdb", *d) == 0
     solr = SolrBackend(SolrClient("http://127.0.0.1:9/solr/none", 5))  # the page asks no index
     app = create_app(conf_for(tmp_path, "sqlite"), crawl_id, solr)
-    sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/hosts"
-    try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
-            time.sleep(0.05)
+    with serving(app) as base:
+        url = f"{base}/hosts"
         page = requests.get(url, timeout=30)
         assert page.status_code == 200 and "<script" not in page.text
         order = [page.text.index(f"<tr><th>h{h}.example</th><td>{h + 1}</td><td>{h + 1}</td>") for h in range(3)]
@@ -215,6 +203,3 @@ def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:
         for params in ({"expr": "__import__('os')"}, {"sort": "<x>"}):
             bad = requests.get(url, params=params, timeout=30)
             assert bad.status_code == 400 and bad.text.count('role="alert"') == 1 and "<x>" not in bad.text
-    finally:
-        server.should_exit = True
-        thread.join(30)

@@ -20,7 +20,7 @@ import requests
 from nutch2.index.solr import SolrClient
 from nutch2.urls.tableutil import reverse_url
 from tests.crawlutil import cli, conf_for, defines, rows
-from tests.searchapp import SOLR, SearchServer, require_solr
+from tests.searchapp import SOLR, SearchServer, require_solr, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 CRAWL = "hostile"
@@ -435,41 +435,28 @@ class StandardParser(SolrClient):
 def test_a_query_solr_rejects_is_one_message_a_400_and_names_no_url(crawl: list[str], tmp: Path) -> None:
     import logging
 
-    import uvicorn
-
     from nutch2.searcher.app import create_app
     from nutch2.searcher.search import SolrBackend
-    from nutch2.searcher.server import bind
 
     records: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
     logging.getLogger("nutch2.searcher").addHandler(handler)
     app = create_app(conf_for(tmp, "sqlite"), CRAWL, SolrBackend(StandardParser(SOLR, 30)))
-    sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "the app did not start"
-            time.sleep(0.05)
-        assert requests.get(f"{url}/api/search", params={"q": MINE}, timeout=30).json()["numFound"] == 1
-        r = requests.get(f"{url}/api/search", params={"q": "title:("}, timeout=30)
-        assert r.status_code == 400 and list(r.json()) == ["error"], r.text
-        assert r.json()["error"].startswith("Solr could not run this query: Cannot parse 'title:(':"), r.text
-        page = requests.get(f"{url}/search", params={"q": "title:("}, timeout=30)
-        assert page.status_code == 400 and page.text.count('role="alert"') == 1
-        assert "Solr could not run this query" in page.text and 'value="title:("' in page.text
-        for text in (r.text, page.text):
-            assert "8983" not in text and "http://" not in text and "/solr" not in text and "Traceback" not in text
-        assert any(m.startswith(f"Solr at {SOLR} rejected the request") for m in records)  # the operator's log
+        with serving(app) as url:
+            assert requests.get(f"{url}/api/search", params={"q": MINE}, timeout=30).json()["numFound"] == 1
+            r = requests.get(f"{url}/api/search", params={"q": "title:("}, timeout=30)
+            assert r.status_code == 400 and list(r.json()) == ["error"], r.text
+            assert r.json()["error"].startswith("Solr could not run this query: Cannot parse 'title:(':"), r.text
+            page = requests.get(f"{url}/search", params={"q": "title:("}, timeout=30)
+            assert page.status_code == 400 and page.text.count('role="alert"') == 1
+            assert "Solr could not run this query" in page.text and 'value="title:("' in page.text
+            for text in (r.text, page.text):
+                assert "8983" not in text and "http://" not in text and "/solr" not in text and "Traceback" not in text
+            assert any(m.startswith(f"Solr at {SOLR} rejected the request") for m in records)  # the operator's log
     finally:
         logging.getLogger("nutch2.searcher").removeHandler(handler)
-        server.should_exit = True
-        thread.join(30)
 
 
 class Listener:
