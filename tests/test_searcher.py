@@ -13,6 +13,7 @@ import pytest
 
 from nutch2.errors import ConfigError
 from nutch2.fetch.headers import header_block_problem, stored_headers
+from nutch2.index.query import snippet_of
 from nutch2.marks import Mark
 from nutch2.plugins.index_basic.filter import site_values
 from nutch2.searcher import auth
@@ -40,6 +41,17 @@ from nutch2.stores.memory import MemoryStore
 from nutch2.webpage import WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli
+
+
+def test_the_snippet_is_the_main_contents_when_it_shows_a_matched_word() -> None:
+    article, full = ["the <em>crawler</em> article"], ["menu <em>crawler</em> article"]
+    assert snippet_of({"main_content": article, "content": full}) == article[0]
+    assert snippet_of({"content": full}) == full[0]  # a page without main content
+    # the word only in the menu: main_content's fragment is a summary without it, the full text shows why it matched
+    menu = ["<em>login</em> menu"]
+    assert snippet_of({"main_content": ["the article starts"], "content": menu}) == menu[0]
+    assert snippet_of({"main_content": ["the article"], "content": ["menu"]}) == "the article"  # no match: a summary
+    assert snippet_of({}) == ""
 
 
 def test_snippet_keeps_only_our_marks() -> None:

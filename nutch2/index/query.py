@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -17,8 +18,19 @@ PHRASE_FIELDS: dict[str, float] = {"title": 20, "anchor": 8, "content": 4}
 # the fields a query may name; anything else before a ':' is a word
 USER_FIELDS = ("title", "content", "anchor", "text", "url", "type", "lang")
 
+MAIN_CONTENT = "main_content"  # parse-boilerplate's field: a page's article without its menus, ads and footer
+SNIPPET_FIELDS = (MAIN_CONTENT, "content")  # where a hit's snippet comes from, the first that has one
+
 _TOKEN = re.compile(r'(-?)(?:([A-Za-z_][\w.]*):)?("[^"]*"|\S+)')
 _OPERATORS = ("AND", "&&", "OR", "||", "NOT")
+
+
+def snippet_of(highlights: Mapping[str, list[str]]) -> str:
+    """A hit's snippet from the highlighter's fragments per field (Solr's and OpenSearch's, `<em>` around matches):
+    the main content's (parse-boilerplate) when it shows a matched word, so that no menu, ad or footer shows, else the
+    full text's when that does, else the first summary there is."""
+    fragments = [highlights[f][0] for f in SNIPPET_FIELDS if highlights.get(f)]
+    return next((f for f in fragments if "<em>" in f), fragments[0] if fragments else "")
 
 
 def weighted(fields: dict[str, float]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from markupsafe import Markup, escape
 
 from nutch2.index.opensearch import OpenSearchQueryError, OpenSearchUnavailable
-from nutch2.index.query import PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, weighted
+from nutch2.index.query import MAIN_CONTENT, PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, snippet_of, weighted
 from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, crawl_counts, crawl_filter, row_key_of
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.urls.tableutil import unreverse_url
@@ -25,7 +25,6 @@ MAX_QUERY = 1000
 MAX_FILTERS = 10  # host: and site: terms in one query
 FACET_HOSTS = 20
 HIT_FIELDS = "id,url,title,host,tstamp,fetched,boost,contentLength,type,cache"
-MAIN_CONTENT = "main_content"  # parse-boilerplate's field: a page's article without its menus, ads and footer
 _EM = re.compile(r"(</?em>)")
 # host:NAME and site:NAME in the query box; names are letters, digits, '.', '-', '_' (and ':' for an IPv6 address)
 _FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
@@ -197,12 +196,6 @@ class SearchResult:
                 "qtimeMs": self.qtime_ms, "elapsedMs": round(self.elapsed_ms, 1),
                 "hits": [h.to_json() for h in self.hits],
                 "facets": {"host": [{"value": v, "count": n} for v, n in self.hosts]}}
-
-
-def snippet_of(highlights: Mapping[str, list[str]]) -> str:
-    """A hit's snippet from the highlighter's fragments per field: its main content's when the page has one
-    (parse-boilerplate), so that no menu, ad or footer shows, else its full text's."""
-    return (highlights.get(MAIN_CONTENT) or highlights.get("content") or [""])[0]
 
 
 def snippet_markup(snippet: str) -> Markup:

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from nutch2.index.query import MAIN_CONTENT, snippet_of
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.index import solr_client, solr_opt
@@ -71,12 +72,11 @@ class Search(Tool[SearchArgs]):
         res = solr.search(a.query, **{"rows": a.rows, "fq": crawl_filter(self.crawl_id), "fl": "id,url,title,boost",
                                       "hl": "true",
                                       # main_content as a glob: a core of an older configset lacks it
-                                      "hl.fl": "main_content*,content,title", "hl.snippets": 1, "hl.fragsize": 160})
+                                      "hl.fl": f"{MAIN_CONTENT}*,content,title", "hl.snippets": 1, "hl.fragsize": 160})
         hits = []
         for doc in res.docs:
             hl = res.highlighting.get(doc["id"], {})
-            hits.append(Found(doc.get("title") or "", doc["url"],
-                              (hl.get("main_content") or hl.get("content") or hl.get("title") or [""])[0]))
+            hits.append(Found(doc.get("title") or "", doc["url"], snippet_of(hl) or (hl.get("title") or [""])[0]))
         return int(res.hits), hits, lambda: crawl_counts(solr, SHOWN_CRAWLS + 1), "the core"
 
     def opensearch(self, a: SearchArgs) -> tuple[int, list[Found], Any, str]:
@@ -91,14 +91,14 @@ class Search(Tool[SearchArgs]):
                                "filter": [{"term": {"crawlId": solr_crawl_id(self.crawl_id)}}]}},
             "size": a.rows, "_source": ["id", "url", "title"], "track_total_hits": True,
             "highlight": {"pre_tags": ["<em>"], "post_tags": ["</em>"], "max_analyzer_offset": 51_200,
-                          "fields": {"main_content": {"fragment_size": 160, "number_of_fragments": 1},
+                          "fields": {MAIN_CONTENT: {"fragment_size": 160, "number_of_fragments": 1},
                                      "content": {"fragment_size": 160, "number_of_fragments": 1},
                                      "title": {"number_of_fragments": 0}}}})
         hits = []
         for h in res["hits"]["hits"]:
             doc, hl = h.get("_source") or {}, h.get("highlight", {})
             hits.append(Found(doc.get("title") or "", doc.get("url", ""),
-                              (hl.get("main_content") or hl.get("content") or hl.get("title") or [""])[0]))
+                              snippet_of(hl) or (hl.get("title") or [""])[0]))
         total = int(res["hits"]["total"]["value"])
         return total, hits, lambda: client.crawl_counts(SHOWN_CRAWLS + 1), "the index"
 
