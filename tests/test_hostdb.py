@@ -159,8 +159,12 @@ def test_expressions_are_evaluated_safely() -> None:
         with pytest.raises(ConfigError) as e:
             HostExpr(bad, EXPR_NAMES, "generate.hostdb.skip.expr")
         assert cause in str(e.value) and "\n" not in str(e.value), (bad, str(e.value))
-    with pytest.raises(ConfigError, match="gives True, not a number"):
+    with pytest.raises(ConfigError, match="gives True, not a finite number"):
         HostExpr("fetched > 1", EXPR_NAMES, "x").number(values)
+    with pytest.raises(ConfigError, match="gives inf, not a finite number"):  # a cap int() cannot take
+        HostExpr("1e999", EXPR_NAMES, "x").number(values)
+    with pytest.raises(ConfigError, match="arithmetic on str and int"):  # a string of gigabytes, from a URL's ?expr=
+        HostExpr("host * 1000000000", EXPR_NAMES, "x").holds(values)
 
 
 def test_bad_expressions_are_one_line_errors(tmp_path: Path) -> None:

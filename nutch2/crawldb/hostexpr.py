@@ -9,6 +9,7 @@ accepted too. Nothing else runs (no calls, attributes, subscripts): an expressio
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -66,8 +67,8 @@ class HostExpr:
 
     def number(self, values: Mapping[str, Any]) -> float:
         value = self.evaluate(values)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._error(f"it gives {value!r}, not a number")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self._error(f"it gives {value!r}, not a finite number")
         return value
 
 
@@ -86,8 +87,11 @@ def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
         return any(_eval(v, values) for v in node.values)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, values))
-    if isinstance(node, ast.BinOp):
-        return _BIN[type(node.op)](_eval(node.left, values), _eval(node.right, values))
+    if isinstance(node, ast.BinOp):  # numbers only: 'host * 10**9' would build a string of gigabytes
+        left, right = _eval(node.left, values), _eval(node.right, values)
+        if not (isinstance(left, int | float) and isinstance(right, int | float)):
+            raise TypeError(f"arithmetic on {type(left).__name__} and {type(right).__name__}, not numbers")
+        return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, values)
         for op, comp in zip(node.ops, node.comparators, strict=True):
