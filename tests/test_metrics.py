@@ -215,3 +215,23 @@ def test_fetch_serves_its_metrics_on_loopback_while_it_runs(tmp_path: Path) -> N
     with pytest.raises(requests.ConnectionError):  # the command ended: so did its endpoint
         requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
     assert nutch2("fetch", "-all", "-crawlId", "live", "-metricsPort", "70000", *d).returncode == 2
+
+
+def test_a_bad_metrics_file_or_port_is_one_line_and_leaves_nothing_listening(tmp_path: Path) -> None:
+    from nutch2.config import Configuration
+    from nutch2.errors import NutchError
+    from nutch2.tools.metrics import exported
+
+    conf = Configuration()
+    with socket.socket() as probe:  # a port nothing listens on, then taken by this test
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(NutchError, match=r"-metricsFile .*: cannot write it \(Is a directory\)"):
+        with exported(conf, list, port, tmp_path):  # a folder where the file should be
+            pass
+    with socket.socket() as again:  # the port was never opened: it binds
+        again.bind(("127.0.0.1", port))
+        again.listen()
+        with pytest.raises(NutchError, match=rf"-metricsPort {port}: cannot listen"):
+            with exported(conf, list, port, None):
+                pass

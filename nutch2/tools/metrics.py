@@ -217,6 +217,12 @@ def exported(conf: Configuration, jobs: Callable[[], list[Counters]], port: int 
         raise ConfigError(f"metrics.textfile.interval={interval:g} must be > 0 (seconds between writes)")
     if path is not None and not path.parent.is_dir():
         raise ConfigError(f"-metricsFile {path}: its folder does not exist; create it or give another path")
+    if path is not None:
+        try:  # the first write before anything listens: a folder or an unwritable path is one line, nothing left open
+            write_to_textfile(str(path), reg)
+        except OSError as e:
+            raise NutchError(f"-metricsFile {path}: cannot write it ({e.strerror}); give a file in a folder you may "
+                             "write to") from None
     server = None
     if port is not None:
         try:
@@ -228,8 +234,6 @@ def exported(conf: Configuration, jobs: Callable[[], list[Counters]], port: int 
     done = threading.Event()
     writer = None
     if path is not None:
-        write_to_textfile(str(path), reg)
-
         def write() -> None:
             while not done.wait(interval):
                 try:
