@@ -147,12 +147,16 @@ def test_stop_file_stops_its_crawl_once(web: TestWeb, tmp_path: Path, capsys: py
     assert cli(*args, "-crawlId", "st", *d) == 0 and web.requests()
 
 
-def test_crawl_without_seeds_crawls_the_table(web: TestWeb, tmp_path: Path) -> None:
+def test_crawl_without_seeds_crawls_the_table(web: TestWeb, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`crawl -rounds 1` with no seed file: the rows injected before are generated and fetched (what the
-    dashboard's Start-a-crawl form runs after its Inject form); an empty table is a crawl with nothing due."""
+    dashboard's Start-a-crawl form runs after its Inject form); with no crawl db (a mistyped -crawlId, seeds
+    forgotten) it is one error line and a non-zero exit, and no table is made."""
     d = defines(tmp_path, "sqlite")
-    assert cli("crawl", "-crawlId", "noseeds_empty", "-rounds", "1", *d) == 0
-    assert rows(conf_for(tmp_path, "sqlite"), "noseeds_empty") == {}
+    assert cli("crawl", "-crawlId", "noseeds_typo", "-rounds", "1", *d) != 0
+    err = capsys.readouterr().err
+    assert "no crawl db at" in err and "run `nutch2 inject` first" in err and "Traceback" not in err, err
+    assert not list(tmp_path.rglob("noseeds_typo*"))
     assert cli("inject", seed_file(tmp_path, web.page_url(1, 1)), "-crawlId", "noseeds", *d) == 0
     assert cli("crawl", "-crawlId", "noseeds", "-rounds", "1", *d) == 0
     page = rows(conf_for(tmp_path, "sqlite"), "noseeds")[reverse_url(web.page_url(1, 1))]

@@ -105,7 +105,9 @@ class Crawl(Tool[CrawlArgs]):
         self.solr_url = solr_client(self.conf, a.solr).url if a.solr or a.index else None  # Solr must answer
         if a.opensearch:  # and OpenSearch, before round 1
             index_writers(self.conf, self.solr_url)
-        with open_store(self.conf, self.crawl_id):  # and the store (created here, as inject would)
+        seeded = a.seeds is not None or bool(a.seedUrls)
+        # and the store: created here as inject would, or, without seeds, the crawl db they went into before
+        with open_store(self.conf, self.crawl_id, create=seeded):
             pass
         self.limit_reached = threading.Event()
         timer = None
