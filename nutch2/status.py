@@ -104,3 +104,13 @@ def http_to_protocol_status(http_code: int) -> ProtocolStatusCode:
     if http_code == 404:
         return ProtocolStatusCode.NOTFOUND
     return ProtocolStatusCode.EXCEPTION
+
+
+# the protocol status message of a fetch whose host name did not resolve (protocol-http's reason for it): the
+# fetcher counts these URLs as dns_failures, the host table as dnsFailures, apart from connection failures
+DNS_FAILURE = "unknown host"
+
+
+def is_dns_failure(reason: str) -> bool:
+    """Is a protocol status message (or robots.txt's unreachable reason) a DNS failure?"""
+    return reason.startswith(DNS_FAILURE)

@@ -19,10 +19,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from nutch2.status import CrawlStatus, ProtocolStatusCode
+from nutch2.status import CrawlStatus, ProtocolStatusCode, is_dns_failure
 from nutch2.stores.base import DataStore
 from nutch2.urls.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
+
+_FETCHER_ERROR = "fetcher error:"  # the fetcher's own failure on a URL (nutch2/fetch/fetcher.py), not the host's
 
 PREFIX = "hostdb/"  # the state records' names: hostdb/<host>
 ROW_FIELDS = ("status", "score", "protocol_status")  # what updatehostdb reads of a row
@@ -65,10 +67,10 @@ class HostDatum:
         ps = page.protocol_status
         if ps is not None and ps.code == ProtocolStatusCode.EXCEPTION:
             reason = ps.args[0] if ps.args else ""
-            if reason.startswith("unknown host"):  # nutch2/fetch/dns.py's DNS_FAILURE
+            if is_dns_failure(reason):
                 self.dnsFailures += 1
-            elif not reason.isdigit():  # not an HTTP status (a 5xx is an answer)
-                self.connectionFailures += 1
+            elif not reason[:3].isdigit() and not reason.startswith(_FETCHER_ERROR):  # the server did not answer
+                self.connectionFailures += 1  # (a 5xx, "301 redirect without Location": answers)
         self.numFailures = self.dnsFailures + self.connectionFailures
         s = float(page.score)
         self.scoreMin = s if not self.numRecords else min(self.scoreMin, s)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.status import DNS_FAILURE, is_dns_failure
 
 if TYPE_CHECKING:  # dnspython (~11 MB) is imported only by a task that asks a DNS server
     from nutch2.fetch.dnsservers import DnsServers
@@ -49,18 +50,10 @@ log = logging.getLogger(__name__)
 
 # one answer of socket.getaddrinfo: (family, type, proto, canonname, sockaddr)
 AddrInfo = tuple[Any, Any, int, str, Any]
-# the protocol status message of a fetch whose host name did not resolve (protocol-http's reason for it): the
-# fetcher counts these URLs as dns_failures, apart from connection failures
-DNS_FAILURE = "unknown host"
 HOSTS_FILE = Path("/etc/hosts")
 _SWEEP_EVERY = 4096  # answers added between two sweeps of the expired ones
 _DOWN_SECONDS = 30.0  # after a timeout or an unreachable server: the seconds every name goes to socket.getaddrinfo
 _SYSTEM_SUFFIXES = (".localhost", ".local")  # RFC 6761's loopback names and mDNS: the system resolves them
-
-
-def is_dns_failure(reason: str) -> bool:
-    """Is a protocol status message (or robots.txt's unreachable reason) a DNS failure?"""
-    return reason.startswith(DNS_FAILURE)
 
 
 def parse_servers(value: str, key: str = "fetcher.dns.servers") -> list[tuple[str, int]]:
