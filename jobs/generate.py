@@ -76,7 +76,9 @@ class GeneratorJob(Job):
 
     def reduce_setup(self, ctx: TaskContext) -> None:
         if self.count_expr is not None and ctx.step == 0:
-            self.caps = {h: int(self.count_expr.number(d.values(h))) for h, d in host_table(ctx.store).items()}
+            # keyed as the reduce counts (count_key: lower case, an IPv6 address without its brackets)
+            self.caps = {self.count_key(f"http://{h}/"): int(self.count_expr.number(d.values(h)))
+                         for h, d in host_table(ctx.store).items()}
 
     def query(self) -> Query:
         """The due rows only, from the store's due index (its cost follows what is due, not the table);

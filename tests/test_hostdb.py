@@ -116,12 +116,13 @@ def test_generate_caps_each_host_by_the_max_count_expression(tmp_path: Path, bac
     d = [*defines(tmp_path, backend), "-crawlId", crawl_id]
     big = [f"http://big.example/p{i}" for i in range(6)]
     small = [f"http://small.example/p{i}" for i in range(3)]
-    assert cli("inject", seed_file(tmp_path, *big, *small), *d) == 0
+    v6 = [f"http://[2001:db8::1]/p{i}" for i in range(5)]  # its key's host is "[2001:db8::1]", its URL's without []
+    assert cli("inject", seed_file(tmp_path, *big, *small, *v6), *d) == 0
     _out(capsys, "updatehostdb", *d)
     batch = _out(capsys, "generate", "-D", "generate.max.count.expr=2 if numRecords > 3 else -1", *d)[-1]
     got = Counter(host_of_key(k) for k, p in rows(conf_for(tmp_path, backend), crawl_id).items()
                   if p.markers.get("_gnmrk_") == batch)
-    assert got == {"big.example": 2, "small.example": 3}
+    assert got == {"big.example": 2, "small.example": 3, "[2001:db8::1]": 2}
 
 
 @pytest.mark.parametrize("backend", DURABLE_STORES)
