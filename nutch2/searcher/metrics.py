@@ -59,6 +59,8 @@ class SearcherMetrics:
             if info.id in self._accounted:
                 return
             self.ended.add(info.run.jobs())
+            known = {j.id for j in self.jobs.all()} if self.jobs else set()
+            self._accounted &= known  # the ids of jobs the manager has forgotten: a server's life of them no more
             self._accounted.add(info.id)
             self._api[(info.type, state)] = self._api.get((info.type, state), 0) + 1
             self._api_seconds[info.type] = self._api_seconds.get(info.type, 0.0) + time.time() - info.started
