@@ -14,8 +14,8 @@ import json
 import logging
 import threading
 import time
-from urllib.parse import urlsplit
 
+from nutch2.fetch.robots import origin_key
 from nutch2.stores.base import DataStore
 
 __all__ = ["RENDER_STATE", "RenderHosts", "host_key"]
@@ -26,15 +26,11 @@ RENDER_STATE = "render/"  # state records: render/<scheme>://<host>:<port>
 _FORMAT = 1
 
 
-def host_key(url: str) -> str:
-    """The record name of the URL's host: render/<scheme>://<host>:<port>."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or (443 if scheme == "https" else 80)
-    except ValueError:
-        port = 0
-    return f"{RENDER_STATE}{scheme}://{(parts.hostname or '').lower()}:{port}"
+def host_key(url: str) -> str | None:
+    """The record name of the URL's host: render/<scheme>://<host>:<port> (robots.txt's origin of it); None for
+    a URL without a usable host."""
+    key = origin_key(url)
+    return None if key is None else f"{RENDER_STATE}{key[0]}://{key[1]}:{key[2]}"
 
 
 class RenderHosts:
@@ -48,6 +44,8 @@ class RenderHosts:
     def known(self, url: str) -> bool:
         """Whether the URL's host is rendered from now on."""
         name = host_key(url)
+        if name is None:
+            return False
         with self._lock:
             if name in self._known:
                 return self._known[name]
@@ -65,6 +63,8 @@ class RenderHosts:
     def remember(self, url: str, reason: str) -> bool:
         """Record that the URL's host needs rendering (why: `reason`); True when it was not known before."""
         name = host_key(url)
+        if name is None:
+            return False
         with self._lock:
             if self._known.get(name):
                 return False

@@ -192,7 +192,7 @@ def robot_agent_name(agents: str) -> str:
     return names[0] if names else ""
 
 
-def _host_key(url: str) -> tuple[str, str, int] | None:
+def origin_key(url: str) -> tuple[str, str, int] | None:
     """(scheme, host, port) for a URL, or None when it has no usable host."""
     try:
         parts = urlsplit(url)
@@ -305,7 +305,7 @@ class RobotsCache:
 
     def rules_for(self, url: str) -> RobotRules:
         """Rules for the host of ``url`` (fetched on first use; never raises)."""
-        key = _host_key(url)
+        key = origin_key(url)
         if key is None:
             return RobotRules(ALLOW_ALL)
         with self._lock:
@@ -330,7 +330,7 @@ class RobotsCache:
 
     def cached(self, url: str) -> RobotRules | None:
         """Rules already loaded for the host of ``url``, or None when robots.txt was not fetched yet."""
-        key = _host_key(url)
+        key = origin_key(url)
         if key is None:
             return RobotRules(ALLOW_ALL)
         with self._lock:
@@ -340,7 +340,7 @@ class RobotsCache:
         """The host of ``url`` gave no answer to a request (its rules came from the store): from now on this task
         treats it as a host whose robots.txt got none (no more requests; the kept copy stays for later tasks)."""
         rules = RobotRules(UNREACHABLE, reason=reason, from_store=True)
-        key = _host_key(url)
+        key = origin_key(url)
         if key is not None:
             with self._lock:
                 self._rules[key] = rules
