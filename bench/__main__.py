@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         benchmarks.DEFINES[key.strip()] = value
     runs = args.runs or (1 if args.quick else 3)
     names = list(BENCHMARKS) if args.name == "all" else [args.name]
-    deps.ensure(need_scrapy="crawl" in names and not args.no_scrapy, need_wrk="web" in names)
+    deps.ensure(need_scrapy=("crawl" in names or "scrapypeer" in names) and not args.no_scrapy, need_wrk="web" in names)
     sections = []
     for name in names:
         kw = {}
@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             kw = {"threads": tuple(args.threads) if args.threads else None, "hosts": args.hosts, "pages": args.pages,
                   "frameworks": tuple(args.frameworks), "baseline": args.baseline, "scrapy": not args.no_scrapy,
                   "shape": args.shape}
+        elif name in ("timeline", "scrapypeer"):
+            kw = {"threads": args.threads[0] if args.threads else 16, "hosts": args.hosts, "pages": args.pages}
         elif name == "sparkcrawl":
             kw = {"baseline": args.baseline}
         sections.append(BENCHMARKS[name](quick=args.quick, runs=runs, **kw))

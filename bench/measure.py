@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ class RunResult:
     stdout: str
     stderr: str
     peak_pss_mb: float = 0.0  # proportional set size: pages shared by the tree's processes counted once
+    cpu_seconds: float = 0.0  # user + system CPU of the command and every descendant it waited for
 
 
 def tree_memory(proc) -> tuple[int, int]:
@@ -51,6 +53,7 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, 
     out_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"nutch2-bench-{os.getpid()}-{time.monotonic_ns()}"
     with open(f"{out_path}.out", "w+") as fo, open(f"{out_path}.err", "w+") as fe:
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=full_env, cwd=cwd)
         ps = psutil.Process(proc.pid)
         peak = peak_pss = 0
@@ -71,6 +74,8 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, 
             proc.kill()
             rc = proc.wait()
         seconds = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         stop.set()
         poller.join()
         fo.seek(0)
@@ -80,7 +85,7 @@ def run(cmd: list[str], env: dict | None = None, cwd: str | Path | None = None, 
         Path(f"{out_path}{suffix}").unlink(missing_ok=True)
     if check and rc != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {rc}\n--- stderr tail:\n{stderr[-3000:]}")
-    return RunResult(cmd, seconds, peak / 2**20, rc, stdout, stderr, peak_pss / 2**20)
+    return RunResult(cmd, seconds, peak / 2**20, rc, stdout, stderr, peak_pss / 2**20, cpu)
 
 
 def median(values: list[float]) -> float:

@@ -55,6 +55,18 @@ def _render(quick: bool = False, runs: int = 3) -> str:
     return bench_render(quick, runs)
 
 
+def _timeline(quick: bool = False, runs: int = 1, **kw: object) -> str:
+    from bench.pipeline import bench_timeline  # issue 37
+
+    return bench_timeline(quick, runs, **kw)
+
+
+def _scrapypeer(quick: bool = False, runs: int = 3, **kw: object) -> str:
+    from bench.pipeline import bench_scrapypeer  # issue 37
+
+    return bench_scrapypeer(quick, runs, **kw)
+
+
 BENCHMARKS: dict[str, Callable[..., str]] = {
     "web": bench_web,
     "crawl": bench_crawl,
@@ -71,4 +83,6 @@ BENCHMARKS: dict[str, Callable[..., str]] = {
     "signature": _signature,
     "render": _render,
     "boilerplate": _boilerplate,
+    "timeline": _timeline,
+    "scrapypeer": _scrapypeer,
 }

@@ -5,6 +5,11 @@
 Robots obeyed, no delay, CONCURRENT_REQUESTS = T and one request at a time per host (CONCURRENT_REQUESTS_PER_DOMAIN
 = 1, as nutch2's fetcher.threads.per.queue=1), links followed only to the web's hosts (127.77.x.y:PORT). Each
 page is parsed like nutch2 parses it: title, text and outlinks.
+
+CONCURRENT_ITEMS=4 is the fastest setting found (`python -m bench scrapypeer`, bench/RESULTS.md): the peer is CPU
+bound, and with the asyncio reactor Scrapy runs each callback's output through CONCURRENT_ITEMS worker tasks — at
+its default of 100 that is ~100 asyncio tasks per page (a 20-link page yields 21 results), a quarter of its CPU.
+`--set NAME=JSON` overrides a setting (the benchmark's variants).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON", help="override a setting")
     args = ap.parse_args()
 
     import scrapy
@@ -56,7 +62,7 @@ def main() -> None:
         "DOWNLOAD_DELAY": 0,
         "CONCURRENT_REQUESTS": args.threads,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,  # equal politeness: one request per host
-        "CONCURRENT_ITEMS": 100,
+        "CONCURRENT_ITEMS": 4,  # the fastest (bench scrapypeer); Scrapy's default 100 costs ~25 % of pages/s
         "USER_AGENT": "bench",
         "LOG_LEVEL": "WARNING",
         "TELNETCONSOLE_ENABLED": False,
@@ -66,6 +72,9 @@ def main() -> None:
         "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",
         "ITEM_PIPELINES": {},
     }
+    for item in args.set:
+        name, _, value = item.partition("=")
+        settings[name] = json.loads(value)
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(WebSpider)
     process.crawl(crawler)
