@@ -150,10 +150,15 @@ class WebPage:
     def from_store(cls, key: str, values: dict[str, Any]) -> WebPage:
         """Build a clean (not dirty) page from values read by a store."""
         page = cls(key)
+        mine = page._values
         for name, value in values.items():
-            if value is not None:  # absent in the store: the field keeps its default
-                page._set(name, value)
-        page._dirty.clear()
+            if value is None:  # absent in the store: the field keeps its default
+                continue
+            if name in MAP_FIELDS:
+                value = TrackedDict(page, name, value)
+            elif name not in FIELDS:
+                raise AttributeError(f"WebPage has no field {name!r}")
+            mine[name] = value
         return page
 
     def _set(self, name: str, value: Any) -> None:
@@ -219,7 +224,8 @@ class WebPage:
 
     def dirty_values(self) -> dict[str, Any]:
         """The values of dirty fields; what a store's put() must write."""
-        return {name: getattr(self, name) for name in self._dirty}
+        values = self._values
+        return {name: values[name] if name in values else getattr(self, name) for name in self._dirty}
 
     def get(self, name: str) -> Any:
         return getattr(self, name)
@@ -239,12 +245,9 @@ class WebPage:
     def __setstate__(self, state: tuple[str | None, dict[str, Any], set[str]]) -> None:
         key, values, dirty = state
         object.__setattr__(self, "key", key)
-        object.__setattr__(self, "_values", {})
-        object.__setattr__(self, "_dirty", set())
-        for name, value in values.items():
-            self._set(name, value)
-        self._dirty.clear()
-        self._dirty.update(dirty)
+        object.__setattr__(self, "_values", {n: TrackedDict(self, n, v) if n in MAP_FIELDS else v
+                                             for n, v in values.items()})
+        object.__setattr__(self, "_dirty", set(dirty))
 
     def __repr__(self) -> str:
         return f"WebPage({self.key!r}, {sorted(self._values)})"

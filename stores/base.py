@@ -321,10 +321,17 @@ class BufferedStore(DataStore):
 
 def value_size(value: Any) -> int:
     """About the bytes a buffered value holds: strings and bytes by their length, containers by their items."""
-    if isinstance(value, str | bytes | bytearray):
+    kind = type(value)
+    if kind is str or kind is bytes or kind is bytearray:
         return len(value)
     if isinstance(value, dict):
-        return sum(value_size(k) + value_size(v) for k, v in value.items())
+        size = 0
+        for k, v in value.items():  # a row's columns, or a map's entries: mostly strings and bytes
+            size += len(k) if type(k) is str else value_size(k)
+            size += len(v) if type(v) is str or type(v) is bytes else value_size(v)
+        return size
+    if isinstance(value, str | bytes | bytearray):
+        return len(value)
     if isinstance(value, list | tuple):
         return sum(value_size(v) for v in value)
     return 8
