@@ -14,7 +14,8 @@ def test_every_benchmark_runs_on_a_tiny_web() -> None:
     from bench.smoke import smoke
 
     sections = smoke()
-    assert set(sections) >= {"web", "crawl", "politeness", "memory", "tablesize", "parse", "spark"}
+    assert set(sections) >= {"web", "crawl", "politeness", "memory", "tablesize", "parse", "spark", "timeline",
+                             "scrapypeer"}
     for name, text in sections.items():
         assert "|" in text and "---" in text, name  # a markdown table of figures
 
