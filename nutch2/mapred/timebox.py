@@ -99,7 +99,8 @@ def run(fn: Callable[[], T], timeout: float | None, name: str) -> T:
     if worker is None:
         worker = workers[name] = _Worker(name)
     box: list[Any] = []
-    done = threading.Event()
+    done = threading.Lock()  # held until the work ends: a lock costs far less than an Event per document
+    done.acquire()
 
     def job() -> None:
         try:
@@ -107,14 +108,14 @@ def run(fn: Callable[[], T], timeout: float | None, name: str) -> T:
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             box.append((False, e))
         finally:
-            done.set()
+            done.release()
 
     worker.submit(job)
     deadline = time.monotonic() + timeout
-    while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+    while not done.acquire(timeout=min(0.1, max(0.0, deadline - time.monotonic()))):
         if time.monotonic() >= deadline or stop.requested():
             break
-    if done.is_set() and box:
+    if box:
         ok, value = box[0]
         if ok:
             return value  # type: ignore[no-any-return]
