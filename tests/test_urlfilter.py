@@ -173,3 +173,21 @@ def test_url_filters_from_shipped_file() -> None:
     chain = URLFilters([RegexURLFilter.from_file(SHIPPED)])
     assert chain.filter("http://foo.com/") == "http://foo.com/"
     assert chain.filter("gopher://foo.com/a") is None
+
+
+@pytest.mark.parametrize("pattern", [r".*(/[^/]+)/[^/]+\1/[^/]+\1/", r"(?i).*\.(gif|jpg)$", r".*?[?*!@=]", r".*",
+                                     r".*+x", r"^.*/private/", r"(?s).*a.b"])
+def test_a_leading_any_is_searched_without_it_and_decides_the_same(pattern: str) -> None:
+    """A rule's leading `.*` is dropped before the search (Nutch's loop rule is ~20x cheaper so); whether the rule
+    matches does not change, on URLs that match and that do not."""
+    import re
+
+    from nutch2.plugins.urlfilter_regex.filter import finder
+
+    compiled = re.compile(pattern)
+    urls = ["http://a.org/b/c/b/d/b/e", "http://a.org/b/c/b/d/b/", "http://x.org/A.GIF", "http://x.org/a.gif?x=1",
+            "http://h.org/p/1.html", "http://h.org/q?a=b", "http://h.org/private/1.html", "a\nb", "axb", "", "x"]
+    for url in urls:
+        assert (finder(compiled)(url) is None) == (compiled.search(url) is None), (pattern, url)
+    if pattern.startswith(".*") and not pattern.startswith(".*+"):
+        assert finder(compiled).__self__.pattern != pattern  # the cheaper search is the one used

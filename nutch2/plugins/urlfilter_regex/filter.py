@@ -11,7 +11,7 @@ URLs whose host or registered domain is the one named; other URLs skip them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +30,28 @@ class Rule:
     where: str
     host: str | None = None  # host or domain the rule is limited to (a "> host" block), None for every URL
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_search", finder(self.pattern))
+
     def matches(self, url: str) -> bool:
         """True when the pattern occurs anywhere in ``url``."""
-        return self.pattern.search(url) is not None
+        return self._search(url) is not None  # type: ignore[attr-defined]
+
+
+_LEADING_ANY = re.compile(r"^(\(\?[aiLmsux]+\))?\.\*\??(?![*+?{])")
+
+
+def finder(pattern: re.Pattern[str]) -> Callable[[str], re.Match[str] | None]:
+    """The pattern's search, without a leading ``.*``: whether a match occurs anywhere is the same, and the search
+    no longer tries every end of ``.*`` at every start (Nutch's loop rule ``.*(/[^/]+)/[^/]+\1/[^/]+\1/`` costs
+    ~20x more per URL with it)."""
+    bare = _LEADING_ANY.sub(lambda m: m.group(1) or "", pattern.pattern, count=1)
+    if bare == pattern.pattern:
+        return pattern.search
+    try:
+        return re.compile(bare, pattern.flags).search
+    except re.error:
+        return pattern.search
 
 
 def parse_rule(line: str, where: str, host: str | None = None) -> Rule | None:
