@@ -26,7 +26,7 @@ from nutch2.stores.query import Capability, Query
 log = logging.getLogger(__name__)
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: no path, no newline
-_NOT_STORES = {"base", "query", "index", "lease", "codec"}  # modules of this package that hold no store
+_NOT_STORES = {"base", "query", "index", "lease", "codec", "pool"}  # modules of this package that hold no store
 
 
 def known_stores() -> list[type[DataStore]]:

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
+from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.index import Entry, EntryIndex, EntryStorage, shard_groups
@@ -148,6 +149,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             from cassandra import ConsistencyLevel
             from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
             from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
+            from cassandra.query import tuple_factory
         except ImportError:
             raise ConfigError("the cassandra store needs cassandra-driver, which is not installed: "
                               "pip install 'nutch2[cassandra]'") from None
@@ -162,29 +164,37 @@ class CassandraStore(BufferedStore, EntryStorage):
             self.write_cl = ConsistencyLevel.name_to_value[write_cl.upper()]
         except KeyError as e:
             raise StoreError(f"unknown Cassandra consistency level {e}; use e.g. ONE, LOCAL_ONE, QUORUM") from None
-        profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
-                                   request_timeout=timeout, consistency_level=self.read_cl)
-        # no schema or token metadata: the store names its tables itself, and a client holding the metadata
-        # re-reads the whole schema on every table another client creates (with many crawls, a load that
-        # made connects time out)
-        # TCP_NODELAY: the driver leaves Nagle's algorithm on, and a request of more than a segment (a fetched page's
-        # row) then waited for the server's delayed ACK, ~40 ms a write (issue 41)
-        self.cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
-                               sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                               schema_metadata_enabled=False, token_metadata_enabled=False,
-                               execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                               reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
-        try:
-            self.session = self.cluster.connect()
-        except Exception as e:  # NoHostAvailable, timeouts, DNS
-            self.cluster.shutdown()
-            raise StoreError(
-                f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
-                "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
+        settings = (tuple(contact_points), port, local_dc, timeout, self.read_cl, self.write_cl)
+
+        def connect() -> _Driver:
+            profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
+                                       request_timeout=timeout, consistency_level=self.read_cl,
+                                       row_factory=tuple_factory)  # rows by index: no namedtuple class a result
+            # no schema or token metadata: the store names its tables itself, and a client holding the metadata
+            # re-reads the whole schema on every table another client creates (with many crawls, a load that
+            # made connects time out)
+            # TCP_NODELAY: the driver leaves Nagle's algorithm on, and a request of more than a segment (a fetched
+            # page's row) then waited for the server's delayed ACK, ~40 ms a write (issue 41)
+            cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
+                              sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                              schema_metadata_enabled=False, token_metadata_enabled=False,
+                              execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                              reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
+            try:
+                return _Driver(cluster, cluster.connect())
+            except Exception as e:  # NoHostAvailable, timeouts, DNS
+                cluster.shutdown()
+                raise StoreError(
+                    f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
+                    "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
+
+        # the process's driver for this cluster (stores/pool.py): later opens reuse its connections and statements
+        driver = pool.shared("cassandra", settings, connect, lambda d: d.cluster.shutdown())
+        self.cluster, self.session = driver.cluster, driver.session
+        self._prepared: dict[Any, Any] = driver.prepared
         self.q = f'"{keyspace}"."{table}"'
         self.qi = f'"{keyspace}"."{table}_idx"'
         self.qb = f'"{keyspace}"."{table}_idxbuckets"'
-        self._prepared: dict[Any, Any] = {}
         self._prefixes: set[str] = set()  # prefixes and index buckets this process already recorded
         self._buckets: set[tuple[str, str]] = set()
         self._state_ready = False
@@ -557,10 +567,17 @@ class CassandraStore(BufferedStore, EntryStorage):
         self._run_all(self._batches(rows))
 
     def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self.cluster.shutdown()
+        """Flush; the driver stays with the process for the next open (stores/pool.py)."""
+        self.flush()
+
+
+class _Driver:
+    """A process's Cluster and Session, and the statements prepared on it (shared by the stores it opens)."""
+
+    def __init__(self, cluster: Any, session: Any) -> None:
+        self.cluster = cluster
+        self.session = session
+        self.prepared: dict[str, Any] = {}
 
 
 def _transient(e: Exception) -> bool:

@@ -44,6 +44,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
+from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.stores.index import MARK, SHARDS, Entry, EntryIndex, EntryStorage, shard_groups
@@ -149,17 +150,24 @@ class HBaseStore(BufferedStore, EntryStorage):
         self.where = f"{host}:{port}"
         self.retries = max(0, retries)
         self._happybase = happybase
-        try:
-            self.pool = happybase.ConnectionPool(pool_size, host=host, port=port, timeout=timeout_ms,
-                                                 transport=transport, protocol=protocol, autoconnect=False)
-            with self.pool.connection() as conn:
-                conn.open()
-                conn.tables()
-        except Exception as e:
-            raise StoreError(
-                f"cannot reach the HBase Thrift server at {self.where} ({_short(e)}); check hbase.thrift.host, "
-                "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start hbase"
-            ) from None
+
+        def connect() -> Any:
+            try:
+                made = happybase.ConnectionPool(pool_size, host=host, port=port, timeout=timeout_ms,
+                                                transport=transport, protocol=protocol, autoconnect=False)
+                with made.connection() as conn:
+                    conn.open()
+                    conn.tables()
+            except Exception as e:
+                raise StoreError(
+                    f"cannot reach the HBase Thrift server at {self.where} ({_short(e)}); check hbase.thrift.host, "
+                    "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start "
+                    "hbase") from None
+            return made
+
+        # the process's connections to this server (stores/pool.py): later opens reuse them
+        self.pool = pool.shared("hbase", (host, port, transport, protocol, pool_size, timeout_ms), connect,
+                                _close_pool)
         self.tname = table.encode()
         self.sname = f"{table}_state".encode()  # the crawl state: row = name, column s:v = value
         self.old_mname = f"{table}_marks".encode()  # the mark index of older versions (dropped with the table)
@@ -525,7 +533,18 @@ class HBaseStore(BufferedStore, EntryStorage):
         deletes.send()
 
     def close(self) -> None:
+        """Flush; the connections stay with the process for the next open (stores/pool.py)."""
         self.flush()
+
+
+def _close_pool(made: Any) -> None:
+    """Close a happybase pool's connections (happybase has no call for it)."""
+    while True:
+        try:
+            conn = made._queue.get_nowait()
+        except Exception:  # queue.Empty: every connection closed
+            return
+        conn.close()
 
 
 def _scan_page(table: Any, start: bytes, stop: bytes, columns: list[bytes], limit: int) -> list[tuple[bytes, Any]]:
