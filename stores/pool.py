@@ -7,6 +7,11 @@ paid its connects, its handshakes and its prepared statements again each time. A
 settings, make, close)` for its driver and does not close it: drivers live until the process exits (closed then,
 atexit). The key holds the process id, so a child forked from a process with a driver opens its own and never
 writes on its parent's sockets; a driver found broken is dropped with `discard`.
+
+A process that holds a network driver also lowers the interpreter's switch interval (`storage.switch.interval.ms`):
+a request's answer is taken by a thread that must get the GIL back (the Cassandra driver's event loop, a Thrift
+socket read), and while other threads compute each such hand-over waits out the whole interval (5 ms by default):
+three or four of them a request made a 1 ms write cost 20-30 ms under the fetcher's threads.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -46,6 +52,12 @@ def discard(kind: str, settings: Hashable, driver: Any) -> None:
             return
         del _drivers[key]
     _close(kind, found)
+
+
+def switch_interval(ms: float) -> None:
+    """Lower the interpreter's switch interval to `ms` (never raise it; 0 leaves it alone)."""
+    if ms > 0 and ms / 1000 < sys.getswitchinterval():
+        sys.setswitchinterval(ms / 1000)
 
 
 def close_all() -> None:

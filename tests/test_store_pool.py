@@ -4,6 +4,7 @@ child; and the network stores' drivers against the real servers (issue 41)."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -79,6 +80,20 @@ def test_a_forked_child_makes_its_own_driver_and_leaves_the_parents_open() -> No
     assert answer == "child True False"
     assert pool.shared(kind, "s", lambda: Driver("again"), _close) is parent and not parent.closed
     pool.discard(kind, "s", parent)
+
+
+def test_switch_interval_is_only_lowered() -> None:
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        pool.switch_interval(0)
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+        pool.switch_interval(0.5)
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        pool.switch_interval(2)
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(before)
 
 
 # ------------------------------------------------------------------ the real servers
