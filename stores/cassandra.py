@@ -404,30 +404,38 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     def _batches(self, items: list[tuple[Any, str, tuple, int]]) -> list[Any]:
         """Statements (partition, cql, params, bytes), sorted by partition, as few requests: unlogged batches of
-        at most BATCH_PARTITIONS partitions and BATCH_BYTES (a statement bigger than that goes alone)."""
+        at most BATCH_PARTITIONS partitions and BATCH_BYTES (a statement bigger than that goes alone). A group of
+        one statement goes as that prepared statement, not as a batch of one (a fetch claim alone: the coordinator's
+        batch path costs it more)."""
         from cassandra.query import BatchStatement, BatchType
 
-        out: list[Any] = []
-        batch, parts, size, last = None, 0, 0, None
+        groups: list[list[tuple[Any, tuple]]] = []
+        group: list[tuple[Any, tuple]] | None = None
+        parts, size, last = 0, 0, None
         for part, cql, params, n in items:
             stmt = self._prepare(cql)
-            if batch is not None and (size + n > BATCH_BYTES or (part != last and parts >= BATCH_PARTITIONS)):
-                out.append(batch)
-                batch = None
-            if batch is None:
-                if n > BATCH_BYTES:
-                    bound = stmt.bind(params)
-                    bound.consistency_level = self.write_cl
-                    out.append(bound)
-                    continue
-                batch = BatchStatement(BatchType.UNLOGGED, consistency_level=self.write_cl)
+            if group is not None and (size + n > BATCH_BYTES or (part != last and parts >= BATCH_PARTITIONS)):
+                group = None
+            if group is None:
+                groups.append(group := [])
                 parts, size, last = 0, 0, None
-            batch.add(stmt, params)
+                if n > BATCH_BYTES:
+                    group.append((stmt, params))
+                    group = None
+                    continue
+            group.append((stmt, params))
             size += n
             if part != last:
                 parts, last = parts + 1, part
-        if batch is not None:
-            out.append(batch)
+        out: list[Any] = []
+        for g in groups:
+            if len(g) == 1:
+                out.append(bound := g[0][0].bind(g[0][1]))
+                bound.consistency_level = self.write_cl
+            else:
+                out.append(batch := BatchStatement(BatchType.UNLOGGED, consistency_level=self.write_cl))
+                for stmt, params in g:
+                    batch.add(stmt, params)
         return out
 
     def _run_all(self, stmts: list[Any]) -> None:
