@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError, StoreLockedError
-from nutch2.stores import base
+from nutch2.stores import base, pool
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import StoreLease, held_leases, holder_text
 from nutch2.stores.query import Capability, Query
@@ -26,7 +26,7 @@ from nutch2.stores.query import Capability, Query
 log = logging.getLogger(__name__)
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: no path, no newline
-_NOT_STORES = {"base", "query", "index", "lease", "codec"}  # modules of this package that hold no store
+_NOT_STORES = {"base", "query", "index", "lease", "codec", "pool"}  # modules of this package that hold no store
 
 
 def known_stores() -> list[type[DataStore]]:
@@ -118,6 +118,8 @@ def crawl_ids(conf: Configuration) -> list[str] | None:
 def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = True) -> DataStore:
     """Open the crawl's webpage table on the configured store (creating the schema unless create=False)."""
     cls = store_class(conf)
+    if cls.has(Capability.SHARED_MACHINES):  # a network store: its answers must not wait out the GIL's interval
+        pool.switch_interval(conf.get_float("storage.switch.interval.ms"))
     store = cls.from_conf(conf, table_name(conf, crawl_id), create)
     store.crawl_id = crawl_id_of(conf, crawl_id)
     if isinstance(store, base.BufferedStore):

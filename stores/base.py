@@ -249,6 +249,12 @@ class BufferedStore(DataStore):
         self._lock = threading.RLock()  # guards _pending: held only for a moment by put/delete/flush
         self._flush_lock = threading.RLock()  # one batch written at a time, in order; puts go on meanwhile
         self._pending: dict[str, dict[str, Any]] = {}
+        # group commit: batches are numbered as they are taken; a flush waits for the batch that holds its rows,
+        # not for a turn at the flush lock (which wrote what others put meanwhile, one thread after the other)
+        self._written_cond = threading.Condition(self._lock)
+        self._taken = 0  # batches taken from _pending to be written
+        self._written = 0  # ... of which written (in order: one writer at a time)
+        self._writing: int | None = None  # the thread writing a batch
 
     def encode(self, page: WebPage) -> dict[str, Any]:
         """The page's dirty values as this backend buffers them."""
@@ -277,25 +283,61 @@ class BufferedStore(DataStore):
             self.flush()
 
     def flush(self) -> None:
-        with self._flush_lock:
+        """Make every row put before this call durable. Threads that flush at once share the writes: a flush
+        returns once the batch holding its rows is written, whoever wrote it."""
+        me = threading.get_ident()
+        if self._writing == me:  # called from within write_batch: write what was put since, as before
+            self._write_pending()
+            return
+        with self._lock:
+            target = self._taken + 1 if self._pending else self._taken
+            while self._written < target:
+                if self._writing is not None:
+                    self._written_cond.wait()
+                    continue
+                if not self._pending:  # nothing left to write (discarded), or written by a writer that failed
+                    return  # and whose rows a later flush took
+                self._writing = me
+                break
+            else:
+                return
+        try:
+            with self._flush_lock:  # taken before the rows: a flush_keys sees them pending or waits for them
+                with self._lock:
+                    number = self._taken + 1 if self._pending else self._taken
+                    self._taken = number
+                self._write_pending()
             with self._lock:
-                if not self._pending:
-                    return
-                pending, self._pending = self._pending, {}
-                self._pending_bytes = 0
-            try:
-                self.write_batch(pending)
-                failpoints.reach("store.flush")
-            except Exception:
-                with self._lock:  # keep the batch for the next flush, under what was put since
-                    for key, values in pending.items():
-                        newer = self._pending.get(key)
-                        if newer is None:
-                            self._pending[key] = values
-                        elif "__delete__" not in newer:
-                            self._pending[key] = {**values, **newer}
-                    self._pending_bytes += value_size(pending)
-                raise
+                self._written = max(self._written, number)
+        except BaseException:
+            with self._lock:
+                self._taken = self._written  # the failed batch's rows are pending again: taken by the next flush
+            raise
+        finally:
+            with self._lock:
+                self._writing = None
+                self._written_cond.notify_all()
+
+    def _write_pending(self) -> None:
+        """Write the pending rows (under _flush_lock); on failure keep them for the next flush."""
+        with self._lock:
+            if not self._pending:
+                return
+            pending, self._pending = self._pending, {}
+            self._pending_bytes = 0
+        try:
+            self.write_batch(pending)
+            failpoints.reach("store.flush")
+        except Exception:
+            with self._lock:  # keep the batch for the next flush, under what was put since
+                for key, values in pending.items():
+                    newer = self._pending.get(key)
+                    if newer is None:
+                        self._pending[key] = values
+                    elif "__delete__" not in newer:
+                        self._pending[key] = {**values, **newer}
+                self._pending_bytes += value_size(pending)
+            raise
 
     def flush_key(self, key: str) -> None:
         """Before a get of `key`: flush_keys([key])."""

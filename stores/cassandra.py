@@ -30,11 +30,13 @@ with bounded concurrency (execute_concurrent).
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
+from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.index import Entry, EntryIndex, EntryStorage, shard_groups
@@ -147,6 +149,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             from cassandra import ConsistencyLevel
             from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
             from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy
+            from cassandra.query import tuple_factory
         except ImportError:
             raise ConfigError("the cassandra store needs cassandra-driver, which is not installed: "
                               "pip install 'nutch2[cassandra]'") from None
@@ -161,26 +164,37 @@ class CassandraStore(BufferedStore, EntryStorage):
             self.write_cl = ConsistencyLevel.name_to_value[write_cl.upper()]
         except KeyError as e:
             raise StoreError(f"unknown Cassandra consistency level {e}; use e.g. ONE, LOCAL_ONE, QUORUM") from None
-        profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
-                                   request_timeout=timeout, consistency_level=self.read_cl)
-        # no schema or token metadata: the store names its tables itself, and a client holding the metadata
-        # re-reads the whole schema on every table another client creates (with many crawls, a load that
-        # made connects time out)
-        self.cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
-                               schema_metadata_enabled=False, token_metadata_enabled=False,
-                               execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                               reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
-        try:
-            self.session = self.cluster.connect()
-        except Exception as e:  # NoHostAvailable, timeouts, DNS
-            self.cluster.shutdown()
-            raise StoreError(
-                f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
-                "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
+        settings = (tuple(contact_points), port, local_dc, timeout, self.read_cl, self.write_cl)
+
+        def connect() -> _Driver:
+            profile = ExecutionProfile(load_balancing_policy=DCAwareRoundRobinPolicy(local_dc=local_dc),
+                                       request_timeout=timeout, consistency_level=self.read_cl,
+                                       row_factory=tuple_factory)  # rows by index: no namedtuple class a result
+            # no schema or token metadata: the store names its tables itself, and a client holding the metadata
+            # re-reads the whole schema on every table another client creates (with many crawls, a load that
+            # made connects time out)
+            # TCP_NODELAY: the driver leaves Nagle's algorithm on, and a request of more than a segment (a fetched
+            # page's row) then waited for the server's delayed ACK, ~40 ms a write (issue 41)
+            cluster = Cluster(contact_points, port=port, connect_timeout=timeout,
+                              sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                              schema_metadata_enabled=False, token_metadata_enabled=False,
+                              execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                              reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
+            try:
+                return _Driver(cluster, cluster.connect())
+            except Exception as e:  # NoHostAvailable, timeouts, DNS
+                cluster.shutdown()
+                raise StoreError(
+                    f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
+                    "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
+
+        # the process's driver for this cluster (stores/pool.py): later opens reuse its connections and statements
+        driver = pool.shared("cassandra", settings, connect, lambda d: d.cluster.shutdown())
+        self.cluster, self.session = driver.cluster, driver.session
+        self._prepared: dict[Any, Any] = driver.prepared
         self.q = f'"{keyspace}"."{table}"'
         self.qi = f'"{keyspace}"."{table}_idx"'
         self.qb = f'"{keyspace}"."{table}_idxbuckets"'
-        self._prepared: dict[Any, Any] = {}
         self._prefixes: set[str] = set()  # prefixes and index buckets this process already recorded
         self._buckets: set[tuple[str, str]] = set()
         self._state_ready = False
@@ -390,30 +404,38 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     def _batches(self, items: list[tuple[Any, str, tuple, int]]) -> list[Any]:
         """Statements (partition, cql, params, bytes), sorted by partition, as few requests: unlogged batches of
-        at most BATCH_PARTITIONS partitions and BATCH_BYTES (a statement bigger than that goes alone)."""
+        at most BATCH_PARTITIONS partitions and BATCH_BYTES (a statement bigger than that goes alone). A group of
+        one statement goes as that prepared statement, not as a batch of one (a fetch claim alone: the coordinator's
+        batch path costs it more)."""
         from cassandra.query import BatchStatement, BatchType
 
-        out: list[Any] = []
-        batch, parts, size, last = None, 0, 0, None
+        groups: list[list[tuple[Any, tuple]]] = []
+        group: list[tuple[Any, tuple]] | None = None
+        parts, size, last = 0, 0, None
         for part, cql, params, n in items:
             stmt = self._prepare(cql)
-            if batch is not None and (size + n > BATCH_BYTES or (part != last and parts >= BATCH_PARTITIONS)):
-                out.append(batch)
-                batch = None
-            if batch is None:
-                if n > BATCH_BYTES:
-                    bound = stmt.bind(params)
-                    bound.consistency_level = self.write_cl
-                    out.append(bound)
-                    continue
-                batch = BatchStatement(BatchType.UNLOGGED, consistency_level=self.write_cl)
+            if group is not None and (size + n > BATCH_BYTES or (part != last and parts >= BATCH_PARTITIONS)):
+                group = None
+            if group is None:
+                groups.append(group := [])
                 parts, size, last = 0, 0, None
-            batch.add(stmt, params)
+                if n > BATCH_BYTES:
+                    group.append((stmt, params))
+                    group = None
+                    continue
+            group.append((stmt, params))
             size += n
             if part != last:
                 parts, last = parts + 1, part
-        if batch is not None:
-            out.append(batch)
+        out: list[Any] = []
+        for g in groups:
+            if len(g) == 1:
+                out.append(bound := g[0][0].bind(g[0][1]))
+                bound.consistency_level = self.write_cl
+            else:
+                out.append(batch := BatchStatement(BatchType.UNLOGGED, consistency_level=self.write_cl))
+                for stmt, params in g:
+                    batch.add(stmt, params)
         return out
 
     def _run_all(self, stmts: list[Any]) -> None:
@@ -553,10 +575,17 @@ class CassandraStore(BufferedStore, EntryStorage):
         self._run_all(self._batches(rows))
 
     def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self.cluster.shutdown()
+        """Flush; the driver stays with the process for the next open (stores/pool.py)."""
+        self.flush()
+
+
+class _Driver:
+    """A process's Cluster and Session, and the statements prepared on it (shared by the stores it opens)."""
+
+    def __init__(self, cluster: Any, session: Any) -> None:
+        self.cluster = cluster
+        self.session = session
+        self.prepared: dict[str, Any] = {}
 
 
 def _transient(e: Exception) -> bool:

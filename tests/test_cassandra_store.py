@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from pathlib import Path
 
@@ -124,4 +125,16 @@ def test_requests_per_batch_not_per_row(session, tmp_path: Path, monkeypatch: py
         assert store.get(big.key, ["content"]).content == big.content
     finally:
         store.drop_schema()
+        store.close()
+
+
+def test_connections_send_at_once(session, tmp_path: Path) -> None:
+    """TCP_NODELAY on every connection: with Nagle's algorithm a request longer than a segment (a fetched page's
+    row) waited for the server's delayed ACK, ~40 ms a write (issue 41)."""
+    store = open_store(make_conf(tmp_path, "cassandra"), "n" + uuid.uuid4().hex[:10], create=False)
+    try:
+        conns = [p._connection for p in store.session._pools.values()]  # the driver's pools (no public accessor)
+        conns.append(store.cluster.control_connection._connection)
+        assert conns and all(c._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for c in conns)
+    finally:
         store.close()

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from nutch2.config import Configuration
+from nutch2.errors import StoreError
 from nutch2.marks import Mark
 from nutch2.stores import open_store
 from nutch2.stores.base import BufferedStore
@@ -382,6 +383,63 @@ def test_get_many_writes_the_buffer_only_for_a_buffered_key(store, monkeypatch) 
     assert set(store.get_many([keys[0], "com.none:http/"], ["status"])) == {keys[0]} and batches == []
     assert store.get_many(["com.b:http/"], ["title"])["com.b:http/"].title == "buffered"
     assert batches == [{"com.b:http/"}]
+
+
+def test_threads_that_flush_at_once_share_one_write(store, monkeypatch) -> None:
+    """Group commit (the fetcher's claims): a flush returns once the batch that holds its rows is written, by
+    whichever thread wrote it, and does not go on to write what others put meanwhile. A failed write keeps its
+    rows for the next flush."""
+    if not isinstance(store, BufferedStore):
+        pytest.skip(f"{store.name} writes at once")
+    batches: list[set[str]] = []
+    started = [threading.Event() for _ in range(3)]
+    gates = [threading.Event() for _ in range(3)]
+    write = store.write_batch
+
+    def gated(pending: dict) -> None:
+        n = len(batches)
+        batches.append(set(pending))
+        if n < len(gates):
+            started[n].set()
+            assert gates[n].wait(30)
+        write(pending)
+
+    monkeypatch.setattr(store, "write_batch", gated)
+
+    def put_and_flush(key: str) -> threading.Thread:
+        store.put(key, WebPage(key, title=key))
+        t = threading.Thread(target=store.flush)
+        t.start()
+        return t
+
+    a = put_and_flush("com.a:http/")
+    assert started[0].wait(30)  # batch 1 ({a}) is being written
+    b, c = put_and_flush("com.b:http/"), put_and_flush("com.c:http/")
+    gates[0].set()
+    assert started[1].wait(30)  # batch 2: b's and c's rows, written by one of them
+    store.put("com.d:http/", WebPage("com.d:http/", title="com.d:http/"))  # put meanwhile, not flushed
+    gates[1].set()
+    for t in (a, b, c):
+        t.join(30)
+        assert not t.is_alive()
+    assert batches == [{"com.a:http/"}, {"com.b:http/", "com.c:http/"}]
+    gates[2].set()
+    store.flush()
+    assert batches[2:] == [{"com.d:http/"}]
+    assert {k for k, p in store.get_many(["com.a:http/", "com.b:http/", "com.c:http/", "com.d:http/"],
+                                         ["title"]).items() if p.title == k} == {"com.a:http/", "com.b:http/",
+                                                                                 "com.c:http/", "com.d:http/"}
+
+    def failing(pending: dict) -> None:
+        raise StoreError("down")
+
+    monkeypatch.setattr(store, "write_batch", failing)
+    store.put("com.e:http/", WebPage("com.e:http/", title="e"))
+    with pytest.raises(StoreError):
+        store.flush()
+    monkeypatch.setattr(store, "write_batch", write)
+    store.flush()  # the failed batch's rows were kept
+    assert store.get("com.e:http/", ["title"]).title == "e"
 
 
 def test_swap_state(store) -> None:
