@@ -164,6 +164,10 @@ PEER_VARIANTS: dict[str, list[str]] = {
     "CONCURRENT_ITEMS=1": ["CONCURRENT_ITEMS=1"],
     "CONCURRENT_ITEMS=4 (the peer)": [],
     "CONCURRENT_ITEMS=16": ["CONCURRENT_ITEMS=16"],
+    "+ no Depth, Referer, UrlLength middlewares": [
+        'SPIDER_MIDDLEWARES={"scrapy.spidermiddlewares.depth.DepthMiddleware": null, '
+        '"scrapy.spidermiddlewares.referer.RefererMiddleware": null, '
+        '"scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": null}'],
     "+ DownloaderAwarePriorityQueue": ['SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.DownloaderAwarePriorityQueue"'],
     "+ breadth-first (DEPTH_PRIORITY=1, FIFO)": ["DEPTH_PRIORITY=1",
                                                  'SCHEDULER_MEMORY_QUEUE="scrapy.squeues.FifoMemoryQueue"'],
