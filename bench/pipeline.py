@@ -159,15 +159,13 @@ def _cores() -> int:
 
 
 # ---------------------------------------------------------------------------------------------- the Scrapy peer
-PEER_VARIANTS: dict[str, list[str]] = {
-    "Scrapy's CONCURRENT_ITEMS (100)": ["CONCURRENT_ITEMS=100"],
+PEER_VARIANTS: dict[str, list[str]] = {  # each on top of the peer's settings (bench/scrapy_spider.py)
+    "Scrapy's defaults for these (CONCURRENT_ITEMS=100, every spider middleware)": [
+        "CONCURRENT_ITEMS=100", "SPIDER_MIDDLEWARES={}"],
+    "the peer with Depth, Referer, UrlLength middlewares": ["SPIDER_MIDDLEWARES={}"],
+    "the peer (CONCURRENT_ITEMS=4, those three off)": [],
     "CONCURRENT_ITEMS=1": ["CONCURRENT_ITEMS=1"],
-    "CONCURRENT_ITEMS=4 (the peer)": [],
     "CONCURRENT_ITEMS=16": ["CONCURRENT_ITEMS=16"],
-    "+ no Depth, Referer, UrlLength middlewares": [
-        'SPIDER_MIDDLEWARES={"scrapy.spidermiddlewares.depth.DepthMiddleware": null, '
-        '"scrapy.spidermiddlewares.referer.RefererMiddleware": null, '
-        '"scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": null}'],
     "+ DownloaderAwarePriorityQueue": ['SCHEDULER_PRIORITY_QUEUE="scrapy.pqueues.DownloaderAwarePriorityQueue"'],
     "+ breadth-first (DEPTH_PRIORITY=1, FIFO)": ["DEPTH_PRIORITY=1",
                                                  'SCHEDULER_MEMORY_QUEUE="scrapy.squeues.FifoMemoryQueue"'],

@@ -6,9 +6,11 @@ Robots obeyed, no delay, CONCURRENT_REQUESTS = T and one request at a time per h
 = 1, as nutch2's fetcher.threads.per.queue=1), links followed only to the web's hosts (127.77.x.y:PORT). Each
 page is parsed like nutch2 parses it: title, text and outlinks.
 
-CONCURRENT_ITEMS=4 is the fastest setting found (`python -m bench scrapypeer`, bench/RESULTS.md): the peer is CPU
-bound, and with the asyncio reactor Scrapy runs each callback's output through CONCURRENT_ITEMS worker tasks — at
-its default of 100 that is ~100 asyncio tasks per page (a 20-link page yields 21 results), a quarter of its CPU.
+The settings are the fastest found (`python -m bench scrapypeer`, bench/RESULTS.md); the peer is CPU bound:
+- CONCURRENT_ITEMS=4: with the asyncio reactor Scrapy runs each callback's output through CONCURRENT_ITEMS worker
+  tasks — at its default of 100 that is ~100 asyncio tasks per page (a 20-link page yields 21 results);
+- the Depth, Referer and UrlLength spider middlewares are off: they run on every request a page yields, for work
+  nutch2 does not do either (no depth limit, no Referer header, no URL length limit).
 `--set NAME=JSON` overrides a setting (the benchmark's variants).
 """
 
@@ -68,9 +70,13 @@ def main() -> None:
         "TELNETCONSOLE_ENABLED": False,
         "COOKIES_ENABLED": False,
         "RETRY_ENABLED": False,
-        "DEPTH_LIMIT": 0,
         "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",
         "ITEM_PIPELINES": {},
+        "SPIDER_MIDDLEWARES": {  # work nutch2 does not do either, on every request (bench scrapypeer: +24 %)
+            "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+            "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
+            "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+        },
     }
     for item in args.set:
         name, _, value = item.partition("=")
