@@ -135,10 +135,14 @@ def test_updatehostdb_killed_and_run_again_gives_the_same_host_table(tmp_path: P
     conf = conf_for(tmp_path, backend)
     with open_store(conf, crawl_id) as store:
         store.put_state(PREFIX + "old.example", HostDatum(numRecords=9).to_json())
-    assert nutch2("updatehostdb", *d, failpoints="hostdb.write=2").returncode == KILLED
+    killed = nutch2("updatehostdb", *d, failpoints="hostdb.write=2")
+    # the point is reached in the driver's reduce task (the command is killed) or in a worker's (the job fails
+    # with one line): the two reduce tasks write at once, so which comes first is a race
+    died = killed.returncode == 1 and "a worker process died" in killed.stderr
+    assert killed.returncode == KILLED or died, (killed.returncode, killed.stderr)
     with open_store(conf, crawl_id) as store:
         partial = host_table(store)
-    assert "old.example" in partial and len(partial) < 6
+    assert "old.example" in partial  # hosts without rows are removed only once every host is written
     assert nutch2("updatehostdb", *d).returncode == 0
     with open_store(conf, crawl_id) as store:
         table = host_table(store)
