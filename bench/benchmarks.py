@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.measure import loadavg, machine, median, run
@@ -134,15 +135,18 @@ def _nutch2_crawl(nginx: Nginx, seeds: Path, threads: int, total: int, framework
         shutil.rmtree(data, ignore_errors=True)
 
 
-def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int) -> dict:
+def _scrapy_crawl(nginx: Nginx, seeds: Path, threads: int, sets: Sequence[str] = ()) -> dict:
+    """The Scrapy peer over the web; `sets` ("NAME=JSON") override its settings (bench scrapypeer's variants)."""
     out = _tmp("scrapy") / "stats.json"
     try:
         cmd = [sys.executable, "-m", "bench.scrapy_spider", "--seeds", str(seeds), "--port", str(nginx.port),
                "--threads", str(threads), "--out", str(out)]
+        for s in sets:
+            cmd += ["--set", s]
         r = run(cmd, cwd=REPO)
         stats = json.loads(out.read_text())
         return {"seconds": r.seconds, "pages": int(stats.get("item_scraped_count", 0)), "rss": r.peak_rss_mb,
-                "pss": r.peak_pss_mb,
+                "pss": r.peak_pss_mb, "cpu": r.cpu_seconds,
                 "counts": {k: v for k, v in stats.items() if k.startswith("downloader/response_status_count")}}
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)

@@ -12,7 +12,6 @@ per host (interleaved runs), so the peer of `python -m bench crawl` is the faste
 
 from __future__ import annotations
 
-import json
 import re
 import resource
 import shutil
@@ -23,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.benchmarks import REPO, _defines, _emit, _header, _tmp, default_tasks
-from bench.measure import loadavg, run
+from bench.benchmarks import REPO, _defines, _emit, _header, _scrapy_crawl, _tmp, default_tasks
+from bench.measure import loadavg
 from bench.web import Nginx, generate_web
 
 FINISHED = re.compile(r"^(\w+): finished in ([\d.]+) s")
@@ -189,19 +188,10 @@ def bench_scrapypeer(quick: bool = False, runs: int = 3, threads: int = 16, host
         seeds.write_text("\n".join(nginx.seeds()) + "\n")
         for i in range(runs):
             for name, sets in variants.items():
-                out = _tmp("scrapy") / "stats.json"
-                cmd = [sys.executable, "-m", "bench.scrapy_spider", "--seeds", str(seeds), "--port", str(nginx.port),
-                       "--threads", str(threads), "--out", str(out)]
-                for s in sets:
-                    cmd += ["--set", s]
                 load = loadavg()
-                r = run(cmd, cwd=REPO)
-                stats = json.loads(out.read_text())
-                shutil.rmtree(out.parent, ignore_errors=True)
-                res = {"pages": int(stats.get("item_scraped_count", 0)), "seconds": r.seconds, "rss": r.peak_rss_mb,
-                       "cpu": r.cpu_seconds, "load": load}
+                res = {**_scrapy_crawl(nginx, seeds, threads, sets), "load": load}
                 results[name].append(res)
-                print(f"scrapypeer run {i + 1}: {name}: {res['pages']} pages {r.seconds:.1f} s", file=sys.stderr,
+                print(f"scrapypeer run {i + 1}: {name}: {res['pages']} pages {res['seconds']:.1f} s", file=sys.stderr,
                       flush=True)
         shutil.rmtree(seeds.parent, ignore_errors=True)
     lines += ["Every variant: bench/scrapy_spider.py (CrawlSpider, robots obeyed, title, text and links of every page, "

@@ -28,6 +28,15 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--set", action="append", default=[], metavar="NAME=JSON", help="override a setting")
     args = ap.parse_args()
+    overrides = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            ap.error(f"--set {item}: give NAME=JSON, e.g. --set CONCURRENT_ITEMS=4")
+        try:
+            overrides[name] = json.loads(value)
+        except json.JSONDecodeError as e:
+            ap.error(f"--set {item}: the value is not JSON ({e.msg}); e.g. --set CONCURRENT_ITEMS=4")
 
     import scrapy
     from scrapy.crawler import CrawlerProcess
@@ -78,9 +87,7 @@ def main() -> None:
             "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
         },
     }
-    for item in args.set:
-        name, _, value = item.partition("=")
-        settings[name] = json.loads(value)
+    settings.update(overrides)
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(WebSpider)
     process.crawl(crawler)
