@@ -366,6 +366,8 @@ def value_size(value: Any) -> int:
     kind = type(value)
     if kind is str or kind is bytes or kind is bytearray:
         return len(value)
+    if kind is int or kind is float or value is None or kind is bool:
+        return 8
     if isinstance(value, dict):
         size = 0
         for k, v in value.items():  # a row's columns, or a map's entries: mostly strings and bytes

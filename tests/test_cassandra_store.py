@@ -68,6 +68,63 @@ def test_rows_as_documented(session, tmp_path: Path) -> None:
         store.close()
 
 
+def test_maps_are_one_cell_and_older_tables_still_work(session, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """New tables hold maps frozen (a whole map is one cell); a table made with plain maps, as before, is read
+    and written by the same statements, a map replaced whole on both."""
+    import nutch2.stores.cassandra as cs
+
+    conf = make_conf(tmp_path, "cassandra")
+    ks = conf.get_str("storage.cassandra.keyspace")
+    new, old = "c" + uuid.uuid4().hex[:10], "c" + uuid.uuid4().hex[:10]
+    with monkeypatch.context() as m:  # the schema of the version before frozen maps
+        m.setattr(cs, "_cql_type", lambda n: {"markers": "map<text, text>", "metadata": "map<text, blob>"}.get(
+            n, "map<text, text>" if cs.FIELDS[n][0] == "map" else cs._CQL_TYPES[cs.FIELDS[n][0]]))
+        open_store(conf, old).close()
+    open_store(conf, new).close()
+    kinds = {}
+    for cid in (new, old):
+        kinds[cid] = session.execute("SELECT type FROM system_schema.columns WHERE keyspace_name = %s AND "
+                                     "table_name = %s AND column_name = 'markers'", [ks, f"{cid}_webpage"]).one()[0]
+        store = open_store(conf, cid, create=False)
+        try:
+            page = WebPage("com.example.www:http/a", status=1, metadata={"a": b"1", "b": b"2"})
+            Mark.GENERATE.put(page, "b1")
+            store.put(page.key, page)
+            store.flush()
+            got = store.get(page.key, ["markers", "metadata"])
+            assert dict(got.markers) == {"_gnmrk_": "b1"} and dict(got.metadata) == {"a": b"1", "b": b"2"}
+            got.metadata = {"b": b"3"}  # replaced whole: "a" is gone
+            Mark.GENERATE.remove(got)
+            Mark.FETCH.put(got, "b1")
+            store.put(got.key, got)
+            store.flush()
+            again = store.get(page.key, ["markers", "metadata"])
+            assert dict(again.markers) == {"_ftcmrk_": "b1"} and dict(again.metadata) == {"b": b"3"}
+            assert [p.key for p in store.scan(mark=("_ftcmrk_", "b1"))] == [page.key]
+        finally:
+            store.drop_schema()
+            store.close()
+    assert kinds == {new: "frozen<map<text, text>>", old: "map<text, text>"}
+
+
+def test_driver_import_leaves_what_it_hides_importable() -> None:
+    """The store imports the driver without Twisted's reactor and numpy (it uses neither), and a later import of
+    either still works."""
+    pytest.importorskip("cassandra.cluster")
+    import subprocess
+    import sys
+
+    code = ("import sys; from nutch2.stores.cassandra import _import_driver; _import_driver(); "
+            "import cassandra.cluster as c; hidden = [m for m in ('numpy', 'twisted') if m in sys.modules]; "
+            "assert not hidden, hidden; assert c.TwistedConnection is None; "
+            "assert 'cassandra.io.twistedreactor' not in sys.modules; "
+            "import importlib.util as u; assert all(u.find_spec(m) is None or __import__(m) for m in "
+            "('numpy', 'twisted')); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_unreachable_cassandra_fails_fast(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("cassandra.cluster")
     conf = make_conf(tmp_path, "cassandra", **{"storage.cassandra.port": 9})
