@@ -153,7 +153,8 @@ class GeneratorJob(Job):
         return iter(())
 
     def _mark(self, cand: Candidate, ctx: TaskContext) -> None:
-        page = WebPage(cand.key, markers=cand.markers, batch_id=self.batch_id)
+        page = WebPage.from_store(cand.key, {"markers": cand.markers})  # as read: only the new mark is indexed
+        page.batch_id = self.batch_id
         Mark.GENERATE.put(page, self.batch_id)
         ctx.write(page)
         ctx.incr("generated")

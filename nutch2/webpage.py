@@ -46,14 +46,16 @@ class ParseStatus:
 
 
 class TrackedDict(dict):
-    """A dict that marks its field dirty on the owning page when mutated in place."""
+    """A dict that marks its field dirty on the owning page when mutated in place. `stored`: the map as the store
+    returned it (None when it was assigned or is new), so a store can tell which entries a write adds."""
 
-    __slots__ = ("_page", "_field")
+    __slots__ = ("_page", "_field", "stored")
 
-    def __init__(self, page: WebPage, name: str, data: dict | None = None) -> None:
+    def __init__(self, page: WebPage, name: str, data: dict | None = None, stored: dict | None = None) -> None:
         super().__init__(data or {})
         self._page = page
         self._field = name
+        self.stored = stored
 
     def _touch(self) -> None:
         self._page._dirty.add(self._field)
@@ -155,7 +157,7 @@ class WebPage:
             if value is None:  # absent in the store: the field keeps its default
                 continue
             if name in MAP_FIELDS:
-                value = TrackedDict(page, name, value)
+                value = TrackedDict(page, name, value, value if name == "markers" else None)
             elif name not in FIELDS:
                 raise AttributeError(f"WebPage has no field {name!r}")
             mine[name] = value
@@ -237,17 +239,28 @@ class WebPage:
         except ValueError:
             return self.status
 
-    def __getstate__(self) -> tuple[str | None, dict[str, Any], set[str]]:
-        """Pickled as key, plain values and dirty set (the shuffle serialises map output)."""
-        values = {n: dict(v) if isinstance(v, TrackedDict) else v for n, v in self._values.items()}
-        return self.key, values, set(self._dirty)
+    def stored_markers(self) -> dict[str, str] | None:
+        """The markers as the store returned them, if they were read and not assigned since."""
+        markers = self._values.get("markers")
+        return markers.stored if isinstance(markers, TrackedDict) else None
 
-    def __setstate__(self, state: tuple[str | None, dict[str, Any], set[str]]) -> None:
-        key, values, dirty = state
+    def __getstate__(self) -> tuple[Any, ...]:
+        """Pickled as key, plain values and dirty set (the shuffle serialises map output), and the markers as
+        stored when they were read."""
+        values = {n: dict(v) if isinstance(v, TrackedDict) else v for n, v in self._values.items()}
+        stored = self.stored_markers()
+        if stored is None:
+            return self.key, values, set(self._dirty)
+        return self.key, values, set(self._dirty), stored
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        key, values, dirty = state[:3]
         object.__setattr__(self, "key", key)
         object.__setattr__(self, "_values", {n: TrackedDict(self, n, v) if n in MAP_FIELDS else v
                                              for n, v in values.items()})
         object.__setattr__(self, "_dirty", set(dirty))
+        if len(state) > 3 and "markers" in self._values:
+            self._values["markers"].stored = state[3]
 
     def __repr__(self) -> str:
         return f"WebPage({self.key!r}, {sorted(self._values)})"

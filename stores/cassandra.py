@@ -41,7 +41,7 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
-from nutch2.stores.index import Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.index import NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -547,6 +547,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         values = {n: _encode(n, v) for n, v in page.dirty_values().items()}
         if "markers" in values:
             values["__markers__"] = dict(page.markers)
+            values[NEW_MARKS] = new_marks(page)
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
@@ -563,7 +564,7 @@ class CassandraStore(BufferedStore, EntryStorage):
               16 + len(p)) for p in sorted(new_prefixes)]))
         self._prefixes |= new_prefixes
         stamp = self._ts()
-        self.index.write({k: {"markers": v.get("__markers__"), "fetch_time": v.get("fetch_time")}
+        self.index.write({k: {"markers": v.get(NEW_MARKS), "fetch_time": v.get("fetch_time")}
                           for k, v in pending.items()}, stamp)
         rows: list[tuple[Any, str, tuple, int]] = []
         for key in sorted(pending):

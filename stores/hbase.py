@@ -48,7 +48,7 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
-from nutch2.stores.index import MARK, SHARDS, Entry, EntryIndex, EntryStorage, shard_groups
+from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
@@ -491,6 +491,8 @@ class HBaseStore(BufferedStore, EntryStorage):
         for name, value in (values.get("markers") or {}).items():
             if is_mark(name) and "\x00" in name + str(value):
                 raise ValueError(f"mark {name!r} = {value!r} of {page.key}: mark names and values cannot contain NUL")
+        if "markers" in values:
+            values[NEW_MARKS] = new_marks(page)
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
@@ -519,6 +521,8 @@ class HBaseStore(BufferedStore, EntryStorage):
             cells: dict[bytes, bytes] = {}
             drop: list[bytes] = []
             for name, value in values.items():
+                if name == NEW_MARKS:  # for the index entries only
+                    continue
                 col = COLUMNS[name]
                 if name in MAP_FIELDS:
                     drop.append(col.encode())

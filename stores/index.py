@@ -83,10 +83,26 @@ def due_term(fetch_time: int) -> str:
     return f"{fetch_time - FETCH_TIME_MIN:019d}"
 
 
+NEW_MARKS = "__marks_new__"  # in a buffered row's values: the marks its write adds (new_marks)
+
+
+def new_marks(page: WebPage) -> dict[str, str]:
+    """The marks a write of the page's markers adds: those the row did not carry with that value when it was read
+    (every mark when its markers were not read, or were assigned whole). A mark the row already carried has its
+    entry: it was written before the row that carried the mark, and is dropped only once the row does not carry
+    it. Parse, fetch and generate so write one entry a row, not one per mark the row carries."""
+    markers = page.markers
+    stored = page.stored_markers()
+    if stored is None:
+        return dict(markers)
+    return {n: v for n, v in markers.items() if stored.get(n) != v}
+
+
 def entries_of(key: str, values: dict[str, Any]) -> list[Entry]:
-    """The entries a write of these field values makes (markers written whole; a fetch time)."""
+    """The entries a write of these field values makes (the marks it adds, else markers written whole; a fetch
+    time)."""
     out = []
-    markers = values.get("markers")
+    markers = values[NEW_MARKS] if NEW_MARKS in values else values.get("markers")
     for name, value in (markers or {}).items():
         if is_mark(name):
             out.append(Entry(MARK, mark_bucket(name, str(value)), "", key))

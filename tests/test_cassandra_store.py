@@ -108,6 +108,44 @@ def test_maps_are_one_cell_and_older_tables_still_work(session, tmp_path: Path,
     assert kinds == {new: "frozen<map<text, text>>", old: "map<text, text>"}
 
 
+def test_a_write_indexes_only_the_marks_it_adds(session, tmp_path: Path) -> None:
+    """A row read and written back with one mark more (parse, fetch, generate) writes that mark's entry only:
+    the entries of the marks it already carried keep their stamp."""
+    import pickle
+
+    from nutch2.stores.index import SHARDS, mark_bucket
+
+    conf = make_conf(tmp_path, "cassandra")
+    ks = conf.get_str("storage.cassandra.keyspace")
+    cid = "c" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+
+    def stamps(name: str) -> dict[str, int]:
+        rows = session.execute(f'SELECT key, s FROM "{ks}"."{cid}_webpage_idx" WHERE idx = %s AND bucket = %s '
+                               f"AND shard IN ({', '.join(map(str, range(SHARDS)))})", ["m", mark_bucket(name, "b1")])
+        return {r.key: r.s for r in rows}
+
+    try:
+        for i in range(20):
+            page = WebPage(f"com.h{i % 4}:http/p{i}", status=1)
+            Mark.INJECT.put(page, "b1")
+            Mark.GENERATE.put(page, "b1")
+            store.put(page.key, page)
+        store.flush()
+        before = {m: stamps(m) for m in (Mark.INJECT.value, Mark.GENERATE.value)}
+        for i, page in enumerate(store.scan(mark=(Mark.GENERATE.value, "b1"), fields=["markers"])):
+            page = pickle.loads(pickle.dumps(page)) if i % 2 else page  # as after a shuffle
+            Mark.PARSE.put(page, "b1")
+            store.put(page.key, page)
+        store.flush()
+        assert {m: stamps(m) for m in before} == before and len(before[Mark.GENERATE.value]) == 20
+        added = stamps(Mark.PARSE.value)
+        assert len(added) == 20 and min(added.values()) > max(before[Mark.GENERATE.value].values())
+    finally:
+        store.drop_schema()
+        store.close()
+
+
 def test_driver_import_leaves_what_it_hides_importable() -> None:
     """The store imports the driver without Twisted's reactor and numpy (it uses neither), and a later import of
     either still works."""

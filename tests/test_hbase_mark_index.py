@@ -229,3 +229,29 @@ def test_nul_in_a_mark_is_refused(tmp_path: Path, cid: str) -> None:
     with pytest.raises(ValueError, match="NUL"):
         put(store, "com.a:http/", _gnmrk_="b\x001")
     store.close()
+
+
+def test_a_write_indexes_only_the_marks_it_adds(tmp_path: Path, cid: str, hb: Any) -> None:
+    """A row read and written back with one mark more (parse, fetch, generate) writes that mark's entry only:
+    the entries of the marks it already carried keep their timestamp."""
+    import pickle
+
+    store = open_hbase(tmp_path, cid)
+    keys = [f"com.h{i % 4}:http/p{i}" for i in range(20)]
+    for key in keys:
+        page = WebPage(key, status=1)
+        Mark.INJECT.put(page, "b1")
+        Mark.GENERATE.put(page, "b1")
+        store.put(key, page)
+    store.flush()
+    before = {k: t for k, t in entries(hb, cid).items() if k.startswith(b"m\x00")}
+    for i, page in enumerate(store.scan(mark=(GEN, "b1"), fields=["markers"])):
+        page = pickle.loads(pickle.dumps(page)) if i % 2 else page  # as after a shuffle
+        Mark.PARSE.put(page, "b1")
+        store.put(page.key, page)
+    store.flush()
+    after = {k: t for k, t in entries(hb, cid).items() if k.startswith(b"m\x00")}
+    store.close()
+    assert {k: after[k] for k in before} == before and len(before) == 40
+    added = {entry(k, "b1", Mark.PARSE.value) for k in keys}
+    assert set(after) - set(before) == added and min(after[k] for k in added) > max(before.values())
