@@ -24,7 +24,7 @@ from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
 from nutch2.errors import NutchError
 from nutch2.mapred import stop
-from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.frameworks import framework, make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store
@@ -139,7 +139,13 @@ class Crawl(Tool[CrawlArgs]):
         return 0
 
     def rounds(self, run: Run) -> None:
-        """Finish what an earlier crawl left, then the rounds: N of them, until nothing is due, or for ever."""
+        """Finish what an earlier crawl left, then the rounds: N of them, until nothing is due, or for ever
+        (with crawl.pipeline, each batch's steps after its fetch beside the next round's: tools/pipeline.py)."""
+        if self.conf.get_bool("crawl.pipeline") and framework(self.conf) != "spark":
+            from nutch2.tools import pipeline
+
+            pipeline.rounds(self, run)
+            return
         a = self.args
         top_n = a.topN or self.conf.get_int("crawl.topN")
         r = self.finish_interrupted(run)
@@ -319,10 +325,18 @@ class Crawl(Tool[CrawlArgs]):
                 raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
                                  "answer); run the same command again once it is back")
         if not reached(state, UPDATED):
-            self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
+            self.update(run, batch)
         if self.indexing and not reached(state, INDEXED):
             self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
                                             num_tasks=a.num_tasks))
+
+    def update(self, run: Run, batch: str, defer_in_flight: bool = False) -> None:
+        """updatedb of the batch (defer_in_flight: its first step only, tools/pipeline.py)."""
+        args = UpdateArgs(batch=batch, num_tasks=self.args.num_tasks)
+        args.check()
+        tool = UpdateDb(self.conf, self.crawl_id, args)
+        tool.defer_in_flight = defer_in_flight
+        tool.execute(run.child())
 
     def _state(self, batch: str) -> str:
         with open_store(self.conf, self.crawl_id, create=False) as store:
