@@ -29,7 +29,7 @@ from nutch2.stores.query import Query
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from tests.conftest import DURABLE_STORES, runner_of
 from tests.crawlutil import conf_for, defines, rows
-from tests.helpers import KILLED, REPO, build_batch, nutch2
+from tests.helpers import KILLED, REPO, build_batch, nutch2, same_rows
 from tests.testweb import TestWeb
 
 
@@ -145,9 +145,9 @@ def _outcome(page) -> tuple:
 @pytest.mark.parametrize("backend", KILL_BACKENDS)
 def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, backend: str) -> None:
     """Killed at any of twelve points (two batches under way at several) and run again with the same command, a
-    pipelined crawl ends with the rows of an uninterrupted one — same rows, statuses, links and parses, nothing
-    left in a batch, the crawl's journal entry gone — and no URL was requested more than twice (once more only
-    for a request in flight at the kill)."""
+    pipelined crawl ends with the rows of an uninterrupted one — the same batches, rows, statuses, links, scores
+    and parses, nothing left in a batch, the crawl's journal entry gone — and no URL was requested more than
+    twice (once more only for a request in flight at the kill)."""
     props = {"crawl.pipeline": "true", "storage.write.batch.size": 10, "fetcher.write.batch.size": 10,
              "fetcher.server.delay": 0.02}
     d = defines(tmp_path, backend, **props)
@@ -159,7 +159,9 @@ def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, bac
         ref = f"pr{uuid.uuid4().hex[:8]}"
         done = nutch2(*args, "-crawlId", ref, *d, timeout=600)
         assert done.returncode == 0, done.stderr
-        expected = {k: _outcome(p) for k, p in rows(conf, ref).items()}
+        reference = rows(conf, ref)
+        expected = {k: _outcome(p) for k, p in reference.items()}
+        ref_names = _round_names(conf, ref)
         assert sum(1 for o in expected.values() if o[0] == CrawlStatus.FETCHED) > 40
         two_under_way = 0
         for point in PIPELINE_POINTS:
@@ -188,11 +190,20 @@ def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, bac
             assert set(got) == set(expected), (point, sorted(set(got) ^ set(expected))[:5])
             for key, outcome in expected.items():
                 assert got[key] == outcome, (point, key)
+            # and the same batches: the rerun ran the newest batch's tail beside the next generate, as the killed
+            # crawl would have, so every later round selected what the uninterrupted crawl's did
+            same_rows(rows(conf, crawl_id), reference, _round_names(conf, crawl_id), ref_names)
             with open_store(conf, crawl_id, create=False) as store:
                 journal = Journal(store)
                 assert journal.crawl() is None, point
                 assert all(r.reached(UPDATED) for r in journal.batches()), point
         assert two_under_way >= 2  # the kills did land with a batch's tail beside the next round
+
+
+def _round_names(conf, crawl_id: str) -> dict[str, str]:
+    """Batch ids in generate order → round1, round2, ... (ids are random; rounds are what must match)."""
+    with open_store(conf, crawl_id, create=False) as store:
+        return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}
 
 
 def _kill_after_requests(web: TestWeb, n: int, *args: object) -> int:

@@ -21,7 +21,17 @@ from datetime import datetime
 from pathlib import Path
 
 from nutch2.crawldb import lifecycle
-from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
+from nutch2.crawldb.journal import (
+    FETCHED,
+    GENERATED,
+    GENERATING,
+    INDEXED,
+    PARSED,
+    UPDATED,
+    UPDATING,
+    Journal,
+    reached,
+)
 from nutch2.errors import NutchError
 from nutch2.mapred import stop
 from nutch2.mapred.frameworks import framework, make_runner
@@ -277,8 +287,11 @@ class Crawl(Tool[CrawlArgs]):
         with open_store(self.conf, self.crawl_id, create=False) as store:
             lifecycle.record_crawl(store, value)
 
-    def finish_interrupted(self, run: Run) -> int:
-        """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with."""
+    def finish_interrupted(self, run: Run, keep_last: bool = False) -> int:
+        """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with.
+        keep_last: the newest, unless its updatedb started, is left in `self.kept` (a pipelined crawl fetches
+        it and runs its tail beside the next generate, as the interrupted crawl would have)."""
+        self.kept: str | None = None
         with open_store(self.conf, self.crawl_id, create=False) as store:
             journal = Journal(store)
             state = journal.crawl()
@@ -298,6 +311,9 @@ class Crawl(Tool[CrawlArgs]):
         elif state is not None:
             rounds = "until nothing is due" if state["rounds"] == -1 else state["rounds"]
             log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {rounds}; finishing it")
+        if keep_last and unfinished and (rec := journal.batch(unfinished[-1])) is not None and \
+                not rec.reached(UPDATING):
+            self.kept = unfinished.pop()
         for batch in unfinished:
             log.info(f"crawl: finishing batch {batch}")
             self.run_batch(run, batch, resume=True)

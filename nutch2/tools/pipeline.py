@@ -9,8 +9,10 @@ What runs beside what, and why no row is written by two jobs at once:
   are in batch r+1 (jobs/updatedb.py: `deferred_in_flight`), and the batch stays "updating".
 - once fetch r+1 has ended, updatedb r runs again under the same run id, as after a kill: it writes those
   targets and commits; index r and updatehostdb follow, and round r+2 waits for them.
-Each step is the ordinary tool with its batch id, journal record and locks; a kill leaves at most two batches
-under way, which the same command finishes in order (Crawl.finish_interrupted) before it goes on.
+Each step is the ordinary tool with its batch id, journal record and locks. A kill leaves at most two batches
+under way; the same command finishes the older ones (Crawl.finish_interrupted), then fetches the newest (if its
+fetch did not end) and runs its tail beside the next round's generate and fetch, as the killed crawl would have:
+the batches that follow are those of an uninterrupted crawl.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from nutch2.crawldb.journal import INDEXED, PARSED, UPDATED, reached
+from nutch2.crawldb.journal import FETCHED, INDEXED, PARSED, UPDATED, reached
 from nutch2.errors import NutchError
 from nutch2.mapred import stop
 from nutch2.tools.base import Run
@@ -91,9 +93,16 @@ def rounds(crawl: Crawl, run: Run) -> None:
     """Crawl.rounds, pipelined: the same rounds, each batch's tail beside the next round's generate and fetch."""
     a = crawl.args
     top_n = a.topN or crawl.conf.get_int("crawl.topN")
-    r = crawl.finish_interrupted(run)
+    r = crawl.finish_interrupted(run, keep_last=True)
     tail: Tail | None = None
     try:
+        if crawl.kept is not None:  # the newest batch under way: fetched, then its tail beside the next round
+            log.info(f"crawl: finishing batch {crawl.kept} (its steps after the fetch beside the next round)")
+            if not reached(crawl._state(crawl.kept), FETCHED):
+                crawl.step(run, Fetch, FetchArgs(batch=crawl.kept, threads=a.threads, resume=True,
+                                                 num_tasks=a.num_tasks))
+            tail = Tail(crawl, run, crawl.kept)
+            tail.start()
         while a.rounds in (None, -1) or r <= a.rounds:
             if tail is not None and crawl.stop_file().exists():
                 tail, _ = None, tail.end()  # STOP: the batch under way is finished first
