@@ -80,8 +80,9 @@ class Tail(threading.Thread):
         self.fetched.set()
         while self.is_alive():
             self.join(0.2)  # a few times a second: the main thread runs the signal handler
-        if self.error is not None:
-            raise self.error
+        error, self.error = self.error, None  # raised once: ending it again (the rounds' finally) is a no-op
+        if error is not None:
+            raise error
 
 
 def _wait(event: threading.Event) -> None:
