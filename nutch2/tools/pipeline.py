@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from nutch2.crawldb.journal import FETCHED, INDEXED, PARSED, UPDATED, reached
 from nutch2.errors import NutchError
@@ -30,10 +30,28 @@ from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, 
 from nutch2.tools.hostdb import UpdateHostDb, UpdateHostDbArgs
 from nutch2.tools.index import Index, IndexArgs
 
-if TYPE_CHECKING:
-    from nutch2.tools.crawl import Crawl
-
 log = logging.getLogger(__name__)
+
+
+class Crawl(Protocol):
+    """What the pipeline uses of the crawl tool (nutch2/tools/crawl.py, which imports this module)."""
+
+    args: Any
+    conf: Any
+    indexing: bool
+    solr_url: str | None
+    kept: str | None
+
+    def step(self, run: Run, cls: type, args: Any) -> int: ...
+    def update(self, run: Run, batch: str, defer_in_flight: bool = False) -> None: ...
+    def _state(self, batch: str) -> str: ...
+    def finish_interrupted(self, run: Run, keep_last: bool = False) -> int: ...
+    def stop_file(self) -> Any: ...
+    def stop_file_found(self, r: int) -> bool: ...
+    def rounds_text(self) -> str: ...
+    def rounds_value(self) -> int: ...
+    def record_crawl(self, value: dict | None) -> None: ...
+    def wait_for_work(self, run: Run) -> None: ...
 
 
 class Tail(threading.Thread):
