@@ -41,6 +41,7 @@ from nutch2.stores.query import Capability
 _pool: WorkerPool | None = None
 _uncount: Any = None  # removes the pool's count of requests in flight from the stop line
 _busy = 0  # jobs of this process whose tasks are in the pool now (a pipelined crawl runs two at once)
+_base = 0  # workers per job of the pool now (it has more when it grew for jobs beside each other)
 _pool_lock = threading.Lock()
 
 
@@ -121,17 +122,17 @@ class ProcessRunner(Runner):
     def _pool(self) -> WorkerPool:
         """The process's pool, with a worker per task of this job (the driver runs one) besides those of the jobs
         already running in it (released by _release())."""
-        global _pool, _uncount, _busy
+        global _pool, _uncount, _busy, _base
         workers = max(1, self.num_tasks - 1)  # the driver runs a task too
         max_mb = self.conf.get_float("mapreduce.processes.worker.max.mb")
         with _pool_lock:
-            if _pool is None or _pool.broken or _pool.max_rss_mb != max_mb or (
-                    _busy == 0 and len(_pool.reports) != workers):
+            if _pool is None or _pool.broken or _pool.max_rss_mb != max_mb or (_busy == 0 and _base != workers):
                 shutdown_pool()
                 # fresh interpreters, not forks: the driver has threads (and a store client)
                 _pool = WorkerPool(workers * (_busy + 1), _init_worker, (logs.settings(), logs.levels()), max_mb)
                 _uncount = stop.count_in_flight(_workers_in_flight)
-            elif len(_pool.reports) < workers * (_busy + 1):
+                _base = workers
+            elif len(_pool.reports) < workers * (_busy + 1):  # kept while the crawl goes on: not started again
                 _pool.grow(workers * (_busy + 1))
             _busy += 1
             return _pool
