@@ -14,6 +14,12 @@ so a rerun uses the same one):
    inputs: the same values.
 2. UpdateCommitJob, once step 1 has finished: each batch row takes its staged state in one row write, which
    also drops its generate mark (so the row leaves the batch) and the staged copy. A rerun commits the rest.
+
+A pipelined crawl (nutch2/tools/pipeline.py) runs step 1 while the next batch is fetched: that step leaves alone
+the link targets that carry another batch's generate mark (the fetch writes their markers and metadata from
+what it read before: a write here would be lost, or would drop the fetch mark), counted `deferred_in_flight`,
+and the batch stays "updating". Once that fetch has ended, the same command run again (`update()` with the
+journal's run id) writes them, as a rerun after a kill would, and commits.
 """
 
 from __future__ import annotations
@@ -84,10 +90,11 @@ class DbUpdaterJob(Job):
     fields = UPDATE_FIELDS
     has_reduce = True
 
-    def __init__(self, conf: Configuration, batch_id: str | None, run: str) -> None:
+    def __init__(self, conf: Configuration, batch_id: str | None, run: str, defer_in_flight: bool = False) -> None:
         super().__init__(conf)
         self.batch_id = batch_id
         self.run = run
+        self.defer_in_flight = defer_in_flight  # leave link targets in another batch (being fetched) for later
         self.schedule = fetch_schedule(conf)
         self.scoring = ScoringFilters.from_conf(conf)
         self.retry_max = conf.get_int("db.fetch.retry.max")
@@ -159,6 +166,9 @@ class DbUpdaterJob(Job):
             page = self._new_row(key, ctx)
         elif page.metadata.get(UPDATE_RUN) == self.run.encode():
             ctx.incr("already_linked")
+            return
+        elif self.defer_in_flight and Mark.GENERATE.check(page) is not None:
+            ctx.incr("deferred_in_flight")  # in a batch being fetched: written by this run once that fetch ends
             return
         self._apply_links(page, links)
         page.metadata = {**page.metadata, UPDATE_RUN: self.run.encode()}
@@ -275,9 +285,10 @@ class UpdateCommitJob(Job):
 
 
 def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: int | None,
-           counters: Counters | None = None) -> Counters:
+           counters: Counters | None = None, defer_in_flight: bool = False) -> Counters:
     """updatedb's two steps under one run id (jobs/updatedb.py says why), recorded in the journal; batch None:
-    every batch."""
+    every batch. defer_in_flight: step 1 only, leaving link targets of other batches; the batch stays
+    "updating" until update() runs again (the module docstring says when)."""
     counters = counters or Counters("updatedb")
     lifecycle.begin_update(store, batch)
     if not has_rows(store, Mark.GENERATE, batch, "updatedb", "generate", counters):
@@ -286,7 +297,9 @@ def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: 
     batches = store.mark_values(Mark.GENERATE.value) if batch is None else {batch}
     run = lifecycle.start_update(store, batch)
     runner = make_runner(conf, num_tasks)
-    runner.run(DbUpdaterJob(conf, batch, run), store, counters)
+    runner.run(DbUpdaterJob(conf, batch, run, defer_in_flight), store, counters)
+    if defer_in_flight:
+        return counters
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
     lifecycle.end_update(store, batch, batches)
     return counters

@@ -19,6 +19,7 @@ import atexit
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -39,6 +40,9 @@ from nutch2.stores.query import Capability
 
 _pool: WorkerPool | None = None
 _uncount: Any = None  # removes the pool's count of requests in flight from the stop line
+_busy = 0  # jobs of this process whose tasks are in the pool now (a pipelined crawl runs two at once)
+_base = 0  # workers per job of the pool now (it has more when it grew for jobs beside each other)
+_pool_lock = threading.Lock()
 
 
 class ProcessRunner(Runner):
@@ -84,9 +88,10 @@ class ProcessRunner(Runner):
         pool: WorkerPool | None = None
         if len(tasks) > 1:
             pool = self._pool()
-            futures = [pool.submit(fn, *args) for fn, args in tasks[1:]]
-            self._count_live(pool, futures)
         try:
+            if pool is not None:
+                futures = [pool.submit(fn, *args) for fn, args in tasks[1:]]
+                self._count_live(pool, futures)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
                 fn, args = tasks[0]
                 futures.insert(0, here.submit(fn, *args, live=self.counters.task()))
@@ -94,6 +99,7 @@ class ProcessRunner(Runner):
         finally:
             if pool is not None:
                 pool.forget(futures)
+                _release()
 
     def _count_live(self, pool: WorkerPool, futures: list[Future[TaskOutput]]) -> None:
         """The job's counters count the workers' tasks while they run (the job API shows them live): each task's
@@ -114,15 +120,22 @@ class ProcessRunner(Runner):
         return progress.records() + (pool.records() if pool is not None else 0)
 
     def _pool(self) -> WorkerPool:
-        global _pool, _uncount
+        """The process's pool, with a worker per task of this job (the driver runs one) besides those of the jobs
+        already running in it (released by _release())."""
+        global _pool, _uncount, _busy, _base
         workers = max(1, self.num_tasks - 1)  # the driver runs a task too
         max_mb = self.conf.get_float("mapreduce.processes.worker.max.mb")
-        if _pool is None or _pool.broken or len(_pool.reports) != workers or _pool.max_rss_mb != max_mb:
-            shutdown_pool()
-            # fresh interpreters, not forks: the driver has threads (and a store client)
-            _pool = WorkerPool(workers, _init_worker, (logs.settings(), logs.levels()), max_mb)
-            _uncount = stop.count_in_flight(_workers_in_flight)
-        return _pool
+        with _pool_lock:
+            if _pool is None or _pool.broken or _pool.max_rss_mb != max_mb or (_busy == 0 and _base != workers):
+                shutdown_pool()
+                # fresh interpreters, not forks: the driver has threads (and a store client)
+                _pool = WorkerPool(workers * (_busy + 1), _init_worker, (logs.settings(), logs.levels()), max_mb)
+                _uncount = stop.count_in_flight(_workers_in_flight)
+                _base = workers
+            elif len(_pool.reports) < workers * (_busy + 1):  # kept while the crawl goes on: not started again
+                _pool.grow(workers * (_busy + 1))
+            _busy += 1
+            return _pool
 
     @staticmethod
     def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
@@ -159,6 +172,13 @@ class ProcessRunner(Runner):
         finally:
             for f in futures:
                 f.cancel()
+
+
+def _release() -> None:
+    """A job's tasks have left the pool."""
+    global _busy
+    with _pool_lock:
+        _busy = max(0, _busy - 1)
 
 
 def max_workers() -> int:

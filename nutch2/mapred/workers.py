@@ -77,6 +77,21 @@ class WorkerPool:
             self._idle.append(slot)
             threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
 
+    def grow(self, size: int) -> None:
+        """Start workers until there are `size` (two jobs at once, a pipelined crawl's, each get theirs)."""
+        with self._lock:
+            if self._broken or self._closed:
+                return
+            while len(self._conns) < size:
+                slot = len(self._conns)
+                conn, proc = self._start(slot)
+                self.reports.append((-1, -1))
+                self._conns.append(conn)
+                self._procs.append(proc)
+                self._idle.append(slot)
+                threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
+            self._dispatch()
+
     def _start(self, slot: int) -> tuple[Connection, subprocess.Popen[bytes]]:
         """A fresh worker interpreter for `slot`, sent its setup."""
         here, there = Pipe(duplex=True)

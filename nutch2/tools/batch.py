@@ -223,6 +223,7 @@ class UpdateDb(BatchTool[UpdateArgs]):
     Args = UpdateArgs
     step = lifecycle.UPDATE
     crawl_lock = True
+    defer_in_flight = False  # a pipelined crawl's first run: link targets in a batch being fetched wait (update())
 
     def has_work(self, store: DataStore, batch: str | None, counters: Counters) -> bool:
         return True  # update() makes that check itself (it also finishes an update killed after its last row)
@@ -230,7 +231,7 @@ class UpdateDb(BatchTool[UpdateArgs]):
     def work(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         from nutch2.jobs.updatedb import update
 
-        update(self.conf, store, batch, self.tasks(), counters)
+        update(self.conf, store, batch, self.tasks(), counters, self.defer_in_flight)
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         """update() recorded the batches it updated."""

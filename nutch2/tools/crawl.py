@@ -21,10 +21,20 @@ from datetime import datetime
 from pathlib import Path
 
 from nutch2.crawldb import lifecycle
-from nutch2.crawldb.journal import FETCHED, GENERATED, GENERATING, INDEXED, PARSED, UPDATED, Journal, reached
+from nutch2.crawldb.journal import (
+    FETCHED,
+    GENERATED,
+    GENERATING,
+    INDEXED,
+    PARSED,
+    UPDATED,
+    UPDATING,
+    Journal,
+    reached,
+)
 from nutch2.errors import NutchError
 from nutch2.mapred import stop
-from nutch2.mapred.frameworks import make_runner
+from nutch2.mapred.frameworks import framework, make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import open_store
@@ -139,7 +149,13 @@ class Crawl(Tool[CrawlArgs]):
         return 0
 
     def rounds(self, run: Run) -> None:
-        """Finish what an earlier crawl left, then the rounds: N of them, until nothing is due, or for ever."""
+        """Finish what an earlier crawl left, then the rounds: N of them, until nothing is due, or for ever
+        (with crawl.pipeline, each batch's steps after its fetch beside the next round's: tools/pipeline.py)."""
+        if self.conf.get_bool("crawl.pipeline") and framework(self.conf) != "spark":
+            from nutch2.tools import pipeline
+
+            pipeline.rounds(self, run)
+            return
         a = self.args
         top_n = a.topN or self.conf.get_int("crawl.topN")
         r = self.finish_interrupted(run)
@@ -271,8 +287,11 @@ class Crawl(Tool[CrawlArgs]):
         with open_store(self.conf, self.crawl_id, create=False) as store:
             lifecycle.record_crawl(store, value)
 
-    def finish_interrupted(self, run: Run) -> int:
-        """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with."""
+    def finish_interrupted(self, run: Run, keep_last: bool = False) -> int:
+        """Finish the batches an interrupted crawl (or any job) left under way; the round to go on with.
+        keep_last: the newest, unless its updatedb started, is left in `self.kept` (a pipelined crawl fetches
+        it and runs its tail beside the next generate, as the interrupted crawl would have)."""
+        self.kept: str | None = None
         with open_store(self.conf, self.crawl_id, create=False) as store:
             journal = Journal(store)
             state = journal.crawl()
@@ -292,6 +311,9 @@ class Crawl(Tool[CrawlArgs]):
         elif state is not None:
             rounds = "until nothing is due" if state["rounds"] == -1 else state["rounds"]
             log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {rounds}; finishing it")
+        if keep_last and unfinished and (rec := journal.batch(unfinished[-1])) is not None and \
+                not rec.reached(UPDATING):
+            self.kept = unfinished.pop()
         for batch in unfinished:
             log.info(f"crawl: finishing batch {batch}")
             self.run_batch(run, batch, resume=True)
@@ -319,10 +341,18 @@ class Crawl(Tool[CrawlArgs]):
                 raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
                                  "answer); run the same command again once it is back")
         if not reached(state, UPDATED):
-            self.step(run, UpdateDb, UpdateArgs(batch=batch, num_tasks=a.num_tasks))
+            self.update(run, batch)
         if self.indexing and not reached(state, INDEXED):
             self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
                                             num_tasks=a.num_tasks))
+
+    def update(self, run: Run, batch: str, defer_in_flight: bool = False) -> None:
+        """updatedb of the batch (defer_in_flight: its first step only, tools/pipeline.py)."""
+        args = UpdateArgs(batch=batch, num_tasks=self.args.num_tasks)
+        args.check()
+        tool = UpdateDb(self.conf, self.crawl_id, args)
+        tool.defer_in_flight = defer_in_flight
+        tool.execute(run.child())
 
     def _state(self, batch: str) -> str:
         with open_store(self.conf, self.crawl_id, create=False) as store:
