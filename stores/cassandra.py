@@ -33,6 +33,7 @@ with bounded concurrency (execute_concurrent).
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -599,17 +600,21 @@ def _import_driver() -> None:
     only while the driver is imported, so a later import of either works as usual."""
     import sys
 
-    if "cassandra.cluster" in sys.modules:
-        return
-    hidden = [m for m in ("cassandra.io.twistedreactor", "numpy") if m not in sys.modules]
-    for m in hidden:
-        sys.modules[m] = None  # type: ignore[assignment]  # an import of it raises ImportError
-    try:
-        import cassandra.cluster  # noqa: F401
-    finally:
+    with _import_lock:  # the tasks of the local runner open their stores at once, in threads
+        if "cassandra.cluster" in sys.modules:
+            return
+        hidden = [m for m in ("cassandra.io.twistedreactor", "numpy") if m not in sys.modules]
         for m in hidden:
-            if sys.modules.get(m, 0) is None:
-                del sys.modules[m]
+            sys.modules[m] = None  # type: ignore[assignment]  # an import of it raises ImportError
+        try:
+            import cassandra.cluster  # noqa: F401
+        finally:
+            for m in hidden:
+                if sys.modules.get(m, 0) is None:
+                    del sys.modules[m]
+
+
+_import_lock = threading.Lock()
 
 
 def _transient(e: Exception) -> bool:

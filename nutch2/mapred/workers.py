@@ -71,11 +71,7 @@ class WorkerPool:
         self._broken = False
         self._closed = False
         for slot in range(size):
-            conn, proc = self._start(slot)
-            self._conns.append(conn)
-            self._procs.append(proc)
-            self._idle.append(slot)
-            threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
+            self._add_worker(slot)
 
     def grow(self, size: int) -> None:
         """Start workers until there are `size` (two jobs at once, a pipelined crawl's, each get theirs)."""
@@ -83,14 +79,17 @@ class WorkerPool:
             if self._broken or self._closed:
                 return
             while len(self._conns) < size:
-                slot = len(self._conns)
-                conn, proc = self._start(slot)
                 self.reports.append((-1, -1))
-                self._conns.append(conn)
-                self._procs.append(proc)
-                self._idle.append(slot)
-                threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
+                self._add_worker(len(self._conns))
             self._dispatch()
+
+    def _add_worker(self, slot: int) -> None:
+        """Start the worker of a new slot, idle, and its reader thread."""
+        conn, proc = self._start(slot)
+        self._conns.append(conn)
+        self._procs.append(proc)
+        self._idle.append(slot)
+        threading.Thread(target=self._read, args=(slot,), name=f"worker-{slot}", daemon=True).start()
 
     def _start(self, slot: int) -> tuple[Connection, subprocess.Popen[bytes]]:
         """A fresh worker interpreter for `slot`, sent its setup."""

@@ -336,15 +336,24 @@ class Crawl(Tool[CrawlArgs]):
             self.step(run, Fetch, FetchArgs(batch=batch, threads=a.threads, resume=resume, num_tasks=a.num_tasks))
             state = self._state(batch)
         if not reached(state, PARSED):
-            self.step(run, Parse, ParseArgs(batch=batch, resume=resume, num_tasks=a.num_tasks))
-            if not reached(self._state(batch), PARSED):
-                raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
-                                 "answer); run the same command again once it is back")
+            self.parse(run, batch, resume)
         if not reached(state, UPDATED):
             self.update(run, batch)
         if self.indexing and not reached(state, INDEXED):
-            self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
-                                            num_tasks=a.num_tasks))
+            self.index(run, batch)
+
+    def parse(self, run: Run, batch: str, resume: bool = False) -> None:
+        """parse of the batch; an error if some of its pages are still unparsed (their parser did not answer)."""
+        self.step(run, Parse, ParseArgs(batch=batch, resume=resume, num_tasks=self.args.num_tasks))
+        if not reached(self._state(batch), PARSED):
+            raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
+                             "answer); run the same command again once it is back")
+
+    def index(self, run: Run, batch: str) -> None:
+        """index of the batch into the crawl's writers."""
+        a = self.args
+        self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
+                                        num_tasks=a.num_tasks))
 
     def update(self, run: Run, batch: str, defer_in_flight: bool = False) -> None:
         """updatedb of the batch (defer_in_flight: its first step only, tools/pipeline.py)."""

@@ -23,12 +23,10 @@ import threading
 from typing import Any, Protocol
 
 from nutch2.crawldb.journal import FETCHED, INDEXED, PARSED, UPDATED, reached
-from nutch2.errors import NutchError
 from nutch2.mapred import stop
 from nutch2.tools.base import Run
-from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs
+from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs
 from nutch2.tools.hostdb import UpdateHostDb, UpdateHostDbArgs
-from nutch2.tools.index import Index, IndexArgs
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,9 @@ class Crawl(Protocol):
     kept: str | None
 
     def step(self, run: Run, cls: type, args: Any) -> int: ...
+    def parse(self, run: Run, batch: str, resume: bool = False) -> None: ...
     def update(self, run: Run, batch: str, defer_in_flight: bool = False) -> None: ...
+    def index(self, run: Run, batch: str) -> None: ...
     def _state(self, batch: str) -> str: ...
     def finish_interrupted(self, run: Run, keep_last: bool = False) -> int: ...
     def stop_file(self) -> Any: ...
@@ -76,10 +76,7 @@ class Tail(threading.Thread):
     def steps(self) -> None:
         c, run, batch, a = self.crawl, self.run_, self.batch, self.crawl.args
         if not reached(c._state(batch), PARSED):
-            c.step(run, Parse, ParseArgs(batch=batch, num_tasks=a.num_tasks))
-            if not reached(c._state(batch), PARSED):
-                raise NutchError(f"crawl: pages of batch {batch} could not be parsed now (their parser did not "
-                                 "answer); run the same command again once it is back")
+            c.parse(run, batch)
         if not reached(c._state(batch), UPDATED):
             _wait(self.generated)
             c.update(run, batch, defer_in_flight=not self.fetched.is_set())
@@ -87,8 +84,7 @@ class Tail(threading.Thread):
             if not reached(c._state(batch), UPDATED):
                 c.update(run, batch)
         if c.indexing and not reached(c._state(batch), INDEXED):
-            c.step(run, Index, IndexArgs(batch=batch, solr=c.solr_url, opensearch=a.opensearch,
-                                         num_tasks=a.num_tasks))
+            c.index(run, batch)
         if a.hostdbupdate:
             c.step(run, UpdateHostDb, UpdateHostDbArgs(num_tasks=a.num_tasks))
 
