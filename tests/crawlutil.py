@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from nutch2.cli import main
 from nutch2.config import Configuration
@@ -64,3 +70,23 @@ def row(conf: Configuration, crawl_id: str, url: str) -> WebPage | None:
 
 def passes_filters(conf: Configuration, url: str) -> bool:
     return UrlChecker(conf, "outlink").check(url) is not None
+
+
+def kill_after_requests(web: Any, n: int, *args: object) -> int:
+    """Start `nutch2 args...` and kill -9 it once the test web (tests/testweb.py) has seen `n` page requests (a
+    timed kill point); its exit status."""
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=Path(__file__).parent.parent,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and len([r for r in web.requests() if r.path != "/robots.txt"]) < n:
+        time.sleep(0.01)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    return proc.wait()
+
+
+def round_names(conf: Configuration, crawl_id: str) -> dict[str, str]:
+    """Batch ids in generate order -> round1, round2, ... (ids are random; rounds are what must match)."""
+    from nutch2.crawldb.journal import Journal
+
+    with open_store(conf, crawl_id, create=False) as store:
+        return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

@@ -22,7 +22,7 @@ from nutch2.crawldb.journal import GENERATING, UPDATING, Journal
 from nutch2.marks import Mark
 from nutch2.stores import open_store
 from tests.conftest import DURABLE_STORES, runner_of
-from tests.crawlutil import conf_for, defines
+from tests.crawlutil import conf_for, defines, kill_after_requests, round_names
 from tests.helpers import KILLED, SOURCES, build_batch, nutch2, same_rows, table
 from tests.testweb import TestWeb
 
@@ -162,7 +162,7 @@ def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str)
         assert done.returncode == 0, done.stderr
         expected = table(conf, ref)
         assert len({Mark.UPDATEDB.check(p) for p in expected.values()} - {None}) == 3  # three rounds did work
-        ref_names = _round_names(conf, ref)
+        ref_names = round_names(conf, ref)
         points = CRAWL_POINTS if backend.split(":")[0] in ("sqlite", "postgres") else CRAWL_POINTS[:5]
         for point in points:
             if runner_of(backend) == "processes":
@@ -170,7 +170,7 @@ def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str)
             crawl_id = f"ck{uuid.uuid4().hex[:8]}"
             web.reset_log()
             if point == "time":
-                killed = _kill_after_requests(web, 12, *args, "-crawlId", crawl_id, *d)
+                killed = kill_after_requests(web, 12, *args, "-crawlId", crawl_id, *d)
                 assert killed == KILLED, point
             else:
                 p = nutch2(*args, "-crawlId", crawl_id, *d, failpoints=point)
@@ -188,23 +188,9 @@ def test_crawl_kill_9_anywhere_then_rerun_is_exact(tmp_path: Path, backend: str)
             assert max(requests.values()) <= 2 and len(twice) <= refetched, (point, twice, refetched)
             if point.startswith("fetch.answered="):
                 assert twice, point  # the answered request whose outcome the kill lost, once more
-            same_rows(table(conf, crawl_id), expected, _round_names(conf, crawl_id), ref_names)
+            same_rows(table(conf, crawl_id), expected, round_names(conf, crawl_id), ref_names)
             with open_store(conf, crawl_id, create=False) as store:
                 assert Journal(store).crawl() is None
 
 
-def _kill_after_requests(web: TestWeb, n: int, *args: object) -> int:
-    """Start the command and kill -9 it once the test web has seen `n` page requests (a timed point)."""
-    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while proc.poll() is None and len([r for r in web.requests() if r.path != "/robots.txt"]) < n:
-        time.sleep(0.01)
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    return proc.wait()
 
-
-def _round_names(conf, crawl_id: str) -> dict[str, str]:
-    """Batch ids in generate order → round1, round2, ... (ids are random; rounds are what must match)."""
-    with open_store(conf, crawl_id, create=False) as store:
-        return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}

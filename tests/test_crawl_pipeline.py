@@ -5,11 +5,6 @@ rows."""
 from __future__ import annotations
 
 import collections
-import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -28,8 +23,8 @@ from nutch2.stores import open_store
 from nutch2.stores.query import Query
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from tests.conftest import DURABLE_STORES, runner_of
-from tests.crawlutil import conf_for, defines, rows
-from tests.helpers import KILLED, REPO, build_batch, nutch2, same_rows
+from tests.crawlutil import conf_for, defines, kill_after_requests, round_names, rows
+from tests.helpers import KILLED, build_batch, nutch2, same_rows
 from tests.testweb import TestWeb
 
 
@@ -162,7 +157,7 @@ def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, bac
         assert done.returncode == 0, done.stderr
         reference = rows(conf, ref)
         expected = {k: _outcome(p) for k, p in reference.items()}
-        ref_names = _round_names(conf, ref)
+        ref_names = round_names(conf, ref)
         assert sum(1 for o in expected.values() if o[0] == CrawlStatus.FETCHED) > 40
         two_under_way = 0
         for point in PIPELINE_POINTS:
@@ -171,7 +166,7 @@ def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, bac
             crawl_id = f"pk{uuid.uuid4().hex[:8]}"
             web.reset_log()
             if point == "time":
-                killed = _kill_after_requests(web, 30, *args, "-crawlId", crawl_id, *d)
+                killed = kill_after_requests(web, 30, *args, "-crawlId", crawl_id, *d)
                 assert killed == KILLED, point
             else:
                 p = nutch2(*args, "-crawlId", crawl_id, *d, failpoints=point, timeout=600)
@@ -193,26 +188,10 @@ def test_pipelined_crawl_kill_9_anywhere_then_rerun_finishes(tmp_path: Path, bac
                 assert got[key] == outcome, (point, key)
             # and the same batches: the rerun ran the newest batch's tail beside the next generate, as the killed
             # crawl would have, so every later round selected what the uninterrupted crawl's did
-            same_rows(rows(conf, crawl_id), reference, _round_names(conf, crawl_id), ref_names)
+            same_rows(rows(conf, crawl_id), reference, round_names(conf, crawl_id), ref_names)
             with open_store(conf, crawl_id, create=False) as store:
                 journal = Journal(store)
                 assert journal.crawl() is None, point
                 assert all(r.reached(UPDATED) for r in journal.batches()), point
         assert two_under_way >= 1  # a kill did land with a batch's tail beside the next round (where: not exact)
 
-
-def _round_names(conf, crawl_id: str) -> dict[str, str]:
-    """Batch ids in generate order → round1, round2, ... (ids are random; rounds are what must match)."""
-    with open_store(conf, crawl_id, create=False) as store:
-        return {rec.batch_id: f"round{i}" for i, rec in enumerate(Journal(store).batches(), 1)}
-
-
-def _kill_after_requests(web: TestWeb, n: int, *args: object) -> int:
-    """Start the command and kill -9 it once the test web has seen `n` page requests (a timed point)."""
-    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", *map(str, args)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while proc.poll() is None and len([r for r in web.requests() if r.path != "/robots.txt"]) < n:
-        time.sleep(0.01)
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    return proc.wait()
