@@ -42,7 +42,7 @@ from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
-from nutch2.stores.index import NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
+from nutch2.stores.index import LARGE_FIELDS, NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -76,7 +76,6 @@ def _decode(name: str, value: Any) -> Any:
 
 READ_KEYS = 128  # keys one SELECT asks for (small fields) ...
 READ_KEYS_LARGE = 32  # ... or with a page's content or text among them (about 1 MB a response)
-LARGE_FIELDS = frozenset({"content", "text", "prev_content"})
 IN_PRODUCT = 1024  # prefixes x keys one SELECT may name: the server looks up each key in each partition named
 # Writes go as unlogged batches of at most this many bytes (Cassandra's batch_size_warn_threshold, 5 KiB by
 # default; its fail threshold is 50 KiB) and partitions (unlogged_batch_across_partitions_warn_threshold):

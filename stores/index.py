@@ -26,20 +26,25 @@ import heapq
 import time
 import zlib
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from nutch2 import failpoints
 from nutch2.stores.base import DataStore
 from nutch2.stores.query import FETCH_TIME_MIN, Due, Query, Shards, check_mark, is_mark
-from nutch2.webpage import WebPage
+from nutch2.webpage import ALL_FIELDS, WebPage
 
 SHARDS = 16
 MARK, DUE = "m", "d"
 INDEXES = (MARK, DUE)
 DUE_BUCKET_MS = 2**31  # ~24.9 days of fetch times per due bucket
 CHUNK = 256  # entries whose rows are read in one batched get
+READ_AHEAD = 2  # chunks whose rows are read while the caller takes the rows of the chunk before
+LARGE_FIELDS = frozenset({"content", "text", "prev_content"})  # a page's bytes: one chunk read ahead, not two
 SOURCE_FIELDS = {MARK: "markers", DUE: "fetch_time"}
 
 
@@ -242,27 +247,49 @@ class EntryIndex:
         entries: Iterable[tuple[Entry, int]] = (
             heapq.merge(*streams, key=lambda es: es[0].key) if sel.index == MARK else _chain(streams))
         source = SOURCE_FIELDS[sel.index]
-        read = query.with_fields(source).fields or None
-        want = query.fields
-        left = query.limit
+        read = query.with_fields(source).fields or ALL_FIELDS
+        if query.limit is None:  # every row: the next chunks' rows are read while the caller takes these
+            yield from self._read_ahead(_chunked(entries, CHUNK), read, query.fields)
+            return
+        left = query.limit  # a few rows (a limit): chunks no bigger than the rows still wanted, none read ahead
         chunk: list[tuple[Entry, int]] = []
-        for item in entries:
-            chunk.append(item)
-            if len(chunk) >= (CHUNK if left is None else max(1, min(CHUNK, left))):
-                for page in self._checked(chunk, read, want):
+        for item in chain(entries, (None,)):  # None: the end
+            if item is not None:
+                chunk.append(item)
+            if chunk and (item is None or len(chunk) >= min(CHUNK, left)):
+                for page in self._checked(chunk, self._rows(chunk, read), query.fields):
                     yield page
-                    if left is not None:
-                        left -= 1
-                        if left <= 0:
-                            return
-                chunk = []
-        if chunk:
-            for page in self._checked(chunk, read, want):
-                yield page
-                if left is not None:
                     left -= 1
                     if left <= 0:
                         return
+                chunk = []
+
+    def _rows(self, chunk: list[tuple[Entry, int]], read: tuple[str, ...]) -> tuple[dict[str, Any], float]:
+        """The chunk's rows (with their stamps) and the oldest stamp a write still in flight at the read can
+        have: taken before the read, so an entry is not judged by a row read before its write could end."""
+        oldest_in_flight = time.time() * 1000 - self.in_flight_ms
+        return self.storage.fetch_rows(list(dict.fromkeys(e.key for e, _ in chunk)), read), oldest_in_flight
+
+    def _read_ahead(self, chunks: Iterator[list[tuple[Entry, int]]], read: tuple[str, ...],
+                    want: tuple[str, ...] | None) -> Iterator[WebPage]:
+        """The checked rows of each chunk, READ_AHEAD chunks' rows being read meanwhile on helper threads: the
+        server reads the next chunks while the client decodes and the caller uses this one (one batched get at a
+        time left both waiting on each other)."""
+        depth = 1 if LARGE_FIELDS.intersection(read) else READ_AHEAD  # pages' content: fewer held at once
+        with ThreadPoolExecutor(depth, thread_name_prefix="index-read") as pool:
+            ahead: deque[tuple[list[tuple[Entry, int]], Future[Any]]] = deque()
+            try:
+                for chunk in chunks:
+                    ahead.append((chunk, pool.submit(self._rows, chunk, read)))
+                    if len(ahead) > depth:
+                        chunk, rows = ahead.popleft()
+                        yield from self._checked(chunk, rows.result(), want)
+                while ahead:
+                    chunk, rows = ahead.popleft()
+                    yield from self._checked(chunk, rows.result(), want)
+            finally:
+                for _, rows in ahead:  # the caller stopped early: reads not yet begun are not needed
+                    rows.cancel()
 
     def _entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
                  end: str | None) -> Iterator[tuple[Entry, int]]:
@@ -270,17 +297,14 @@ class EntryIndex:
             self.entries_read += 1
             yield item
 
-    def _checked(self, chunk: list[tuple[Entry, int]], read: tuple[str, ...] | None,
+    def _checked(self, chunk: list[tuple[Entry, int]], read: tuple[dict[str, tuple[WebPage, int]], float],
                  want: tuple[str, ...] | None) -> list[WebPage]:
         """The chunk's rows that still carry their entry's term; entries stale for sure are dropped."""
-        from nutch2.webpage import ALL_FIELDS
-
-        rows = self.storage.fetch_rows(list(dict.fromkeys(e.key for e, _ in chunk)), read or ALL_FIELDS)
+        rows, oldest_in_flight = read
         self.rows_read += len(rows)
         if isinstance(self.storage, DataStore):
             self.storage.rows_read += len(rows)
         pages, stale = [], []
-        oldest_in_flight = time.time() * 1000 - self.in_flight_ms
         for entry, stamp in chunk:
             page, row_stamp = rows.get(entry.key, (None, -1))
             if page is not None and carries(page, entry):
@@ -306,6 +330,18 @@ class EntryIndex:
                 if next(self.select(Query(fields=("markers",), mark=(name, value), limit=1)), None) is not None:
                     values.add(value)
         return values
+
+
+def _chunked(items: Iterable[tuple[Entry, int]], size: int) -> Iterator[list[tuple[Entry, int]]]:
+    """Lists of `size` items, the last one shorter."""
+    chunk: list[tuple[Entry, int]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _chain(streams: list[Iterator[tuple[Entry, int]]]) -> Iterator[tuple[Entry, int]]:
