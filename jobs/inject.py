@@ -217,7 +217,7 @@ class InjectorJob(Job):
         if existing is not None:  # -overwrite: a fresh row, as Nutch 2 did
             ctx.store.delete(key)
             ctx.incr("overwritten")
-        page = WebPage(key)
+        page = WebPage(key) if existing is not None else WebPage.new(key)
         page.base_url = url
         page.status = int(CrawlStatus.INJECTED)
         page.fetch_time = int(time.time() * 1000)

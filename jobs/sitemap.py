@@ -211,7 +211,7 @@ class SitemapJob(Job):
 
     def _inject(self, key: str, url: str, lastmod: int | None, priority: float | None, interval: int | None,
                 sitemaps: dict[str, str], ctx: TaskContext) -> None:
-        page = WebPage(key)
+        page = WebPage.new(key)  # the table held no row for it
         page.base_url = url
         page.status = int(CrawlStatus.INJECTED)
         page.fetch_time = self.now

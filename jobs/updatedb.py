@@ -185,7 +185,7 @@ class DbUpdaterJob(Job):
         ctx.write(staged)
 
     def _new_row(self, key: str, ctx: TaskContext) -> WebPage:
-        page = WebPage(key)
+        page = WebPage.new(key)
         page.status = int(CrawlStatus.UNFETCHED)
         self.schedule.initialize(page, int(time.time() * 1000))
         self.scoring.initial_score(unreverse_url(key), page)

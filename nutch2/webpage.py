@@ -139,14 +139,23 @@ def check_fields(fields: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
 class WebPage:
     """One row of the webpage table. Assigning a field marks it dirty; maps track in-place edits."""
 
-    __slots__ = ("_values", "_dirty", "key")
+    __slots__ = ("_values", "_dirty", "key", "new_row")
 
     def __init__(self, key: str | None = None, **values: Any) -> None:
         object.__setattr__(self, "key", key)
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_dirty", set())
+        object.__setattr__(self, "new_row", False)
         for name, value in values.items():
             setattr(self, name, value)
+
+    @classmethod
+    def new(cls, key: str) -> WebPage:
+        """A page for a key the store held no row for when the job looked: its first write need not clear what an
+        older row held (HBase then writes no family deletes, each a tombstone later reads step over)."""
+        page = cls(key)
+        object.__setattr__(page, "new_row", True)
+        return page
 
     @classmethod
     def from_store(cls, key: str, values: dict[str, Any]) -> WebPage:
@@ -222,7 +231,9 @@ class WebPage:
         self._dirty.add(name)
 
     def clear_dirty(self) -> None:
+        """The page was written: nothing is dirty, and the row exists."""
         self._dirty.clear()
+        object.__setattr__(self, "new_row", False)
 
     def dirty_values(self) -> dict[str, Any]:
         """The values of dirty fields; what a store's put() must write."""
@@ -259,6 +270,7 @@ class WebPage:
         object.__setattr__(self, "_values", {n: TrackedDict(self, n, v) if n in MAP_FIELDS else v
                                              for n, v in values.items()})
         object.__setattr__(self, "_dirty", set(dirty))
+        object.__setattr__(self, "new_row", False)
         if len(state) > 3 and "markers" in self._values:
             self._values["markers"].stored = state[3]
 

@@ -233,6 +233,9 @@ def split_keys(keys: list[str], n: int) -> list[KeyRange]:
     return [KeyRange(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
+NEW_ROW = "__new_row__"  # in a buffered row's values: the job found no row for the key (WebPage.new)
+
+
 class BufferedStore(DataStore):
     """A store that buffers puts and deletes per key and writes them in batches of `batch_size` rows, or fewer
     once their values reach `batch_bytes` (strings and bytes by their length).
@@ -266,10 +269,17 @@ class BufferedStore(DataStore):
 
     def put(self, key: str, page: WebPage) -> None:
         values = self.encode(page)
+        if page.new_row:
+            values[NEW_ROW] = True
         page.clear_dirty()
         size = value_size(values)
         with self._lock:
-            self._pending.setdefault(key, {}).update(values)
+            held = self._pending.get(key)
+            if held is None:
+                self._pending[key] = values
+            else:  # the row is new only if its first buffered write was (a delete or a write came before)
+                values.pop(NEW_ROW, None)
+                held.update(values)
             self._pending_bytes += size
             full = len(self._pending) >= self.batch_size or self._pending_bytes >= self.batch_bytes
         if full:
@@ -331,7 +341,10 @@ class BufferedStore(DataStore):
         except Exception:
             with self._lock:  # keep the batch for the next flush, under what was put since
                 for key, values in pending.items():
+                    values.pop(NEW_ROW, None)  # the failed write may have written part of the row
                     newer = self._pending.get(key)
+                    if newer is not None:
+                        newer.pop(NEW_ROW, None)
                     if newer is None:
                         self._pending[key] = values
                     elif "__delete__" not in newer:

@@ -20,7 +20,9 @@ Columns and their byte encoding:
                            skips rows that lack them; reading f:_ too returns every row (not in Nutch)
 
 A map field is written as a whole: the new cells are put at timestamp t, then the family is deleted at t-1,
-which removes only the older cells (the delete cannot mask the put, and a crash in between loses nothing).
+which removes only the older cells (the delete cannot mask the put, and a crash in between loses nothing). A
+row the job found absent (WebPage.new: a new link target, a new seed) is written without those deletes: each
+would be a tombstone that every later read of the row steps over until a major compaction.
 
 Index entries (stores/index.py: the mark index and the due index, kept by its EntryIndex) live in table
 `<crawlId>_webpage_idx` (family m, VERSIONS 1): one row `<index> NUL <bucket> NUL <shard, 2 digits> NUL <term>
@@ -46,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
-from nutch2.stores.base import BufferedStore, with_retries
+from nutch2.stores.base import NEW_ROW, BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
@@ -521,7 +523,7 @@ class HBaseStore(BufferedStore, EntryStorage):
             cells: dict[bytes, bytes] = {}
             drop: list[bytes] = []
             for name, value in values.items():
-                if name == NEW_MARKS:  # for the index entries only
+                if name == NEW_MARKS or name == NEW_ROW:  # for the index entries; for the drops below
                     continue
                 col = COLUMNS[name]
                 if name in MAP_FIELDS:
@@ -532,7 +534,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                     drop.append(col.encode())
                 else:
                     cells[col.encode()] = encode_value(name, value)
-            if drop:
+            if drop and not values.get(NEW_ROW):  # a new row has no older cells to clear
                 deletes.delete(row, columns=drop)
             cells[ROW_MARKER] = b""  # every row has it: scans by column find rows lacking the asked columns
             puts.put(row, cells)

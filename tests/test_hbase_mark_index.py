@@ -255,3 +255,21 @@ def test_a_write_indexes_only_the_marks_it_adds(tmp_path: Path, cid: str, hb: An
     assert {k: after[k] for k in before} == before and len(before) == 40
     added = {entry(k, "b1", Mark.PARSE.value) for k in keys}
     assert set(after) - set(before) == added and min(after[k] for k in added) > max(before.values())
+
+
+def test_a_new_row_is_written_without_family_deletes(tmp_path: Path, cid: str, hb: Any) -> None:
+    """A map field is replaced whole by deleting its family under the new cells; a row the job found absent
+    (WebPage.new) is written without that delete, which would leave a tombstone in every new row. Seen from
+    outside: a cell older than the write survives a new row's write, and not an ordinary write's."""
+    store = open_hbase(tmp_path, cid)
+    table = hb.table(f"{cid}_webpage")
+    for key, page in (("com.new:http/", WebPage.new("com.new:http/")), ("com.old:http/", WebPage("com.old:http/"))):
+        table.put(key.encode(), {b"il:http://older.com/": b"older"}, timestamp=1000)  # before the store's stamps
+        page.status, page.inlinks = 1, {"http://a.com/": "a"}
+        store.put(key, page)
+    store.close()
+    store = open_hbase(tmp_path, cid, create=False)
+    assert dict(store.get("com.new:http/", ["inlinks"]).inlinks) == {"http://older.com/": "older",
+                                                                     "http://a.com/": "a"}
+    assert dict(store.get("com.old:http/", ["inlinks"]).inlinks) == {"http://a.com/": "a"}
+    store.close()

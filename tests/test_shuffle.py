@@ -80,6 +80,17 @@ def test_webpage_pickles_with_its_dirty_fields() -> None:
     assert copy.dirty_fields() == {"title", "outlinks"} and page.dirty_fields() == {"title"}
 
 
+def test_a_new_page_is_new_until_written_and_not_after_a_pickle() -> None:
+    """WebPage.new tells a store the row was absent: a pickled copy does not claim it (the safe side: a store
+    then clears older cells as for any write), and a written page no longer does."""
+    page = WebPage.new("com.example:http/")
+    page.status = 1
+    assert page.new_row and not WebPage("com.example:http/").new_row
+    assert not pickle.loads(pickle.dumps(page, pickle.HIGHEST_PROTOCOL)).new_row
+    page.clear_dirty()
+    assert not page.new_row
+
+
 def test_an_unloaded_field_is_not_shuffled_and_a_dirty_one_cannot_be_unloaded() -> None:
     page = WebPage("com.example:http/", status=2, outlinks={"http://example.com/a": "a"})
     page.clear_dirty()

@@ -414,6 +414,48 @@ def test_get_many_writes_the_buffer_only_for_a_buffered_key(store, monkeypatch) 
     assert batches == [{"com.b:http/"}]
 
 
+def test_a_new_row_is_written_whole_and_flagged_only_as_its_first_write(store, monkeypatch) -> None:
+    """WebPage.new (a job found no row for the key) reads back like any page. The store is told the row is new
+    only when no write of the key came before it in the buffer, and not again after a failed write (part of the
+    row may be written)."""
+    k1, k2, k3 = "com.new1:http/", "com.new2:http/", "com.new3:http/"
+    first = WebPage.new(k1)
+    first.status, first.inlinks, first.markers = 1, {"http://a.com/": "a"}, {"dist": "1", "_gnmrk": "b1"}
+    store.put(k1, first)
+    assert not first.new_row  # written: the row exists now
+    store.flush()
+    got = store.get(k1, ["status", "inlinks", "markers"])
+    assert (got.status, dict(got.inlinks), dict(got.markers)) == (1, {"http://a.com/": "a"},
+                                                                  {"dist": "1", "_gnmrk": "b1"})
+    assert [p.key for p in store.scan(mark=("_gnmrk", "b1"))] == [k1]
+    if not isinstance(store, BufferedStore):
+        return
+    from nutch2.stores.base import NEW_ROW
+
+    flags: list[dict[str, bool]] = []
+    write = store.write_batch
+    fail = [True]
+
+    def recording(pending: dict) -> None:
+        flags.append({k: bool(v.get(NEW_ROW)) for k, v in pending.items()})
+        if fail[0]:
+            fail[0] = False
+            raise StoreError("down for a moment")
+        write(pending)
+
+    monkeypatch.setattr(store, "write_batch", recording)
+    store.put(k2, WebPage(k2, title="first"))
+    for key in (k2, k3):  # k2: a write came first, so not new
+        page = WebPage.new(key)
+        page.status = 1
+        store.put(key, page)
+    with pytest.raises(StoreError):
+        store.flush()
+    store.flush()
+    assert flags == [{k2: False, k3: True}, {k2: False, k3: False}]
+    assert store.get(k2, ["title", "status"]).title == "first" and store.get(k3, ["status"]).status == 1
+
+
 def test_threads_that_flush_at_once_share_one_write(store, monkeypatch) -> None:
     """Group commit (the fetcher's claims): a flush returns once the batch that holds its rows is written, by
     whichever thread wrote it, and does not go on to write what others put meanwhile. A failed write keeps its
