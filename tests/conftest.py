@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
 from nutch2.config import Configuration
-from nutch2.stores import Capability, find_store_class, open_store
+from nutch2.stores import Capability, crawl_ids, find_store_class, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 CONF_DIR = REPO / "conf"
@@ -66,6 +68,47 @@ def make_conf(tmp_path: Path, backend: str = "sqlite", **props: object) -> Confi
     }
     overrides.update({k: str(v) for k, v in props.items()})
     return Configuration(CONF_DIR, overrides)
+
+
+# A crawl id the tests make: a prefix and a random hex tail ("ck1f2e3d4a", "t0123456789ab").
+_TEST_CRAWL = re.compile(r"[a-z_]*[0-9a-f]{6,}")
+_SESSION_CRAWLS = pytest.StashKey[dict]()
+
+
+def _service_crawls() -> dict[str, set[str]]:
+    """The crawl ids each service store in NUTCH2_TEST_STORES holds now (those it cannot list or reach: none)."""
+    out: dict[str, set[str]] = {}
+    for backend in SERVICE_STORES:
+        try:
+            out[backend] = set(crawl_ids(make_conf(Path(tempfile.gettempdir()), backend)) or ())
+        except Exception:  # a server that is down: its tests fail on their own
+            continue
+    return out
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note the service stores' crawls, so the tests' own can be dropped at the end (below). Not on CI, where the
+    servers are the run's own and stop with it, nor in xdist's workers (the controller does it once)."""
+    if os.environ.get("CI") or hasattr(session.config, "workerinput") or not SERVICE_STORES:
+        return
+    session.config.stash[_SESSION_CRAWLS] = _service_crawls()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drop the crawls the tests made on the service stores: many tests make a crawl id per case and leave its
+    tables, and hundreds of them slow a developer's HBase and Cassandra (every region and memtable is kept)."""
+    before = session.config.stash.get(_SESSION_CRAWLS, None)
+    if before is None:
+        return
+    for backend, crawls in _service_crawls().items():
+        made = sorted(c for c in crawls - before.get(backend, set()) if _TEST_CRAWL.fullmatch(c))
+        conf = make_conf(Path(tempfile.gettempdir()), backend)
+        for crawl_id in made:
+            try:
+                with open_store(conf, crawl_id, create=False) as store:
+                    store.drop_schema()
+            except Exception:  # a server that went down: its tables stay, as before
+                continue
 
 
 @pytest.fixture(autouse=True)
