@@ -4,7 +4,7 @@ batch job of a 10 000-row batch in tables of 100 000 and 1 000 000 rows.
 
     python -m bench.stores [--backends sqlite,hbase,cassandra] [--rows 20000] [--runs 3] [--quick]
     python -m bench.stores --scale [--backends sqlite,postgres,hbase,cassandra] [--sizes 100000,1000000]
-                                   [--batch 10000] [--solr URL]
+                                   [--batch 10000] [--solr URL] [--hbase-encoding ROW_INDEX_V1]
     python -m bench.stores --crawl [--backends sqlite,cassandra] [--hosts 20 --pages 50 --threads 16]
                                    [--seeds 50000] [--runs 3]
 
@@ -15,6 +15,9 @@ straight into the store, not timed). Each step is one process: its wall seconds 
 table holds --runs batches' worth of due rows: generate runs --runs times (each picks a new batch of the same
 size), every other step once per batch; a cell is the median seconds and the highest RSS. Between the writes
 and the steps the bench waits for the machine to go quiet (the service's compactions; "setup s" shows both).
+With --hbase-encoding, the hbase tables get that data block encoding on every family before they are filled, as
+an operator sets it in the HBase shell (README, Stores): bench/java/HBaseFamilies.java over the Java admin API,
+which Thrift v1 does not carry; "hbase" is then measured twice, with HBase's default encoding and with that one.
 
 --crawl (issue 41) runs, per store, `nutch2 crawl` of the nginx web (bench/web.py; delay 0, -threads T, rounds
 until done, nutch2's default runner and tasks) and `nutch2 inject` of --seeds URLs of that web into an empty table,
@@ -30,6 +33,7 @@ import argparse
 import functools
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -305,6 +309,16 @@ def _settle(backend: str, busy: float = 20.0, most: float = 900.0) -> float:
     return time.perf_counter() - t
 
 
+def set_hbase_encoding(cid: str, encoding: str) -> None:
+    """Give the crawl's HBase tables `encoding` on every family (the services' HBase, bench/java/HBaseFamilies.java)."""
+    services = Path(os.environ.get("NUTCH2_SERVICES_DIR", REPO / ".services"))
+    tables = [f"{cid}_webpage{suffix}" for suffix in ("", "_idx", "_state")]
+    tool = REPO / "bench" / "java" / "HBaseFamilies.java"
+    subprocess.run(["java", "-cp", str(services / "hbase" / "lib" / "*"), str(tool),
+                    os.environ.get("HBASE_ZK_PORT", "2181"), encoding, *tables],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def _fill(conf: Configuration, cid: str, size: int, batch: int) -> None:
     """`size` rows of 1 000 hosts, `batch` of them due now and the rest in 10 days, written straight into the store."""
     now = int(time.time() * 1000)
@@ -340,8 +354,10 @@ def _fetched(conf: Configuration, cid: str, batch: str) -> None:
 STEPS = ("generate", "fetch read", "parse", "updatedb", "index", "readdb -stats")
 
 
-def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, data: Path, runs: int = 3) -> list[str]:
-    """Markdown rows: per table size, each step's median seconds over `runs` equal batches and its peak RSS."""
+def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, data: Path, runs: int = 3,
+          encoding: str | None = None) -> list[str]:
+    """Markdown rows: per table size, each step's median seconds over `runs` equal batches and its peak RSS; with
+    `encoding` (hbase), the tables get that data block encoding before the fill."""
     rows = []
     for size in sizes:
         cid = f"sc{size // 1000}k{uuid.uuid4().hex[:6]}"
@@ -351,6 +367,10 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
         defs = [x for k, v in props.items() for x in ("-D", f"{k}={v}")]
         cli = [sys.executable, "-m", "nutch2.cli"]
         t = time.perf_counter()
+        if encoding:
+            with open_store(conf, cid) as store:
+                store.create_schema()
+            set_hbase_encoding(cid, encoding)
         _fill(conf, cid, size, batch * runs)
         setup = time.perf_counter() - t
         quiet = _settle(backend)
@@ -380,7 +400,8 @@ def scale(backend: str, sizes: tuple[int, ...], batch: int, solr: str | None, da
                 requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{cid}*"}}, timeout=60)
         steps = " | ".join(f"{statistics.median(s for s, _ in cells[n]):.1f} s, {max(r for _, r in cells[n])} MB"
                            if n in cells else "—" for n in STEPS)
-        rows.append(f"| {backend} | {size:,} | {setup:.0f} + {quiet:.0f} | {steps} |")
+        name = f"{backend}, {encoding}" if encoding else backend
+        rows.append(f"| {name} | {size:,} | {setup:.0f} + {quiet:.0f} | {steps} |")
         print(rows[-1], flush=True)
     return rows
 
@@ -447,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--solr", default=None, help="index into this Solr core (else index is left out)")
+    ap.add_argument("--hbase-encoding", default=None,
+                    help="--scale: also measure hbase with this data block encoding on its families (ROW_INDEX_V1)")
     ap.add_argument("--crawl", action="store_true", help="a crawl of --hosts x --pages and an inject of --seeds")
     ap.add_argument("--hosts", type=int, default=20)
     ap.add_argument("--pages", type=int, default=50)
@@ -466,8 +489,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a {args.batch:,}-row batch\n")
         print("| store | table rows | setup s | generate | fetch read | parse | updatedb | index | readdb -stats |\n"
               "|---|---|---|---|---|---|---|---|---|")
+        sizes = tuple(int(x) for x in args.sizes.split(","))
         for b in args.backends.split(","):
-            scale(b, tuple(int(x) for x in args.sizes.split(",")), args.batch, args.solr, data, args.runs)
+            scale(b, sizes, args.batch, args.solr, data, args.runs)
+            if b == "hbase" and args.hbase_encoding:
+                scale(b, sizes, args.batch, args.solr, data, args.runs, args.hbase_encoding)
         return 0
     backends = [b for b in args.backends.split(",") if b]
     rows, runs = (300, 1) if args.quick else (args.rows, args.runs)
