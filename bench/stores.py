@@ -476,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=50_000)
     args = ap.parse_args(argv)
+    from bench.deps import compile_sources
+
+    compile_sources()
     if args.crawl:
         backends = args.backends.split(",")
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; crawl of {args.hosts} x {args.pages} "

@@ -20,6 +20,10 @@ report() { [ ${#costs[@]} -eq 0 ] || echo "tests/run.sh: $(IFS=,; echo "${costs[
 
 python3 -m pip install -q -e '.[all]' || { echo "tests/run.sh: pip install failed" >&2; exit 1; }
 phase install
+# the tests start thousands of nutch2 processes (the CLI, kill tests, workers); where PYTHONDONTWRITEBYTECODE is set
+# (as on these machines) each would compile the project's sources again: compile them once
+python3 -m compileall -q -j 0 nutch2 stores jobs bench tests >/dev/null || true
+phase bytecode
 
 if [ $fast -eq 1 ]; then
   python3 -m ruff check . || { echo "tests/run.sh: ruff check failed" >&2; exit 1; }
