@@ -101,7 +101,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if before is None:
         return
     for backend, crawls in _service_crawls().items():
-        made = sorted(c for c in crawls - before.get(backend, set()) if _TEST_CRAWL.fullmatch(c))
+        if backend not in before:  # unreachable at the start: what it held then is not known
+            continue
+        made = sorted(c for c in crawls - before[backend] if _TEST_CRAWL.fullmatch(c))
         conf = make_conf(Path(tempfile.gettempdir()), backend)
         for crawl_id in made:
             try:
