@@ -314,9 +314,14 @@ def set_hbase_encoding(cid: str, encoding: str) -> None:
     services = Path(os.environ.get("NUTCH2_SERVICES_DIR", REPO / ".services"))
     tables = [f"{cid}_webpage{suffix}" for suffix in ("", "_idx", "_state")]
     tool = REPO / "bench" / "java" / "HBaseFamilies.java"
-    subprocess.run(["java", "-cp", str(services / "hbase" / "lib" / "*"), str(tool),
-                    os.environ.get("HBASE_ZK_PORT", "2181"), encoding, *tables],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(["java", "-cp", str(services / "hbase" / "lib" / "*"), str(tool),
+                           os.environ.get("HBASE_ZK_PORT", "2181"), encoding, *tables], capture_output=True, text=True)
+    if done.returncode != 0:  # the cause in one line: the tool's exception (a bad encoding name, no HBase there...)
+        lines = done.stderr.splitlines()
+        cause = next((ln for ln in lines if "Exception" in ln or "error:" in ln), "see java's output")
+        raise SystemExit(f"bench.stores: could not set {encoding} on {cid}'s HBase tables ({cause.strip()}); "
+                         f"--hbase-encoding takes a DataBlockEncoding name (ROW_INDEX_V1) and needs "
+                         f"`docker/services.sh start hbase`")
 
 
 def _fill(conf: Configuration, cid: str, size: int, batch: int) -> None:
@@ -476,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=50_000)
     args = ap.parse_args(argv)
+    if args.hbase_encoding and "hbase" not in args.backends.split(","):
+        ap.error("--hbase-encoding measures hbase: add hbase to --backends")
     from bench.deps import compile_sources
 
     compile_sources()
