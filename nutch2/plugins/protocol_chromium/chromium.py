@@ -70,6 +70,7 @@ _HTML = ("text/html", "application/xhtml+xml")
 LISTED, AUTO, ALWAYS = "listed", "auto", "always"
 MODES = (LISTED, AUTO, ALWAYS)  # chromium.mode
 _START_TIMEOUT = 30.0
+_MAX_LATE_EVENTS = 1000  # events read after the load window, at most (a page's scripts may never go quiet)
 _DOM_RESERVE = 5.0  # at most this many seconds of a page's time are kept for taking its DOM (a quarter of it)
 _DISPOSE_TIMEOUT = 2.0  # seconds a browser may take to close a page's context (else it is replaced)
 _POLL = 0.2  # seconds between two looks at a stop request while waiting for a browser
@@ -466,6 +467,7 @@ class _Page:
             self._navigate()
             self._pump(self.load_until, until_load=True)
             self._pump(min(self.load_until, time.monotonic() + self.s.load_delay), until_load=False)
+            self._cut_waiting()
             return self._dom()
         finally:
             try:
@@ -526,6 +528,13 @@ class _Page:
             if until_load and method == "Page.loadEventFired":
                 return
 
+    def _cut_waiting(self) -> None:
+        """The load window is over: requests the page made that were not answered yet (they waited behind a
+        resource whose host's turn took the window) are over time, counted and failed, not left hanging."""
+        for _ in range(_MAX_LATE_EVENTS):
+            if self._one_event(0.0) is None:
+                return
+
     def _one_event(self, wait: float) -> str | None:
         try:
             ev = self.b.events.get(timeout=max(0.001, wait))
@@ -582,6 +591,10 @@ class _Page:
             return
         if 0 <= self.s.max_resources <= self.resources:
             self.count("chromium_resources_over_limit")
+            self._fail(rid)
+            return
+        if time.monotonic() >= self.load_until:
+            self.count("chromium_resources_over_time")  # asked for after the load window, or seen after it
             self._fail(rid)
             return
         self.resources += 1
