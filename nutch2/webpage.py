@@ -235,6 +235,11 @@ class WebPage:
         self._dirty.clear()
         object.__setattr__(self, "new_row", False)
 
+    def values(self) -> dict[str, Any]:
+        """The fields read or set, by name (a field not here has its default): the page's own dict, to read only
+        (a job that reads every row, e.g. readdb -stats, without an attribute lookup a field)."""
+        return self._values
+
     def dirty_values(self) -> dict[str, Any]:
         """The values of dirty fields; what a store's put() must write."""
         values = self._values

@@ -35,6 +35,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,7 @@ from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.index import LARGE_FIELDS, NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
-from nutch2.stores.query import Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
+from nutch2.stores.query import Aggregate, Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ IN_PRODUCT = 1024  # prefixes x keys one SELECT may name: the server looks up ea
 # one request instead of one per row, without the warnings a bigger batch logs on every node
 BATCH_BYTES = 5 * 1024
 BATCH_PARTITIONS = 10
+AGGREGATE_RANGES = 64  # token ranges readdb -stats reads the table in, several at once
 
 
 def key_groups(keys: Iterable[str], most: int) -> list[tuple[list[str], list[str]]]:
@@ -386,6 +388,48 @@ class CassandraStore(BufferedStore, EntryStorage):
             self.flush()
             return self._run(f"SELECT count(*) FROM {self.q}").one()[0]
         return sum(1 for _ in self.read(Query(("status",), mark)))
+
+    def aggregate(self, per_host: bool = False) -> Aggregate:
+        """readdb -stats from the three columns of every row (and its partition key, the reversed host), read in
+        AGGREGATE_RANGES token ranges with bounded concurrency and counted as tuples, not WebPage rows. CQL has
+        no GROUP BY on a regular column, so the server still reads every row; the client only counts."""
+        from cassandra.concurrent import execute_concurrent
+
+        self.flush()
+        stmt = self._prepare(f"SELECT prefix, status, retries_since_fetch, score FROM {self.q} "
+                             "WHERE token(prefix) > ? AND token(prefix) <= ?")
+        ranges = [(r.lo, r.hi) for r in self.partitions(Query(()), AGGREGATE_RANGES)
+                  if isinstance(r, TokenRange)]
+
+        def count() -> Aggregate:  # a retry counts again from the start
+            pairs: Counter[tuple[int, int]] = Counter()
+            prefixes: Counter[str] = Counter()
+            agg = Aggregate(hosts={} if per_host else None)
+            lows, highs = [], []
+            for res in execute_concurrent(self.session, [(stmt, r) for r in ranges], concurrency=8,
+                                          raise_on_first_error=True, results_generator=True):
+                rows = list(res.result_or_exc)  # a range's later pages, if any, are read here
+                if not rows:
+                    continue
+                pairs.update((r[1] or 0, r[2] or 0) for r in rows)
+                scores = [r[3] or 0.0 for r in rows]
+                agg.score_sum += sum(scores)
+                lows.append(min(scores))
+                highs.append(max(scores))
+                if per_host:
+                    prefixes.update(r[0] for r in rows)
+            for (status, retries), n in pairs.items():
+                agg.total += n
+                agg.status[status] = agg.status.get(status, 0) + n
+                agg.retries[retries] = agg.retries.get(retries, 0) + n
+            if lows:
+                agg.score_min, agg.score_max = min(lows), max(highs)
+            if agg.hosts is not None:
+                agg.hosts.update({prefix.rstrip(":"): n for prefix, n in prefixes.items()})
+            return agg
+
+        return with_retries(count, self.retries, _transient,
+                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_short(e)}"))
 
     def mark_values(self, name: str) -> set[str]:
         """Values recorded for the mark that at least one row still carries (stale entries are dropped)."""

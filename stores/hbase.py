@@ -39,8 +39,10 @@ every write carries an explicit timestamp, re-sending a batch after a failure ca
 
 from __future__ import annotations
 
+import math
 import struct
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -51,7 +53,17 @@ from nutch2.stores import pool
 from nutch2.stores.base import NEW_ROW, BufferedStore, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
-from nutch2.stores.query import Capability, KeyRange, MarkFilter, Partition, Query, Shards, check_mark, is_mark
+from nutch2.stores.query import (
+    Aggregate,
+    Capability,
+    KeyRange,
+    MarkFilter,
+    Partition,
+    Query,
+    Shards,
+    check_mark,
+    is_mark,
+)
 from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
 if TYPE_CHECKING:
@@ -76,6 +88,9 @@ INDEX_FAMILIES = {"m": FAMILY}
 INDEX_CELL = b"m:_"  # the one empty cell of an index entry
 INDEX_COMPLETE = b"\x00complete\x00"  # + index name: the rows of an older table are indexed
 INDEX_PAGE = 1000  # index rows read per scanner
+AGGREGATE_RANGES = 8  # key ranges readdb -stats scans the table in, AGGREGATE_THREADS at once ...
+AGGREGATE_THREADS = 4
+AGGREGATE_PAGE = 1000  # ... a scanner per AGGREGATE_PAGE rows
 BUCKET_PARTS = {MARK: 2}  # NUL-separated parts of a bucket (a mark's is name NUL value); others have one
 _BY_COLUMN = {v.encode(): k for k, v in COLUMNS.items() if k not in MAP_FIELDS}
 _BY_FAMILY = {v.encode(): k for k, v in COLUMNS.items() if k in MAP_FIELDS}
@@ -438,6 +453,34 @@ class HBaseStore(BufferedStore, EntryStorage):
         return self._with_retry("count", lambda t: sum(
             1 for _ in t.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", batch_size=5000)))
 
+    def aggregate(self, per_host: bool = False) -> Aggregate:
+        """readdb -stats from three cells of every row (and its key's reversed host), the table scanned in key
+        ranges, a few at once, and counted as tuples, not WebPage rows. HBase offers no aggregate through Thrift:
+        the region servers still read every row; the client only counts."""
+        self.flush()
+        ranges = [p for p in self.partitions(Query(()), AGGREGATE_RANGES) if isinstance(p, KeyRange)]
+        with ThreadPoolExecutor(max(1, min(AGGREGATE_THREADS, len(ranges)))) as workers:
+            parts = list(workers.map(lambda r: self._with_retry(  # a retry counts its range again
+                "scan", lambda t: _count_range(t, r, per_host)), ranges))
+        agg = Aggregate(hosts={} if per_host else None)
+        pairs: Counter[tuple[int, int]] = Counter()
+        heads: Counter[str] = Counter()
+        low, high = math.inf, -math.inf
+        for part_pairs, part_heads, total, lo, hi in parts:
+            pairs.update(part_pairs)
+            heads.update(part_heads)
+            agg.score_sum += total
+            low, high = min(low, lo), max(high, hi)
+        for (status, retries), n in pairs.items():
+            agg.total += n
+            agg.status[status] = agg.status.get(status, 0) + n
+            agg.retries[retries] = agg.retries.get(retries, 0) + n
+        if agg.total:
+            agg.score_min, agg.score_max = low, high
+        if agg.hosts is not None:
+            agg.hosts.update(heads)
+        return agg
+
     def mark_values(self, name: str) -> set[str]:
         """Values in the index that at least one row still carries (stale entries met on the way are dropped)."""
         check_mark((name, None))
@@ -570,6 +613,52 @@ def _scan_page(table: Any, start: bytes, stop: bytes, columns: list[bytes], limi
         return [(item.row, make_row(item.columns, True)) for item in client.scannerGetList(scanner, limit)]
     finally:
         client.scannerClose(scanner)
+
+
+def _count_range(table: Any, part: KeyRange, per_host: bool) -> tuple[Counter[tuple[int, int]], Counter[str],
+                                                                       float, float, float]:
+    """(status, retries) pairs, rows per reversed host, score sum, min and max of the rows of one key range."""
+    from Hbase_thrift import TScan
+
+    client = table.connection.client
+    start = part.start.encode() if part.start is not None else b""
+    stop = part.end.encode() if part.end is not None else None
+    status_col, retries_col, score_col = (COLUMNS[n].encode() for n in ("status", "retries_since_fetch", "score"))
+    pairs: Counter[tuple[int, int]] = Counter()
+    heads: Counter[str] = Counter()
+    total, low, high = 0.0, math.inf, -math.inf
+    while True:
+        scanner = client.scannerOpenWithScan(table.name, TScan(
+            startRow=start, stopRow=stop, columns=[ROW_MARKER, status_col, retries_col, score_col],
+            caching=AGGREGATE_PAGE), {})
+        try:
+            items = client.scannerGetList(scanner, AGGREGATE_PAGE)
+        finally:
+            client.scannerClose(scanner)
+        for item in items:
+            cells = item.columns
+            cell = cells.get(status_col)
+            status = decode_value("status", cell.value) if cell is not None else 0
+            cell = cells.get(retries_col)
+            pairs[(status, decode_value("retries_since_fetch", cell.value) if cell is not None else 0)] += 1
+            cell = cells.get(score_col)
+            score = decode_value("score", cell.value) if cell is not None else 0.0
+            total += score
+            if score < low:
+                low = score
+            if score > high:
+                high = score
+        if per_host:
+            heads.update(_reversed_host(item.row) for item in items)
+        if len(items) < AGGREGATE_PAGE:
+            return pairs, heads, total, low, high
+        start = items[-1].row + b"\x00"
+
+
+def _reversed_host(key: bytes) -> str:
+    """The row key up to its first ':' (a bracketed IPv6 host up to its ']')."""
+    text = key.decode("utf-8")
+    return text[:text.find("]") + 1] if text.startswith("[") else text.partition(":")[0]
 
 
 def _entry_row(e: Entry) -> bytes:

