@@ -35,8 +35,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
@@ -83,7 +84,9 @@ IN_PRODUCT = 1024  # prefixes x keys one SELECT may name: the server looks up ea
 # one request instead of one per row, without the warnings a bigger batch logs on every node
 BATCH_BYTES = 5 * 1024
 BATCH_PARTITIONS = 10
-AGGREGATE_RANGES = 64  # token ranges readdb -stats reads the table in, several at once
+AGGREGATE_RANGES = 256  # token ranges readdb -stats reads the table in, AGGREGATE_CONCURRENCY at once, ...
+AGGREGATE_CONCURRENCY = 4
+AGGREGATE_PAGE = 2000  # ... AGGREGATE_PAGE rows a response (the driver holds a response's rows as objects)
 
 
 def key_groups(keys: Iterable[str], most: int) -> list[tuple[list[str], list[str]]]:
@@ -393,11 +396,10 @@ class CassandraStore(BufferedStore, EntryStorage):
         """readdb -stats from the three columns of every row (and its partition key, the reversed host), read in
         AGGREGATE_RANGES token ranges with bounded concurrency and counted as tuples, not WebPage rows. CQL has
         no GROUP BY on a regular column, so the server still reads every row; the client only counts."""
-        from cassandra.concurrent import execute_concurrent
-
         self.flush()
         stmt = self._prepare(f"SELECT prefix, status, retries_since_fetch, score FROM {self.q} "
                              "WHERE token(prefix) > ? AND token(prefix) <= ?")
+        stmt.fetch_size = AGGREGATE_PAGE
         ranges = [(r.lo, r.hi) for r in self.partitions(Query(()), AGGREGATE_RANGES)
                   if isinstance(r, TokenRange)]
 
@@ -406,9 +408,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             prefixes: Counter[str] = Counter()
             agg = Aggregate(hosts={} if per_host else None)
             lows, highs = [], []
-            for res in execute_concurrent(self.session, [(stmt, r) for r in ranges], concurrency=8,
-                                          raise_on_first_error=True, results_generator=True):
-                rows = list(res.result_or_exc)  # a range's later pages, if any, are read here
+            for rows in self._range_rows(stmt, ranges):
                 if not rows:
                     continue
                 pairs.update((r[1] or 0, r[2] or 0) for r in rows)
@@ -430,6 +430,19 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         return with_retries(count, self.retries, _transient,
                             lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_short(e)}"))
+
+    def _range_rows(self, stmt: Any, ranges: list[tuple[int, int]]) -> Iterator[list[Any]]:
+        """The rows of each token range, AGGREGATE_CONCURRENCY ranges read at once; a range's later pages are
+        read when it is taken. (The driver's execute_concurrent starts the next statement as each one ends,
+        whether or not its rows were taken: a slower reader would hold the whole table.)"""
+        waiting = iter(ranges)
+        ahead: deque[Any] = deque(self.session.execute_async(stmt, r) for r in islice(waiting, AGGREGATE_CONCURRENCY))
+        while ahead:
+            result = ahead.popleft().result()
+            following = next(waiting, None)
+            if following is not None:
+                ahead.append(self.session.execute_async(stmt, following))
+            yield list(result)
 
     def mark_values(self, name: str) -> set[str]:
         """Values recorded for the mark that at least one row still carries (stale entries are dropped)."""
