@@ -65,7 +65,7 @@ class TableStats:
 class Tally:
     """Rows counted the cheap way, for a task that reads them all: (status, retries) pairs as ints and each key's
     reversed host, turned into names once, by stats(), not per row (a row cost ~5 us, ~14 us with hosts; now
-    under 1 us)."""
+    ~2 us either way)."""
 
     def __init__(self, per_host: bool) -> None:
         self.per_host = per_host
@@ -85,8 +85,7 @@ class Tally:
         if s > self.score_max:
             self.score_max = s
         if self.per_host:
-            key = page.key
-            self.heads[key_host(key)] += 1
+            self.heads[key_host(page.key)] += 1
 
     def stats(self) -> TableStats:
         st = TableStats(total=sum(self.pairs.values()), score_sum=self.score_sum)
