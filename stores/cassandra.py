@@ -32,6 +32,7 @@ with bounded concurrency (execute_concurrent).
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
@@ -406,27 +407,18 @@ class CassandraStore(BufferedStore, EntryStorage):
         def count() -> Aggregate:  # a retry counts again from the start
             pairs: Counter[tuple[int, int]] = Counter()
             prefixes: Counter[str] = Counter()
-            agg = Aggregate(hosts={} if per_host else None)
-            lows, highs = [], []
+            total, low, high = 0.0, math.inf, -math.inf
             for rows in self._range_rows(stmt, ranges):
                 if not rows:
                     continue
                 pairs.update((r[1] or 0, r[2] or 0) for r in rows)
                 scores = [r[3] or 0.0 for r in rows]
-                agg.score_sum += sum(scores)
-                lows.append(min(scores))
-                highs.append(max(scores))
+                total += sum(scores)
+                low, high = min(low, min(scores)), max(high, max(scores))
                 if per_host:
                     prefixes.update(r[0] for r in rows)
-            for (status, retries), n in pairs.items():
-                agg.total += n
-                agg.status[status] = agg.status.get(status, 0) + n
-                agg.retries[retries] = agg.retries.get(retries, 0) + n
-            if lows:
-                agg.score_min, agg.score_max = min(lows), max(highs)
-            if agg.hosts is not None:
-                agg.hosts.update({prefix.rstrip(":"): n for prefix, n in prefixes.items()})
-            return agg
+            hosts = {prefix.rstrip(":"): n for prefix, n in prefixes.items()} if per_host else None
+            return Aggregate.of(pairs, total, low, high, hosts)
 
         return with_retries(count, self.retries, _transient,
                             lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_short(e)}"))

@@ -462,24 +462,15 @@ class HBaseStore(BufferedStore, EntryStorage):
         with ThreadPoolExecutor(max(1, min(AGGREGATE_THREADS, len(ranges)))) as workers:
             parts = list(workers.map(lambda r: self._with_retry(  # a retry counts its range again
                 "scan", lambda t: _count_range(t, r, per_host)), ranges))
-        agg = Aggregate(hosts={} if per_host else None)
         pairs: Counter[tuple[int, int]] = Counter()
         heads: Counter[str] = Counter()
-        low, high = math.inf, -math.inf
-        for part_pairs, part_heads, total, lo, hi in parts:
+        total, low, high = 0.0, math.inf, -math.inf
+        for part_pairs, part_heads, part_total, lo, hi in parts:
             pairs.update(part_pairs)
             heads.update(part_heads)
-            agg.score_sum += total
+            total += part_total
             low, high = min(low, lo), max(high, hi)
-        for (status, retries), n in pairs.items():
-            agg.total += n
-            agg.status[status] = agg.status.get(status, 0) + n
-            agg.retries[retries] = agg.retries.get(retries, 0) + n
-        if agg.total:
-            agg.score_min, agg.score_max = low, high
-        if agg.hosts is not None:
-            agg.hosts.update(heads)
-        return agg
+        return Aggregate.of(pairs, total, low, high, heads if per_host else None)
 
     def mark_values(self, name: str) -> set[str]:
         """Values in the index that at least one row still carries (stale entries met on the way are dropped)."""

@@ -4,6 +4,7 @@ PartitionQuery): each partition is read by one task without reading the others' 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 MarkFilter = tuple[str, str | None]
@@ -130,3 +131,17 @@ class Aggregate:
     score_min: float | None = None
     score_max: float | None = None
     hosts: dict[str, int] | None = None
+
+    @classmethod
+    def of(cls, pairs: Mapping[tuple[int, int], int], score_sum: float, low: float, high: float,
+           hosts: Mapping[str, int] | None) -> Aggregate:
+        """From rows counted per (status, retries) pair, their scores' sum, min and max, and (when asked) rows
+        per reversed host: what a store that reads every row counts."""
+        agg = cls(score_sum=score_sum, hosts=None if hosts is None else dict(hosts))
+        for (status, retries), n in pairs.items():
+            agg.total += n
+            agg.status[status] = agg.status.get(status, 0) + n
+            agg.retries[retries] = agg.retries.get(retries, 0) + n
+        if agg.total:
+            agg.score_min, agg.score_max = low, high
+        return agg

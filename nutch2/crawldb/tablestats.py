@@ -19,6 +19,7 @@ from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore
+from nutch2.stores.query import Aggregate
 from nutch2.urls.tableutil import unreverse_host
 from nutch2.webpage import WebPage
 
@@ -88,15 +89,18 @@ class Tally:
             self.heads[key_host(page.key)] += 1
 
     def stats(self) -> TableStats:
-        st = TableStats(total=sum(self.pairs.values()), score_sum=self.score_sum)
-        for (status, retries), n in self.pairs.items():
-            st.status[status_name(status)] += n
-            st.retries[retries] += n
-        if st.total:
-            st.score_min, st.score_max = self.score_min, self.score_max
-        for head, n in self.heads.items():
-            st.hosts[host_name(head)] += n
-        return st
+        return from_aggregate(Aggregate.of(self.pairs, self.score_sum, self.score_min, self.score_max, self.heads))
+
+
+def from_aggregate(agg: Aggregate) -> TableStats:
+    """The stats of a store's aggregate (or a Tally's counts): status codes and reversed hosts named."""
+    st = TableStats(total=agg.total, score_sum=agg.score_sum, score_min=agg.score_min, score_max=agg.score_max)
+    for code, n in agg.status.items():
+        st.status[status_name(code)] += n
+    st.retries.update(agg.retries)
+    for head, n in (agg.hosts or {}).items():
+        st.hosts[host_name(head)] += n
+    return st
 
 
 def key_host(key: str) -> str:
@@ -156,13 +160,7 @@ class TableStatsJob(Job):
         if agg is None:
             runner.run(self, store, counters)
             return self.stats
-        st = self.new_stats()
-        st.total = agg.total
-        st.status.update({status_name(code): n for code, n in agg.status.items()})
-        st.retries.update(agg.retries)
-        st.score_sum, st.score_min, st.score_max = agg.score_sum, agg.score_min, agg.score_max
-        for head, n in (agg.hosts or {}).items():
-            st.hosts[host_name(head)] += n
+        st = from_aggregate(agg)
         self.stats = st
         if counters is not None:
             counters.incr("aggregated_rows", agg.total)
