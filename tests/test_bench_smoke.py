@@ -20,6 +20,18 @@ def test_every_benchmark_runs_on_a_tiny_web() -> None:
         assert "|" in text and "---" in text, name  # a markdown table of figures
 
 
+@pytest.mark.timeout(300)
+def test_event_loop_probe_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import deps
+
+    deps.ensure(need_scrapy=False, need_wrk=False)
+    from bench.eventloop import main
+
+    assert main(["--hosts", "3", "--pages", "10", "--threads", "4", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| nutch2 fetch |" in out and "| event-loop prototype |" in out
+
+
 @pytest.mark.timeout(600)
 def test_store_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.stores import main
