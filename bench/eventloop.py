@@ -39,7 +39,10 @@ def _prototype(data: str, threads: int) -> None:
     import aiohttp
 
     from nutch2.config import Configuration
+    from nutch2.fetch.fetchclaim import claim_value
     from nutch2.marks import Mark
+    from nutch2.rowkeys import CLAIM
+    from nutch2.status import CrawlStatus
     from nutch2.stores import open_store
     from nutch2.stores.query import Query
     from nutch2.urls.tableutil import unreverse_url
@@ -74,7 +77,7 @@ def _prototype(data: str, threads: int) -> None:
         async def claim(page: WebPage) -> None:
             nonlocal writing
             row = WebPage.from_store(page.key, {})
-            row.metadata = {**page.metadata, "_ftclaim_": b"b/prototype/1"}
+            row.metadata = {**page.metadata, CLAIM: claim_value(page.markers.get(Mark.GENERATE.value, ""), "prototype")}
             done: asyncio.Future[None] = loop.create_future()
             pending.append((page.key, row, done))
             if not writing:
@@ -92,7 +95,7 @@ def _prototype(data: str, threads: int) -> None:
                         async with session.get(url, allow_redirects=False) as resp:
                             out = WebPage.from_store(page.key, {})
                             out.content = await resp.read()
-                            out.status = 2
+                            out.status = CrawlStatus.FETCHED
                             out.content_type = resp.headers.get("Content-Type")
                             out.headers = dict(resp.headers)
                             Mark.FETCH.put(out, page.markers.get(Mark.GENERATE.value, ""))
