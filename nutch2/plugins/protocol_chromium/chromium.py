@@ -530,9 +530,12 @@ class _Page:
 
     def _cut_waiting(self) -> None:
         """The load window is over: requests the page made that were not answered yet (they waited behind a
-        resource whose host's turn took the window) are over time, counted and failed, not left hanging."""
+        resource whose host's turn took the window) are over time, counted and failed, not left hanging. A page
+        whose scripts never go quiet is cut after _MAX_LATE_EVENTS events or half the time left, whichever comes
+        first: the rest is the DOM's."""
+        until = time.monotonic() + max(0.0, self.deadline - time.monotonic()) / 2
         for _ in range(_MAX_LATE_EVENTS):
-            if self._one_event(0.0) is None:
+            if time.monotonic() >= until or self._one_event(0.0) is None:
                 return
 
     def _one_event(self, wait: float) -> str | None:

@@ -1,0 +1,60 @@
+"""A page in the browser whose scripts never go quiet (unit, no browser): after its load window the requests it
+keeps making are failed for at most half the time left, so its DOM is still taken in time."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from nutch2.config import Configuration
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.plugins.protocol_chromium.chromium import ChromiumSettings, _Page
+from tests.conftest import CONF_DIR
+
+CALL_SECONDS = 0.01
+
+
+class EndlessEvents:
+    """A browser's event queue that always holds one more paused request of the page."""
+
+    def __init__(self) -> None:
+        self.read = 0
+
+    def get(self, timeout: float) -> dict[str, Any]:
+        self.read += 1
+        return {"method": "Fetch.requestPaused", "sessionId": "s",
+                "params": {"requestId": str(self.read), "resourceType": "xhr",
+                           "request": {"url": f"http://127.0.1.1/poll?{self.read}", "method": "GET"}}}
+
+
+class SlowBrowser:
+    """Each command takes CALL_SECONDS to answer, as a busy browser's do."""
+
+    def __init__(self) -> None:
+        self.events = EndlessEvents()
+        self.calls: list[str] = []
+
+    def call(self, method: str, params: dict[str, Any], session: str = "", timeout: float = 0.0) -> dict[str, Any]:
+        self.calls.append(method)
+        time.sleep(CALL_SECONDS)
+        return {}
+
+
+def test_a_page_that_never_goes_quiet_is_cut_by_time_not_only_by_count() -> None:
+    conf = Configuration(CONF_DIR, {"chromium.mode": "always", "chromium.page.timeout": 1,
+                                    "chromium.binary": sys.executable})  # any executable: no browser is started
+    settings = ChromiumSettings.from_conf(conf)
+    assert settings is not None
+    browser = SlowBrowser()
+    counted: list[str] = []
+    out = ProtocolOutput(0, [], 200, b"<html></html>", "text/html", {}, "http://127.0.1.1/")
+    page = _Page(browser, settings, "http://127.0.1.1/", out, lambda url, until: (None, "refused"),  # type: ignore[arg-type]
+                 counted.append, time.monotonic() + 1.0, None)
+    page.load_until = time.monotonic()  # the load window is over
+    page.session = "s"
+    page._cut_waiting()
+    # each late request is failed by a command of CALL_SECONDS: within half of the page's one second, at most ~50
+    # of them; by count alone it would have been 1,000 (ten seconds, ten times the page's time)
+    assert 1 <= browser.calls.count("Fetch.failRequest") <= 0.5 / CALL_SECONDS + 1
+    assert counted.count("chromium_resources_over_time") == browser.calls.count("Fetch.failRequest")
