@@ -55,6 +55,7 @@ def test_a_page_that_never_goes_quiet_is_cut_by_time_not_only_by_count() -> None
     page.session = "s"
     page._cut_waiting()
     # each late request is failed by a command of CALL_SECONDS: within half of the page's one second, at most ~50
-    # of them; by count alone it would have been 1,000 (ten seconds, ten times the page's time)
+    # of them; bounded only by their count (1,000) they went on until the page's deadline (~100), leaving no time
+    # to take the DOM
     assert 1 <= browser.calls.count("Fetch.failRequest") <= 0.5 / CALL_SECONDS + 1
     assert counted.count("chromium_resources_over_time") == browser.calls.count("Fetch.failRequest")
