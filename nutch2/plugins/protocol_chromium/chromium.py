@@ -532,7 +532,8 @@ class _Page:
         """The load window is over: requests the page made that were not answered yet (they waited behind a
         resource whose host's turn took the window) are over time, counted and failed, not left hanging. A page
         whose scripts never go quiet is cut after _MAX_LATE_EVENTS events or half the time left, whichever comes
-        first: the rest is the DOM's."""
+        first: the rest is the DOM's (requests still waiting then are neither counted nor failed one by one: they
+        end with the page's browser context)."""
         until = time.monotonic() + max(0.0, self.deadline - time.monotonic()) / 2
         for _ in range(_MAX_LATE_EVENTS):
             if time.monotonic() >= until or self._one_event(0.0) is None:
