@@ -159,10 +159,15 @@ def test_robots_capped_at_500kb(serve: Callable[[dict[str, Route]], QuietServer]
     assert rules.allowed(f"{url}/late", AGENT), "only the whole groups of the first 500 KB are used"
 
 
-def test_robots_cut_at_500kb_inside_its_only_group_defers(serve: Callable[[dict[str, Route]], QuietServer]) -> None:
+def test_robots_cut_at_500kb_inside_its_only_group_is_read_to_the_limit(
+        serve: Callable[[dict[str, Route]], QuietServer]) -> None:
+    """Google's rule: what follows the first 500 KiB is ignored, the host is crawled by the rules before it (each
+    round would cut the file at the same place: deferring it would never crawl the host)."""
     body = b"User-agent: *\nDisallow: /early\n" + b"#" * (600 * 1024) + b"\nDisallow: /late\n"
     url = base(serve(robots_only(200, body)))
-    assert cache().rules_for(url).state == "defer"
+    rules = cache().rules_for(url)
+    assert rules.state == "parsed"
+    assert not rules.allowed(f"{url}/early", AGENT) and rules.allowed(f"{url}/late", AGENT)
 
 
 def test_cached_per_host_and_single_fetch_under_concurrency(

@@ -1,12 +1,22 @@
-"""A robots.txt that was cut off (by size, time or a closed connection) is not a complete answer: only its whole
-groups count, and only when one of them is meant for us; no answer at all means the host is unreachable."""
+"""A robots.txt cut off by time or a closed connection is not a complete answer: only its whole
+groups count, and only when one of them is meant for us; no answer at all means the host is unreachable. One cut
+by the 500 KiB limit is read up to the limit, the rest ignored (Google's rule)."""
 
 from __future__ import annotations
 
 import pytest
 
 from nutch2.fetch.output import ProtocolOutput
-from nutch2.fetch.robots import ALLOW_ALL, DEFER, PARSED, UNREACHABLE, complete_groups, rules_from_output
+from nutch2.fetch.robots import (
+    ALLOW_ALL,
+    DEFER,
+    PARSED,
+    ROBOTS_MAX_BYTES,
+    UNREACHABLE,
+    complete_groups,
+    rules_from_output,
+    whole_lines,
+)
 from nutch2.status import ProtocolStatusCode
 
 AGENT = "MyBot"
@@ -68,3 +78,26 @@ def test_cut_by_the_job_time_limit_defers() -> None:
 
 def test_unsupported_scheme_still_allows_all() -> None:
     assert rules_from_output(ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, ["ftp"]), AGENT).state == ALLOW_ALL
+
+
+def test_over_the_size_limit_the_first_500_kib_are_the_file() -> None:
+    """Google's rule (RFC 9309's least parsing limit): a robots.txt over 500 KiB is read up to the limit and the
+    rest ignored; the line the limit cut is dropped. Every round cuts it at the same place, so deferring the host
+    would never crawl it."""
+    head = b"User-agent: *\nDisallow: /private\n"
+    filler = b"Disallow: /pqqq" + b"q" * 100 + b"\n"
+    content = (head + filler * (ROBOTS_MAX_BYTES // len(filler) + 1))[:ROBOTS_MAX_BYTES]
+    rules = rules_from_output(_robots(content, truncated=True), AGENT)
+    assert rules.state == PARSED
+    assert rules.allowed("http://h/page", AGENT) and not rules.allowed("http://h/private/x", AGENT)
+    assert not rules.allowed("http://h/pqqq" + "q" * 100, AGENT)
+
+
+def test_the_line_the_size_limit_cut_is_dropped() -> None:
+    """The file went on `Disallow: /b...` past the limit: the cut `Disallow: /` is not read as disallow-all."""
+    prefix, cut = b"User-agent: *\nDisallow: /a\n", b"\nDisallow: /"
+    content = prefix + b"#" * (ROBOTS_MAX_BYTES - len(prefix) - len(cut)) + cut
+    assert len(content) == ROBOTS_MAX_BYTES
+    rules = rules_from_output(_robots(content, truncated=True), AGENT)
+    assert rules.state == PARSED and rules.allowed("http://h/b", AGENT) and not rules.allowed("http://h/a", AGENT)
+    assert whole_lines(b"a\nb") == b"a\n" and whole_lines(b"a\r\n") == b"a\r\n" and whole_lines(b"ab") == b""

@@ -3,11 +3,14 @@
 Outcome of fetching ``/robots.txt`` (modelled on Google's documented behaviour,
 which is what site owners expect today):
 
-* 2xx with content -> ``parsed`` (at most 500 KB are read);
-* 2xx cut off (by the 500 KB limit, the total fetch time, or a connection closed
-  early) -> only the complete groups of the part read (those before the last
-  ``User-agent`` group), when one of them applies to us; else ``defer``. A cut-off
-  file is not a complete answer: its last group may be missing its Disallow lines;
+* 2xx with content -> ``parsed``;
+* 2xx over 500 KiB -> its first 500 KiB ``parsed`` (the line the limit cut dropped) and
+  the rest ignored: Google's rule, and RFC 9309's least parsing limit. Every round would
+  cut the file at the same place, so waiting for it whole would never crawl the host;
+* 2xx cut off by the total fetch time or a connection closed early -> only the complete
+  groups of the part read (those before the last ``User-agent`` group), when one of
+  them applies to us; else ``defer``. Such a file is not a complete answer (its last
+  group may be missing its Disallow lines), and the next round may get it whole;
 * 2xx empty, 3xx beyond 5 hops or without a target, and every 4xx **including
   401/403** -> ``allow_all``. Nutch 1/2 treated 401/403 as "disallow all"; Google
   treats them like 404 (robots.txt is not access control), and so do we;
@@ -43,7 +46,7 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.status import ProtocolStatusCode
 
 __all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_MAX_REDIRECTS", "RobotRules", "RobotsCache", "complete_groups", "decode_robots",
-           "robot_agent_name", "robot_agents", "rules_from_output"]
+           "robot_agent_name", "robot_agents", "rules_from_output", "whole_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +233,12 @@ def _applies(value: bytes, agents: tuple[str, ...]) -> bool:
     return token is not None and token.group().lower() in {agent.lower() for agent in agents}
 
 
+def whole_lines(content: bytes) -> bytes:
+    """``content`` without the line a cut fell in (the bytes after its last line break)."""
+    end = max(content.rfind(b"\n"), content.rfind(b"\r"))
+    return content[:end + 1]
+
+
 def complete_groups(content: bytes, agents: str | Sequence[str]) -> bytes | None:
     """The groups of a cut-off robots.txt that are known to be whole, or None when none of them applies to us.
 
@@ -274,8 +283,10 @@ def rules_from_output(out: ProtocolOutput, agents: str | Sequence[str] = ()) -> 
             return RobotRules(ALLOW_ALL)
         return RobotRules(UNREACHABLE, reason=out.args[0] if out.args else "no response")  # refused, DNS, timeout
     if 200 <= http_code < 300:
-        if out.truncated:
-            whole = complete_groups(out.content[:ROBOTS_MAX_BYTES], agents)
+        if out.truncated and len(out.content) >= ROBOTS_MAX_BYTES:  # the size limit: the rest is ignored
+            return RobotRules.parse(whole_lines(out.content[:ROBOTS_MAX_BYTES]))
+        if out.truncated:  # cut by the time or the connection: only what is known to be whole
+            whole = complete_groups(out.content, agents)
             return RobotRules(DEFER) if whole is None else RobotRules.parse(whole)
         return RobotRules.parse(out.content[:ROBOTS_MAX_BYTES])
     if http_code == 429 or http_code >= 500:
