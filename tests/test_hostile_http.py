@@ -347,3 +347,31 @@ def test_credentials_in_a_redirect_target_are_never_stored(tmp_path: Path, redir
         assert moved.protocol_status.args == [server.url("/target")]
     else:
         assert moved.status == CrawlStatus.FETCHED and moved.repr_url == server.url("/target")
+
+
+# ---------------------------------------------------------------- what the checkers print
+
+
+@pytest.mark.timeout(60)
+def test_checkers_print_a_pages_control_characters_as_escapes(tmp_path: Path) -> None:
+    """A title, a header and a redirect target with terminal escapes (colour, window title, BEL, clear screen)
+    reach the terminal as text, not as control sequences; a robots.txt that defers the host is said to, not called
+    a denial."""
+    evil = "\x1b[31mRED\x1b]0;pwned\x07"
+    page = f"<html><head><title>T{evil}</title></head><body>b\x1b[2Jody</body></html>".encode()
+
+    def evil_page(ex: Exchange) -> None:
+        ex.respond(200, page, headers={"X-Evil": "a\x1b[31mb"})
+
+    with HostileServer({"/robots.txt": lambda ex: ex.respond(200, ROBOTS_OK), "/p": evil_page}) as server, \
+            HostileServer({"/robots.txt": lambda ex: ex.respond(503, b"busy"), "/a": serve_ok}) as busy:
+        d = defines(tmp_path, "sqlite")
+        shown = [nutch2(checker, server.url("/p"), "-dumpText", *d) for checker in ("parsechecker", "indexchecker")]
+        deferred = nutch2("parsechecker", busy.url("/a"), "-checkRobotsTxt", *d)
+    for p in shown:
+        assert p.returncode == 0, p.stderr
+        assert "\x1b" not in p.stdout and "\x07" not in p.stdout
+        assert "T\\x1b[31mRED\\x1b]0;pwned\\x07" in p.stdout
+    assert "a\\x1b[31mb" in shown[0].stdout and "b\\x1b[2Jody" in shown[0].stdout
+    assert deferred.returncode != 0 and "denied" not in deferred.stderr
+    assert "gave no rules now" in deferred.stderr and "Traceback" not in deferred.stderr

@@ -29,6 +29,9 @@ from nutch2.tools.args import ToolArgs
 log = logging.getLogger(__name__)
 
 _KEEP_LINES = 1000  # output lines a run keeps for the job API
+# control characters a result line shows as escapes: a page's title, text or headers must not drive the terminal
+# (ESC sequences, BEL, a carriage return that hides what came before); tabs and line breaks stay
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n"}
 
 
 class Run:
@@ -70,7 +73,7 @@ class Run:
             self.lines.append(line)
         self.message = line
         if self._emit is None:
-            print(line, flush=True)
+            print(line.translate(_CONTROLS), flush=True)
         else:
             self._emit(line)
 

@@ -12,13 +12,16 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import NutchError, UsageError
 from nutch2.mapred.job import Counters, TaskContext
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.urls.normalizers import SCOPES
+
+if TYPE_CHECKING:
+    from nutch2.fetch.robots import RobotRules
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +71,8 @@ class _Checker(Tool[CheckArgs]):
         robots = RobotsCache(protocol.robots_session, agents)
         session = protocol.session()
         try:
-            if a.checkRobotsTxt and not robots.rules_for(url).allowed(url, agents):
-                raise NutchError(f"denied by robots.txt for {user_agent(self.conf)}: {url}")
+            if a.checkRobotsTxt:
+                _robots_verdict(url, robots.rules_for(url), agents, user_agent(self.conf))
             run.out(f"fetching: {url}")
             out = session.fetch(url)
             if protocol.renders(url, out):  # protocol-chromium: the page's resources where robots.txt allows them
@@ -162,6 +165,20 @@ class IndexChecker(_Checker):
                 run.out(f"{name} :\t{value}")
         run.values["document"] = doc
         return 0
+
+
+def _robots_verdict(url: str, rules: RobotRules, agents: tuple[str, ...], agent: str) -> None:
+    """Raise why robots.txt keeps the fetcher from `url` (as the fetcher would decide it), if it does."""
+    from nutch2.fetch.robots import DEFER, UNREACHABLE
+
+    if rules.state == DEFER:
+        raise NutchError(f"robots.txt of {url} gave no rules now (a 429 or 5xx answer, or the file cut off before a "
+                         "group for us): the fetcher leaves the host for a later round; try again later")
+    if rules.state == UNREACHABLE:
+        raise NutchError(f"robots.txt of {url} got no answer ({rules.reason}): the fetcher records the host's URLs "
+                         "as failed fetches; check that the host is up")
+    if not rules.allowed(url, agents):
+        raise NutchError(f"denied by robots.txt for {agent}: {url}")
 
 
 def _short(text: str, n: int = 300) -> str:
