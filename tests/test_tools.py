@@ -115,6 +115,11 @@ def test_a_missing_optional_dependency_is_one_line(tmp_path: Path) -> None:
             f" '-D', 'storage.data.dir={tmp_path}']))")
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "pip install 'nutch2[hbase]'" in one_line(p), p.stderr
+    for module in ("markupsafe", "uvicorn"):  # the server's extra: markupsafe is jinja2's, read by the search page
+        code = (f"import sys; sys.modules[{module!r}] = None; from nutch2.cli import main; "
+                f"sys.exit(main(['server', '-port', '0', '-D', 'storage.data.dir={tmp_path}']))")
+        p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "pip install 'nutch2[server]'" in one_line(p), p.stderr
 
 
 def test_bad_numbers_in_the_configuration_are_one_line(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nutch2.searcher import server_extra_missing
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.index import solr_opt
@@ -47,7 +48,10 @@ class Server(Tool[ServerArgs]):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.searcher.server import ServerOptions, add_user_interactively, serve
+        try:
+            from nutch2.searcher.server import ServerOptions, add_user_interactively, serve
+        except ImportError as e:  # the server's extra is not installed (markupsafe comes with jinja2)
+            raise server_extra_missing(e) from None
 
         a = self.args
         if a.addUser:

@@ -18,6 +18,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, StoreError
 from nutch2.index.opensearch import OpenSearchClient, opensearch_url
 from nutch2.index.solr import SolrClient, solr_url
+from nutch2.searcher import server_extra_missing
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
 from nutch2.searcher.search import UNAVAILABLE, SearchBackend, SolrBackend
@@ -160,8 +161,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
 
         from nutch2.searcher.app import create_app
     except ImportError as e:
-        raise ConfigError(f"the server needs starlette, jinja2 and uvicorn ({e.name} is missing): "
-                          "pip install 'nutch2[server]'") from None
+        raise server_extra_missing(e) from None
     from nutch2.searcher.jobapi import JobManager
 
     if opts.jobs:
