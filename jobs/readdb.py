@@ -49,7 +49,8 @@ class StatsJob(TableStatsJob):
         for name in sorted(st.status, key=lambda n: CrawlStatus[n] if n in CrawlStatus.__members__ else 999):
             code = CrawlStatus[name].value if name in CrawlStatus.__members__ else "?"
             out.write(f"status {code} ({name}):\t{st.status[name]}\n")
-        if self.per_host:
+        if self.per_host:  # every status together: a heading, so that the hosts are not read as the last status's
+            out.write("hosts (URLs per host, all statuses):\n")
             for host, n in sorted(st.hosts.items(), key=lambda kv: (-kv[1], kv[0])):
                 out.write(f"   {host}:\t{n}\n")
 

@@ -157,6 +157,8 @@ def test_stats_from_another_process(results) -> None:
     p = results["stats_sort"]
     assert p.returncode == 0, p.stderr
     assert re.search(r"example\.com:\s+2$", p.stdout, re.M), p.stdout
+    heading = p.stdout.index("hosts (URLs per host, all statuses):")  # the hosts follow the statuses, headed
+    assert heading > p.stdout.rindex("status ") and p.stdout.index("example.com:") > heading
 
 
 def test_readdb_url(results) -> None:
