@@ -64,13 +64,14 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
     assert again.returncode == 1
     line = one_line(again)  # fetched to its end: -resume would do nothing; what goes on is parse
     assert f"batch {batch} is already fetched: nothing is left to fetch in it" in line and "-resume" not in line
-    assert f"go on with `nutch2 parse {batch}`" in line and "-force" in line
+    assert f"go on with `nutch2 parse {batch} -crawlId {crawl_id}`" in line and "-force" in line  # a command to copy
     # so is a fetch of every batch, which would fetch this one again; with -resume it finds nothing left to fetch
     web.reset_log()
     every = nutch2("fetch", "-all", "-crawlId", crawl_id, *d)
     assert every.returncode == 1
     line = one_line(every)
-    assert f"batch {batch} was fetched" in line and "fetch -all -resume" in line and "-force" in line
+    assert f"batch {batch} was fetched" in line and "-force" in line
+    assert f"`nutch2 fetch -all -resume -crawlId {crawl_id}`" in line
     resumed = nutch2("fetch", "-all", "-resume", "-crawlId", crawl_id, *d)
     assert resumed.returncode == 0, resumed.stderr
     assert not web.requests()
@@ -87,7 +88,8 @@ def test_fetching_a_fetched_batch_again_is_refused_and_force_loses_no_page(web: 
         assert Mark.PARSE.check(page) == batch and page.parse_status.major_code == ParseMajor.SUCCESS, page.key
         assert page.title and page.text, page.key
     line = one_line(nutch2("fetch", batch, "-crawlId", crawl_id, *d))
-    assert f"batch {batch} is already fetched and parsed" in line and f"`nutch2 updatedb {batch}`" in line
+    assert f"batch {batch} is already fetched and parsed" in line
+    assert f"`nutch2 updatedb {batch} -crawlId {crawl_id}`" in line
     assert nutch2("updatedb", batch, "-crawlId", crawl_id, *d).returncode == 0
 
 
@@ -136,7 +138,8 @@ def test_updatedb_of_a_batch_whose_fetch_was_stopped_is_refused_until_it_is_resu
         assert one_line(refused) == (
             f"nutch2 updatedb: error: updatedb: the fetch of batch {batch} did not finish (it was stopped or killed); "
             f"updating it now would leave the URLs it did not fetch for a later batch: run `nutch2 fetch {batch} "
-            f"-resume` (then `nutch2 parse {batch}`) first, or give -force to update what was fetched")
+            f"-resume -crawlId {crawl_id}` (then `nutch2 parse {batch} -crawlId {crawl_id}`) first, or give -force to "
+            "update what was fetched")
         if step == "parse":
             assert nutch2("parse", batch, "-crawlId", crawl_id, *d).returncode == 0
         with open_store(conf, crawl_id, create=False) as store:

@@ -18,6 +18,7 @@ batch stays `fetching` until its fetch is resumed.
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,9 +89,9 @@ def check(step: BatchStep, store: DataStore, batch: str | None, *, resume: bool 
     if step is UPDATE:
         for r in records:
             if r is not None and r.state == FETCHING:
-                raise Refused(_unfetched(r))
+                raise Refused(_unfetched(r, store.crawl_id))
             if r is not None and not r.reached(PARSED) and _any(store, Mark.FETCH, r.batch_id):
-                raise Refused(_unparsed(r))
+                raise Refused(_unparsed(r, store.crawl_id))
 
 
 def _check_refetch(store: DataStore, batch: str | None, rec: BatchRecord | None) -> None:
@@ -102,42 +103,50 @@ def _check_refetch(store: DataStore, batch: str | None, rec: BatchRecord | None)
             names = ", ".join(fetched[:3]) + (f" and {len(fetched) - 3} more" if len(fetched) > 3 else "")
             raise Refused(f"fetch: batch {names} {'was' if len(fetched) == 1 else 'were'} fetched, at least in part; "
                           "fetching every batch again now would replace pages before they are parsed: finish "
-                          "them with `nutch2 fetch -all -resume`, or give -force to fetch every page again")
+                          f"them with `{_cmd(store.crawl_id, 'fetch', '-all', '-resume')}`, or give -force to "
+                          "fetch every page again")
         return
     if rec is not None and rec.reached(FETCHED):
         since = {PARSED: " and parsed", UPDATING: " and its updatedb did not finish", UPDATED: " and updated",
                  INDEXED: " and indexed"}.get(rec.state, "")
         raise Refused(f"fetch: batch {batch} is already fetched{since}: nothing is left to fetch in it; go on with "
-                      f"`{_next_step(rec)}`, or give -force to fetch every page again")
+                      f"`{_next_step(rec, store.crawl_id)}`, or give -force to fetch every page again")
     if rec is not None and rec.state == FETCHING or _any(store, Mark.FETCH, batch):
         raise Refused(f"fetch: batch {batch} was partly fetched (the fetch was interrupted); fetching it again now "
-                      f"would replace pages before they are parsed: finish it with `nutch2 fetch {batch} -resume`, "
+                      "would replace pages before they are parsed: finish it with "
+                      f"`{_cmd(store.crawl_id, 'fetch', batch, '-resume')}`, "
                       "or give -force to fetch every page again")
 
 
-def _next_step(rec: BatchRecord) -> str:
+def _cmd(crawl_id: str | None, *args: str) -> str:
+    """A command to copy: `nutch2 <args>` on the crawl the refusal is about."""
+    return shlex.join(["nutch2", *args, *(["-crawlId", crawl_id] if crawl_id else [])])
+
+
+def _next_step(rec: BatchRecord, crawl_id: str | None) -> str:
     """The command that goes on with a batch fetched to its end."""
     b = rec.batch_id
     if not rec.reached(PARSED):
-        return f"nutch2 parse {b}"
+        return _cmd(crawl_id, "parse", b)
     if not rec.reached(UPDATED):
-        return f"nutch2 updatedb {b}"
-    return "nutch2 generate"  # updated: the next round is a new batch
+        return _cmd(crawl_id, "updatedb", b)
+    return _cmd(crawl_id, "generate")  # updated: the next round is a new batch
 
 
-def _unfetched(rec: BatchRecord) -> str:
+def _unfetched(rec: BatchRecord, crawl_id: str | None) -> str:
     b = rec.batch_id
     return (f"updatedb: the fetch of batch {b} did not finish (it was stopped or killed); updating it now would "
-            f"leave the URLs it did not fetch for a later batch: run `nutch2 fetch {b} -resume` (then `nutch2 "
-            f"parse {b}`) first, or give -force to update what was fetched")
+            f"leave the URLs it did not fetch for a later batch: run `{_cmd(crawl_id, 'fetch', b, '-resume')}` "
+            f"(then `{_cmd(crawl_id, 'parse', b)}`) first, or give -force to update what was fetched")
 
 
-def _unparsed(rec: BatchRecord) -> str:
+def _unparsed(rec: BatchRecord, crawl_id: str | None) -> str:
     b = rec.batch_id
     if not rec.reached(FETCHED):
-        todo = f"finish its fetch (`nutch2 fetch {b} -resume`), then `nutch2 parse {b}`"
+        todo = (f"finish its fetch (`{_cmd(crawl_id, 'fetch', b, '-resume')}`), then "
+                f"`{_cmd(crawl_id, 'parse', b)}`")
     else:
-        todo = f"run `nutch2 parse {b}` first"
+        todo = f"run `{_cmd(crawl_id, 'parse', b)}` first"
     return (f"updatedb: batch {b} was fetched but not parsed; updating it now would keep its pages without their "
             f"text and links: {todo}, or give -force to update it as it is")
 
