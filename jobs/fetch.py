@@ -240,8 +240,8 @@ class FetcherJob(Job):
         page.content_type = out.content_type
         page.headers = stored_headers(out.headers)
         page.base_url = out.final_url or item.url
-        if out.truncated:
-            page.metadata[TRUNCATED_KEY] = b"y"
+        if out.truncated:  # why, in WARC-Truncated's words (the parse and the WARC export say it)
+            page.metadata[TRUNCATED_KEY] = (out.cut or "unspecified").encode()
         elif TRUNCATED_KEY in page.metadata:  # an earlier fetch was cut; this one is whole
             del page.metadata[TRUNCATED_KEY]
         if status in (CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP) and out.args:

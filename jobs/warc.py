@@ -321,8 +321,8 @@ class WarcImportJob(Job):
             page.content_type = next((v for k, v in resp.headers.items() if k.lower() == "content-type"), None)
             page.headers = stored_headers(resp.headers)
             page.base_url = resp.url
-            if resp.truncated:
-                page.metadata[TRUNCATED_KEY] = b"y"
+            if resp.truncated:  # cut at http.content.limit on import
+                page.metadata[TRUNCATED_KEY] = b"length"
             else:
                 page.metadata.pop(TRUNCATED_KEY, None)
         if target is not None:

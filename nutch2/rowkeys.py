@@ -8,7 +8,8 @@ CASH_KEY = "_csh_"  # scoring-opic: the row's OPIC cash, as Nutch 2 keeps it
 CLAIM = "_ftclaim_"  # fetch: "<batch>/<run>/<n>" of the fetch that may have requested the URL (fetch/fetchclaim.py)
 UPDATE_RUN = "_updrun_"  # updatedb: the run that last wrote this row's links (jobs/updatedb.py)
 STAGE_KEY = "_updstg_"  # updatedb: "<run id>\n<JSON of the row's new values>" until the commit step
-TRUNCATED_KEY = "_trunc_"  # fetch: http.content.limit cut the body (the parse says so, parse/parseutil.py)
+TRUNCATED_KEY = "_trunc_"  # fetch: the body was cut; why, as WARC-Truncated says it: length, time, disconnect
+# (b"y" in rows written before the reason was kept)
 NOINDEX_KEY = "_noidx_"  # parse: the page's meta robots forbid indexing (the indexer deletes it)
 IP_KEY = "_ip_"  # warcimport: the server's IP address (Nutch's content metadata key), from WARC-IP-Address
 LASTMOD_KEY = "_stmlm_"  # sitemap: the sitemap lastmod (ms) that last made this row due

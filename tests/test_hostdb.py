@@ -212,3 +212,20 @@ def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:
         for params in ({"expr": "__import__('os')"}, {"sort": "<x>"}):
             bad = requests.get(url, params=params, timeout=30)
             assert bad.status_code == 400 and bad.text.count('role="alert"') == 1 and "<x>" not in bad.text
+
+
+def test_failures_after_an_answer_are_not_connection_failures() -> None:
+    """connectionFailures counts rows whose fetch got no HTTP answer; a response the client could not read or a
+    body that did not decode came from a server that answered (a host is not skipped for broken compression)."""
+    from nutch2.crawldb.hostdb import HostDatum
+    from nutch2.status import CrawlStatus, ProtocolStatusCode
+    from nutch2.webpage import ProtocolStatus, WebPage
+
+    datum = HostDatum()
+    for reason in ("connection refused", "timeout (read)", "connection reset", "bad response: more than 100 headers",
+                   "content decoding error (br): Decompression error: _ERROR_FORMAT_PADDING_1",
+                   "fetcher error: boom", "unknown host"):
+        page = WebPage(f"example.com:http/{len(reason)}", status=CrawlStatus.RETRY,
+                       protocol_status=ProtocolStatus(ProtocolStatusCode.EXCEPTION, [reason]))
+        datum.add(page)
+    assert (datum.connectionFailures, datum.dnsFailures, datum.numFailures) == (3, 1, 4)

@@ -221,6 +221,7 @@ def test_gzip_bomb_is_cut_by_the_inflate_limit_when_the_content_limit_is_off(tmp
     assert len(page.content) == limit
     assert (page.parse_status.major_code, page.parse_status.minor_code) == (ParseMajor.NOTPARSED,
                                                                             ParseMinor.FAILED_TRUNCATED)
+    assert "http.content.inflate.limit" in page.parse_status.args[0]
     ok = row(got, urls[1])
     assert ok.status == CrawlStatus.FETCHED and ok.parse_status.major_code == ParseMajor.SUCCESS
 
@@ -246,6 +247,8 @@ def test_half_a_gzip_stream_is_truncated_not_complete(tmp_path: Path) -> None:
     assert 0 < len(page.content) < len(html)
     assert (page.parse_status.major_code, page.parse_status.minor_code) == (ParseMajor.NOTPARSED,
                                                                             ParseMinor.FAILED_TRUNCATED)
+    assert page.parse_status.args == ["content cut: the connection, or the body's decoding, ended before the body "
+                                      "did"]  # not blamed on http.content.limit
 
 
 # ---------------------------------------------------------------- parsing: 100 000 attributes
@@ -375,3 +378,36 @@ def test_checkers_print_a_pages_control_characters_as_escapes(tmp_path: Path) ->
     assert "a\\x1b[31mb" in shown[0].stdout and "b\\x1b[2Jody" in shown[0].stdout
     assert deferred.returncode != 0 and "denied" not in deferred.stderr
     assert "gave no rules now" in deferred.stderr and "Traceback" not in deferred.stderr
+
+
+@pytest.mark.timeout(60)
+def test_responses_http_client_cannot_read_are_named_as_bad_responses(tmp_path: Path) -> None:
+    """A 100 KB header line, 10,000 headers and an HTTP/0.9-style answer are failed fetches named for what was wrong
+    with the answer, not "connection aborted"; the host table does not count them as connection failures."""
+    props = {"fetcher.server.delay": 0.05}
+    answers = {
+        "/long": b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 100_000 + b"\r\n\r\nhi",
+        "/many": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(10_000)) + b"\r\nhi",
+        "/nine": b"<html>an answer without a status line</html>",
+    }
+    reasons = {"/long": "bad response: a header line over 64 KB", "/many": "bad response: more than 100 headers",
+               "/nine": "bad response: no HTTP status line"}
+
+    def raw(body: bytes):  # noqa: ANN202 - a route
+        return lambda ex: ex.send(body)
+
+    with HostileServer({"/robots.txt": serve_robots_ok, **{p: raw(b) for p, b in answers.items()}}) as server:
+        urls = {p: server.url(p) for p in answers}
+        batch = inject_generate(tmp_path, list(urls.values()), **props)
+        fetch(tmp_path, batch, **props)
+        got = table(tmp_path, **props)
+        host = server.host
+    for path, url in urls.items():
+        page = row(got, url)
+        assert page.status == CrawlStatus.RETRY and page.protocol_status.code == ProtocolStatusCode.EXCEPTION, path
+        assert page.protocol_status.args == [reasons[path]], path
+    for step in ("parse", "updatedb", "updatehostdb"):
+        assert nutch(tmp_path, step, *([batch] if step != "updatehostdb" else []), **props).returncode == 0, step
+    hosts = nutch(tmp_path, "readhostdb", **props)
+    line = next(x for x in hosts.stdout.splitlines() if x.startswith(host))
+    assert "\tconnectionFailures=0" in line and "\tnumFailures=0" in line, line

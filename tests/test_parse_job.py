@@ -142,7 +142,14 @@ def test_truncated_skipped_or_parsed(env):
     assert c["skipped_truncated"] == 1
     assert p.parse_status.major_code == ParseMajor.NOTPARSED
     assert p.parse_status.minor_code == ParseMinor.FAILED_TRUNCATED
+    assert p.parse_status.args == ["content truncated (by http.content.limit, the fetch's time limit or a connection "
+                                   "that ended)"]  # a row from before the reason was kept
     assert Mark.PARSE.value not in p.markers and p.title is None
+    for cut, words in ((b"length", "by http.content.limit"), (b"time", "the fetch's time limit"),
+                       (b"disconnect", "the connection")):
+        put_fetched(store, "http://a.example.com/big", page_html("Big", "cut"), metadata={TRUNCATED_KEY: cut})
+        parse(env)
+        assert words in store.get(key).parse_status.args[0], cut
     c = parse(env, props={"parser.skip.truncated": "false"})
     p = store.get(key)
     assert c["parsed"] == 1 and p.title == "Big" and p.markers[Mark.PARSE.value] == "B"

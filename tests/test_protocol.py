@@ -311,19 +311,20 @@ def test_trickle_body_wall_clock_cap(base: str) -> None:
     out = HttpProtocol(HttpSettings(agent="T", timeout_ms=500, max_fetch_ms=800)).fetch(f"{base}/trickle")
     elapsed = time.monotonic() - t0
     assert out.code == P.SUCCESS and out.truncated and 0 < len(out.content) < 200
+    assert out.cut == "time"  # the parse says the time limit cut it, not http.content.limit
     assert elapsed < 2.0
 
 
 def test_big_body_truncated(base: str) -> None:
     out = proto().fetch(f"{base}/big")
-    assert out.code == P.SUCCESS and out.truncated and out.content == b"a" * 1048576
+    assert out.code == P.SUCCESS and out.truncated and out.content == b"a" * 1048576 and out.cut == "length"
 
 
 def test_body_at_exact_limit_not_truncated(base: str) -> None:
     out = proto(content_limit=1000).fetch(f"{base}/exact")
-    assert len(out.content) == 1000 and not out.truncated
+    assert len(out.content) == 1000 and not out.truncated and out.cut == ""
     out = proto(content_limit=999).fetch(f"{base}/exact")
-    assert len(out.content) == 999 and out.truncated
+    assert len(out.content) == 999 and out.truncated and out.cut == "length"
 
 
 def test_no_content_limit(base: str) -> None:

@@ -250,7 +250,7 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
     assert table[f"{base}/moved"].status == CrawlStatus.REDIR_PERM
     assert table[f"{base}/moved"].outlinks == {f"{base}/plain": ""}
     assert table[f"{base}/missing"].status == CrawlStatus.GONE
-    assert table[f"{base}/big"].metadata[TRUNCATED_KEY] == b"y"  # cut at http.content.limit, as a fetch does
+    assert table[f"{base}/big"].metadata[TRUNCATED_KEY] == b"length"  # cut at http.content.limit, as a fetch does
 
     for bad, why in ((tmp_path / "none.warc", "is not a file"), (tmp_path / "seeds.txt", "not a readable WARC")):
         if bad.name == "seeds.txt":
@@ -318,10 +318,13 @@ def test_records_of_a_cut_page_and_an_updated_row() -> None:
 
     page = WebPage("com.example:http/a", status=int(CrawlStatus.FETCHED), content=b"<p>cut", fetch_time=5_000_000,
                    fetch_interval=1000, headers={"Content-Type": "text/html"}, outlinks={"http://example.com/b": ""},
-                   metadata={TRUNCATED_KEY: b"y"}, markers={Mark.UPDATEDB.value: "b1"})
+                   metadata={TRUNCATED_KEY: b"time"}, markers={Mark.UPDATEDB.value: "b1"})
     request, response, metadata = page_records(RecordBuilder(warc_version="1.1"), page, "http://example.com/a",
                                                [("User-Agent", "Bot")])
-    assert response.rec_headers.get_header("WARC-Truncated") == "length"
+    assert response.rec_headers.get_header("WARC-Truncated") == "time"  # the fetch's time limit cut it
+    page.metadata[TRUNCATED_KEY] = b"y"  # a row from before the reason was kept
+    _, old, _ = page_records(RecordBuilder(warc_version="1.1"), page, "http://example.com/a", [])
+    assert old.rec_headers.get_header("WARC-Truncated") == "unspecified"
     assert response.rec_headers.get_header("WARC-Date") == warc_date(4_000_000)  # updated: next fetch - interval
     assert response.rec_headers.get_header("WARC-IP-Address") is None  # a host name: not known
     assert request.http_headers.protocol == "GET" and request.http_headers.get_header("User-Agent") == "Bot"

@@ -174,8 +174,9 @@ def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tu
     warc_headers = {**common, "WARC-Payload-Digest": payload_digest(content)}
     if refers is None:
         http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
-        if page.metadata.get(TRUNCATED_KEY):
-            warc_headers["WARC-Truncated"] = "length"
+        if cut := page.metadata.get(TRUNCATED_KEY):  # why (rows from before the reason was kept: b"y")
+            known = bytes(cut) in (b"length", b"time", b"disconnect")
+            warc_headers["WARC-Truncated"] = bytes(cut).decode() if known else "unspecified"
         response = builder.create_warc_record(url, "response", payload=io.BytesIO(content), length=len(content),
                                               http_headers=http, warc_headers_dict=warc_headers)
     else:

@@ -25,6 +25,9 @@ from nutch2.urls.tableutil import host_of_key, unreverse_url
 from nutch2.webpage import WebPage
 
 _FETCHER_ERROR = "fetcher error:"  # the fetcher's own failure on a URL (nutch2/fetch/fetcher.py), not the host's
+# failures after the server answered, not of the connection: a response http.client could not read (protocol-http's
+# "bad response: ..."), a body that did not decode
+_ANSWERED = (_FETCHER_ERROR, "bad response", "content decoding error")
 
 PREFIX = "hostdb/"  # the state records' names: hostdb/<host>
 ROW_FIELDS = ("status", "score", "protocol_status")  # what updatehostdb reads of a row
@@ -69,8 +72,8 @@ class HostDatum:
             reason = ps.args[0] if ps.args else ""
             if is_dns_failure(reason):
                 self.dnsFailures += 1
-            elif not reason[:3].isdigit() and not reason.startswith(_FETCHER_ERROR):  # the server did not answer
-                self.connectionFailures += 1  # (a 5xx, "301 redirect without Location": answers)
+            elif not reason[:3].isdigit() and not reason.startswith(_ANSWERED):  # the server did not answer
+                self.connectionFailures += 1  # (a 5xx, "301 redirect without Location", a bad response: answers)
         self.numFailures = self.dnsFailures + self.connectionFailures
         s = float(page.score)
         self.scoreMin = s if not self.numRecords else min(self.scoreMin, s)

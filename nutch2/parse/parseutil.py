@@ -41,6 +41,12 @@ def caching_forbidden(metadata: Mapping[str, bytes]) -> str:
     return policy if policy in CACHING_POLICIES else "content"
 
 
+# why a fetch cut the content (the row's TRUNCATED_KEY, WARC-Truncated's words), as the parse status says it
+_CUT = {b"length": "content truncated by http.content.limit (by http.content.inflate.limit if compressed)",
+        b"time": "content cut by the fetch's time limit (http.time.limit, 3 x http.timeout unless set)",
+        b"disconnect": "content cut: the connection, or the body's decoding, ended before the body did",
+        b"": "content truncated (by http.content.limit, the fetch's time limit or a connection that ended)"}
+
 class PageParser:
     """Parses one fetched row in place (shared by ParserJob and the fetcher's fetcher.parse mode)."""
 
@@ -75,7 +81,7 @@ class PageParser:
         url = unreverse_url(page.key)
         if self.skip_truncated and page.metadata.get(TRUNCATED_KEY):
             page.parse_status = ParseStatus(ParseMajor.NOTPARSED, ParseMinor.FAILED_TRUNCATED,
-                                            ["content truncated by http.content.limit"])
+                                            [_CUT.get(bytes(page.metadata[TRUNCATED_KEY]), _CUT[b""])])
             ctx.incr("skipped_truncated")
             return False
         content = page.content or b""

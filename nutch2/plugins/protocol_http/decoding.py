@@ -155,6 +155,12 @@ class Inflater(_Streams):
         return out, self._d.eof
 
 
+def _text(exc: Exception) -> str:
+    """An error's message: brotli gives it as bytes (b'Decompression error: ...')."""
+    arg = exc.args[0] if len(exc.args) == 1 else None
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(exc)
+
+
 class BrotliDecoder(Identity):
     """Bounded Brotli decoder (RFC 7932): brotli's output_buffer_limit, what a call gives beyond max_len kept."""
 
@@ -180,7 +186,7 @@ class BrotliDecoder(Identity):
             try:
                 self._out = self._d.process(data, output_buffer_limit=max_len)
             except brotli.error as exc:
-                raise DecodingError(f"content decoding error (br): {exc}") from exc
+                raise DecodingError(f"content decoding error (br): {_text(exc)}") from exc
             self._started = True
         out, self._out = self._out[:max_len], self._out[max_len:]
         return out

@@ -132,6 +132,10 @@ _REASONS: tuple[tuple[str, str], ...] = (
     ("temporary failure in name resolution", "unknown host"),
     ("getaddrinfo failed", "unknown host"),
     ("no address associated", "unknown host"),
+    # answers http.client cannot read (urllib3 wraps them in "Connection aborted."): the server did answer
+    ("linetoolong", "bad response: a header line over 64 KB"),
+    ("got more than 100 headers", "bad response: more than 100 headers"),
+    ("badstatusline", "bad response: no HTTP status line"),
     ("connection reset", "connection reset"),
     ("remotedisconnected", "connection closed by server"),
     ("connection aborted", "connection aborted"),
@@ -314,7 +318,7 @@ class HttpProtocol(ProtocolSession):
                 resp.close()  # a challenge we hold credentials for: ask again with them
                 resp = self._get(url, cond, guard, limits)
             try:
-                content, truncated, error = self._read_body(resp, deadline, guard)
+                content, cut, error = self._read_body(resp, deadline, guard)
             finally:
                 resp.close()  # a body read to its end gave its connection back to the pool already
         finally:
@@ -337,7 +341,7 @@ class HttpProtocol(ProtocolSession):
         return ProtocolOutput(
             code=code, args=args, http_code=resp.status, content=content,
             content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
-            truncated=truncated, last_modified=http_date_ms(resp.headers.get("Last-Modified")),
+            truncated=bool(cut), cut=cut, last_modified=http_date_ms(resp.headers.get("Last-Modified")),
         )
 
     def _get(self, url: str, cond: dict[str, str], guard: Guard,
@@ -407,15 +411,16 @@ class HttpProtocol(ProtocolSession):
         return False
 
     def _read_body(self, resp: urllib3.BaseHTTPResponse | Http2Response, deadline: float,
-                   guard: Guard) -> tuple[bytes, bool, str | None]:
+                   guard: Guard) -> tuple[bytes, str, str | None]:
         """Stream the body, decoding it, capped at the content (or inflate) limit and at the deadline.
 
-        Returns (content, truncated, error): truncated when a limit or the deadline cut the body, or when a
-        compressed body ended before its stream did (half a gzip stream with a matching Content-Length); error
-        when the connection or the decoding failed midway (content is then the part read, truncated).
+        Returns (content, cut, error): cut says why the body is truncated, "" when it is whole: "length" (a
+        limit), "time" (the deadline), "disconnect" (a compressed body ended before its stream did, e.g. half a
+        gzip stream with a matching Content-Length, or the connection or the decoding failed midway: error says
+        how, and content is the part read).
         """
         if resp.status == 304:
-            return b"", False, None
+            return b"", "", None
         limit = self.settings.content_limit
         decoder = decoder_for(resp.headers.get("Content-Encoding"))
         if decoder.compressed and not 0 <= limit <= self.settings.inflate_limit:
@@ -427,14 +432,15 @@ class HttpProtocol(ProtocolSession):
             while time.monotonic() < deadline:
                 chunk = read(_CHUNK, decode_content=False)
                 if not chunk:  # the end of the body, or the watchdog cut the socket
-                    return bytes(buf), guard.expired or not decoder.complete(), None
+                    cut = "time" if guard.expired else "" if decoder.complete() else "disconnect"
+                    return bytes(buf), cut, None
                 if self._append(buf, decoder, chunk, limit):
-                    return bytes(buf), True, None
+                    return bytes(buf), "length", None
         except (http.client.HTTPException, urllib3.exceptions.HTTPError, OSError, _FetchError, DecodingError) as exc:
             if guard.expired:
-                return bytes(buf), True, None
-            return bytes(buf), True, _describe(exc)
-        return bytes(buf), True, None  # wall-clock cap reached (Nutch's http.time.limit): truncated
+                return bytes(buf), "time", None
+            return bytes(buf), "disconnect", _describe(exc)
+        return bytes(buf), "time", None  # wall-clock cap reached (Nutch's http.time.limit): truncated
 
     @staticmethod
     def _append(buf: bytearray, decoder: Identity, chunk: bytes, limit: int) -> bool:
