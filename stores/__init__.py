@@ -171,6 +171,8 @@ class Held:
 def _lease_name(scope: str) -> str:
     if scope == "crawl":
         return "the crawl's lease"
+    if scope == "crawler":
+        return "the crawl command's lease"
     if scope == "batch/-all":
         return "the lease of every batch"
     return f"the lease of batch {scope.removeprefix('batch/')}"
@@ -189,6 +191,17 @@ def crawl_lock(conf: Configuration, crawl_id: str | None, job: str, create: bool
     held.take("crawl", job, conf.get_float("storage.lease.ttl"), log,
               f"{job}: another job (inject, generate or updatedb), {{holder}}, is rewriting this crawl and holds "
               "its lease; wait for it to finish")
+    return held
+
+
+def crawler_lease(conf: Configuration, crawl_id: str | None, create: bool = False,
+                  log: Callable[[str], None] | None = None) -> Held:
+    """One crawl command per crawl at a time, on any machine: the lease `crawler`, held for the whole crawl (its
+    steps take the crawl's and the batches' leases as they run). A second crawl fails at once, before it injects."""
+    held = Held(_lease_store(conf, crawl_id, create))
+    held.take("crawler", "crawl", conf.get_float("storage.lease.ttl"), log,
+              "crawl: another crawl of this crawl id, {holder}, is running; wait for it to end, or stop it "
+              "(Ctrl-C or SIGTERM) and run this command again")
     return held
 
 
@@ -215,5 +228,5 @@ def BatchLock(conf: Configuration, crawl_id: str | None, batch: str | None, job:
     return held
 
 
-__all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "BatchLock", "table_name",
-           "backend_name", "store_class", "find_store_class", "known_stores", "crawl_ids"]
+__all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "crawler_lease", "BatchLock",
+           "table_name", "backend_name", "store_class", "find_store_class", "known_stores", "crawl_ids"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.stores import crawl_lock
+from nutch2.stores import crawl_lock, crawler_lease, open_store
 from tests.conftest import make_conf
 
 _SCRIPT = Path(sys.executable).parent / "nutch2"
@@ -429,6 +429,24 @@ def test_lock_held_by_another_process(tmp_path: Path) -> None:
     # another crawl id is not blocked, and once released x works too
     p = run(tmp_path, "inject", "s.txt", "-crawlId", "x", "-D", f"storage.data.dir={tmp_path / 'crawl'}")
     assert p.returncode == 0, p.stderr
+
+
+def test_a_second_crawl_of_a_running_crawl_stops_before_it_injects(tmp_path: Path) -> None:
+    """A crawl command holds the crawl command's lease for the whole crawl: a second one of the same crawl id says
+    so in one line and injects nothing (its steps' own leases come and go between them)."""
+    conf = make_conf(tmp_path, "sqlite")
+    (tmp_path / "s.txt").write_text("http://127.0.0.1:9/a\n")
+    data = ["-D", f"storage.data.dir={tmp_path / 'crawl'}", "-D", "http.agent.name=T"]
+    running = crawler_lease(conf, "y", create=True)
+    try:
+        p = run(tmp_path, "crawl", "s.txt", "-crawlId", "y", "-rounds", "1", *data, timeout=30)
+        line = one_error_line(p)
+        assert "another crawl of this crawl id" in line and f"pid {os.getpid()}" in line, line
+    finally:
+        running.release()
+    with open_store(conf, "y") as store:
+        assert store.count() == 0  # nothing injected
+    crawler_lease(conf, "y").release()  # let go: the next crawl takes it
 
 
 def test_reader_while_writer_holds_transaction(crawl, tmp_path: Path) -> None:

@@ -16,9 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import (
@@ -37,7 +40,7 @@ from nutch2.mapred import stop
 from nutch2.mapred.frameworks import framework, make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
-from nutch2.stores import open_store
+from nutch2.stores import crawler_lease, open_store
 from nutch2.tools.args import ArgError, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
@@ -103,6 +106,12 @@ class Crawl(Tool[CrawlArgs]):
     def prepare(self) -> None:
         self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)  # every step's conf
         super().prepare()
+
+    def locks(self) -> Iterator[AbstractContextManager[Any]]:
+        """The crawl command's lease, for the whole crawl: a second crawl of the same crawl id stops before it
+        injects anything (each step takes its own leases as it runs)."""
+        seeded = self.args.seeds is not None or bool(self.args.seedUrls)
+        yield crawler_lease(self.conf, self.crawl_id, create=seeded, log=log.info)
 
     def run(self, run: Run) -> int:
         from nutch2.fetch.fetcher import fetcher_threads
