@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import NutchError, UsageError
+from nutch2.errors import ConfigError, NutchError, UsageError
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
@@ -59,9 +59,18 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=Parser)
     for cls in tools():
         p = sub.add_parser(cls.name, help=cls.help, description=cls.help, allow_abbrev=False)
+        p.add_argument("-help", action="help", help=argparse.SUPPRESS)  # Nutch's spelling of --help
         add_arguments(p, cls.Args)
         add_common(p, crawl_id=cls.crawl)
     return parser
+
+
+def _split_defines(argv: list[str]) -> list[str]:
+    """`-Dkey=value` as `-D key=value`."""
+    out: list[str] = []
+    for a in argv:
+        out += ["-D", a[2:]] if a.startswith("-D") and len(a) > 2 else [a]
+    return out
 
 
 def load_conf(args: argparse.Namespace) -> Configuration:
@@ -153,12 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     standalone = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    try:
-        ns, extra = parser.parse_known_args(argv)
+    try:  # Hadoop's spelling -Dkey=value is -D key=value (the parser takes no option with its value attached)
+        ns, extra = parser.parse_known_args(_split_defines(argv))
     except SystemExit as e:  # usage errors (2) and --help (0) return instead of exiting the caller
         return int(e.code or 0)
-    if not ns.command:
-        parser.print_help()
+    if not ns.command:  # bad usage: the usage goes where errors go
+        parser.print_help(sys.stderr)
         return 2
     cls = TOOLS[ns.command]
     prog = f"nutch2 {cls.name}"
@@ -167,11 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         args = from_namespace(cls.Args, ns)
-    except ArgError as e:
+        for define in [*ns.global_defines, *getattr(ns, "defines", [])]:  # -D without key=value: bad usage too
+            parse_define(define)
+    except (ArgError, ConfigError) as e:
         print(f"{prog}: error: {e} (see {prog} --help)", file=sys.stderr)
         return 2
     stop.reset()
     tool: Tool | None = None
+    run = Run()
     try:
         conf = load_conf(ns)
         setup_logging(conf, ns)
@@ -179,13 +191,14 @@ def main(argv: list[str] | None = None) -> int:
             log.debug(f"conf: {source}")
         tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
-            return tool.execute(Run())
+            return tool.execute(run)
         with stop_on_signals(prog, resume_command(tool, argv)):
-            rc = tool.execute(Run())
+            rc = tool.execute(run)
         if standalone and rc == 0:
             warn_rows_end_here(prog, conf, tool)
         return rc
     except stop.Stopped:
+        run.stopped()  # what the job did until the stop
         resume = resume_command(tool, argv) if tool is not None else shlex.join(["nutch2", *argv])
         log.warning(f"{prog}: stopped; what was done is kept: run `{resume}` to go on")
         return 130

@@ -476,3 +476,18 @@ def test_reader_while_writer_holds_transaction(crawl, tmp_path: Path) -> None:
         conn.close()
     p = run(tmp_path, "readdb", "-stats", "-crawlId", "w", "-D", f"storage.data.dir={data}")
     assert re.search(r"^TOTAL urls:\s+3$", p.stdout, re.M), p.stdout
+
+
+def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
+    """`-help` is --help (Nutch's commands take one dash), `-Dkey=value` is `-D key=value` (Hadoop's); a -D
+    without key=value and a bare `nutch2` are bad usage: exit 2, said on stderr."""
+    helped = run_all(tmp_path, ["fetch", "-help"], ["warc", "-help"], ["parsechecker", "-help"])
+    for p in helped:
+        assert p.returncode == 0 and p.stdout.startswith("usage: nutch2 ") and not p.stderr, p.stderr
+    stats = run(tmp_path, "readdb", "-stats", "-crawlId", "nope", f"-Dstorage.data.dir={tmp_path / 'elsewhere'}")
+    assert str(tmp_path / "elsewhere") in one_error_line(stats)  # the define took effect: the db it looked for
+    for bad in ("fetcher.server.delay", "=1"):
+        p = run(tmp_path, "readdb", "-stats", "-D", bad)
+        assert p.returncode == 2 and "expected key=value" in one_error_line(p)
+    bare = run(tmp_path)
+    assert bare.returncode == 2 and not bare.stdout and bare.stderr.startswith("usage: nutch2")

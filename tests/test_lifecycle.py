@@ -131,6 +131,8 @@ def test_updatedb_of_a_batch_whose_fetch_was_stopped_is_refused_until_it_is_resu
     fetch.send_signal(signal.SIGTERM)
     err = fetch.communicate(timeout=60)[1]
     assert fetch.returncode == 130 and f"run `nutch2 fetch {batch} " in err and "-resume` to go on" in err, err
+    summary = next(line for line in err.splitlines() if "fetch: stopped after" in line)  # what it did until then
+    assert "fetched=" in summary or "status_FETCHED=" in summary, err
     conf = conf_for(tmp_path, "sqlite")
     for step in ("updatedb", "parse"):  # a parse of what was fetched does not finish the batch
         refused = nutch2("updatedb", batch, "-crawlId", crawl_id, *d)

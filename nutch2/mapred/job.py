@@ -89,9 +89,11 @@ class Counters:
     def elapsed(self) -> float:
         return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
-    def summary(self) -> str:
+    def summary(self, stopped: bool = False) -> str:
+        """The job's one summary line: its counters (those of a job stopped midway: what it did until then)."""
         parts = " ".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()) if not is_measure(k))
-        return f"{self.job}: finished in {self.elapsed():.1f} s: {parts or 'nothing done'}"
+        ended = "stopped after" if stopped else "finished in"
+        return f"{self.job}: {ended} {self.elapsed():.1f} s: {parts or 'nothing done'}"
 
 
 MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to print

@@ -67,6 +67,11 @@ class Run:
         self.message = counters.summary()
         log.info(self.message)
 
+    def stopped(self) -> None:
+        """The summary line of the job a stop cut short (the last one this run started), if it started one."""
+        if self._counters and self._counters[-1].ended is None:
+            log.info(self._counters[-1].summary(stopped=True))
+
     def out(self, line: str) -> None:
         """A result line (stdout on the CLI)."""
         if len(self.lines) < _KEEP_LINES:
