@@ -184,6 +184,7 @@ def test_dead_host_rows_are_retried_then_gone_while_deferred_rows_wait(tmp_path:
         page = row(got, later)
         assert Mark.FETCH.check(page) is None and page.status == CrawlStatus.INJECTED
         assert "host_unreachable=2" in done.stderr and "deferred=1" in done.stderr
+        assert f"robots.txt {busy.url('/robots.txt')} answered 503: the host is left for a later round" in done.stderr
         assert busy.requests("/c") == []
 
         for step in ("parse", "updatedb"):

@@ -393,6 +393,9 @@ class RobotsCache:
                          time.strftime("%Y-%m-%d %H:%M", time.gmtime(stored.fetched / 1000)))
                 self._count("robots_stood_in")
                 return stored.rules()
+            if not out.stopped:  # the deferred counter says how many URLs; this line says which host, and why
+                why = f"answered {out.http_code}" if out.http_code and not out.truncated else "was cut off"
+                log.info("robots.txt %s %s: the host is left for a later round", _robots_url(key), why)
             return rules
         self.store.keep(key, out, rules, replaces=stored is not None)
         return rules
