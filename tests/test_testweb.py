@@ -295,3 +295,20 @@ def test_traps_need_three_hosts() -> None:
     with TestWeb(hosts=1, pages_per_host=3, traps=False) as w:
         assert w.hosts == ["127.0.1.1"]
         assert w.reachable_within(5) == {w.page_url(0, i) for i in range(3)}
+
+
+def test_the_test_web_serves_again_on_the_port_it_is_given() -> None:
+    """`python -m tests.testweb --port P`: restarted on the port of an earlier start, the URLs a crawl knows work
+    again; a port in use is said in one line."""
+    import urllib.request
+
+    from tests.testweb import TestWeb
+
+    with TestWeb(hosts=3, pages_per_host=2) as first:
+        port, seed = first.port, first.seed_url
+    with TestWeb(hosts=3, pages_per_host=2, port=port) as again:
+        assert again.port == port and again.seed_url == seed
+        with urllib.request.urlopen(seed, timeout=10) as answer:  # noqa: S310 - the test web on loopback
+            assert answer.status == 200
+        with pytest.raises(RuntimeError, match="could not bind"):
+            TestWeb(hosts=3, pages_per_host=2, port=port).start()

@@ -402,6 +402,7 @@ class TestWeb:
         sitemaps: bool = False,
         beyond_html: bool = False,
         page_delay: float = 0.0,
+        port: int = 0,
     ) -> None:
         if hosts < 1 or pages_per_host < 1:
             raise ValueError("need at least one host and one page per host")
@@ -415,6 +416,7 @@ class TestWeb:
         self.searcher = searcher
         self.slow_seconds = slow_seconds
         self.page_delay = page_delay  # seconds every page but robots.txt waits before answering
+        self.fixed_port = port  # 0: a free port, chosen at start
         self.not_modified = True  # conditional requests of an unchanged page get 304 (False: 200, the same body)
         self.page_bytes = page_bytes
         self.endless_interval = endless_interval
@@ -470,10 +472,10 @@ class TestWeb:
             return self
         self._stopping.clear()
         last_error: OSError | None = None
-        for _attempt in range(20):
+        for _attempt in range(1 if self.fixed_port else 20):
             servers: list[_Server] = []
             try:
-                first = _Server((self.hosts[0], 0), self, 0)
+                first = _Server((self.hosts[0], self.fixed_port), self, 0)
                 servers.append(first)
                 port = first.server_address[1]
                 for i, ip in enumerate(self.hosts[1:], start=1):
@@ -1486,10 +1488,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="seeds/seeds.txt", help="write the seed URL to this file (seeds/seeds.txt)")
     p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                    help="every page but robots.txt answers this late (0): try Ctrl-C with requests in flight")
+    p.add_argument("--port", type=int, default=0, help="serve on this port (0: a free one); give the port of an "
+                   "earlier start to serve the URLs its crawl knows again")
     a = p.parse_args(argv)
     web = TestWeb(hosts=max(3, a.hosts), pages_per_host=max(1, a.pages), slow_seconds=1.0,
-                  page_delay=max(0.0, a.delay))
-    web.start()
+                  page_delay=max(0.0, a.delay), port=max(0, a.port))
+    try:
+        web.start()
+    except RuntimeError as e:
+        p.error(f"{e}: give another --port, or 0 for a free one")
     seeds = Path(a.seeds)
     seeds.parent.mkdir(parents=True, exist_ok=True)
     seeds.write_text(f"{web.seed_url}\n", encoding="utf-8")
