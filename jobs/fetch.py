@@ -32,7 +32,7 @@ from nutch2.mapred.job import Job, TaskContext, stable_hash
 from nutch2.mapred.tasklease import TaskLease, clear_leases
 from nutch2.marks import Mark
 from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
-from nutch2.rowkeys import CLAIM, TRUNCATED_KEY
+from nutch2.rowkeys import CLAIM, DEFER_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, queue_id
@@ -60,6 +60,7 @@ class FetcherJob(Job):
         protocol_for(conf).close()  # its settings are checked here, before any task starts (a bad value, a
         # missing browser or a bad chromium.url.pattern with protocol-chromium)
         self.store_content = conf.get_bool("fetcher.store.content")
+        self.defer_ms = conf.get_int("http.robots.503.defer.visits.delay")  # a deferred host's URLs wait this long
         self.inline_parse = conf.get_bool("fetcher.parse")
         if self.inline_parse:
             PageParser(conf).close()  # checks its settings and parse filters now; each task builds its own
@@ -201,6 +202,9 @@ class FetcherJob(Job):
     def _output(self, ctx: TaskContext, item: FetchItem, code: int, args: list[str],
                 out: ProtocolOutput | None) -> None:
         failpoints.reach("fetch.answered")  # crash tests: a request answered, its outcome not written
+        if code == ProtocolStatusCode.NOTFETCHING:  # deferred (robots.txt gave no rules): no outcome, a later round
+            self._defer(ctx, item)
+            return
         status = protocol_to_crawl_status(code)
         if status is None:
             return
@@ -231,6 +235,14 @@ class FetcherJob(Job):
                 ctx.incr("not_modified_unparsed")
         if not self.store_content and page.is_dirty("content"):
             page.content = None
+        self._write(ctx, page)
+
+    def _defer(self, ctx: TaskContext, item: FetchItem) -> None:
+        """Mark the row deferred until now + http.robots.503.defer.visits.delay (updatedb makes it due then); no
+        fetch mark: a `fetch -resume` of the batch tries it again."""
+        until = int(time.time() * 1000) + max(0, self.defer_ms)
+        page = WebPage.from_store(item.key, {})
+        page.metadata = {**item.metadata, DEFER_KEY: str(until).encode()}
         self._write(ctx, page)
 
     def _content(self, page: WebPage, item: FetchItem, status: CrawlStatus, out: ProtocolOutput) -> None:

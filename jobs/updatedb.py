@@ -42,7 +42,7 @@ from nutch2.errors import NutchError
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.marks import Mark, get_distance, set_distance
-from nutch2.rowkeys import CLAIM, STAGE_KEY, UPDATE_RUN
+from nutch2.rowkeys import CLAIM, DEFER_KEY, STAGE_KEY, UPDATE_RUN
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.stores.codec import values_from_json, values_to_json
@@ -216,8 +216,12 @@ class DbUpdaterJob(Job):
             mark.remove(page)
         if CLAIM in page.metadata:  # the fetch's claim has done its work with the batch
             del page.metadata[CLAIM]
-        if not fetched:  # deferred, dropped by a time limit, or not reached: due again next round
+        deferred = page.metadata.pop(DEFER_KEY, None) if DEFER_KEY in page.metadata else None
+        if not fetched:  # dropped by a time limit, or not reached: due again next round
             ctx.incr("not_fetched")
+            if deferred is not None:  # its robots.txt gave no rules: due once http.robots.503.defer.visits.delay is up
+                ctx.incr("deferred")
+                page.fetch_time = max(page.fetch_time or 0, _ms(deferred))
             return
         self._schedule(page, ctx)
         Mark.UPDATEDB.put(page, parse_mark or page.batch_id or self.batch_id)
@@ -303,3 +307,11 @@ def update(conf: Configuration, store: DataStore, batch: str | None, num_tasks: 
     runner.run(UpdateCommitJob(conf, batch, run), store, counters)
     lifecycle.end_update(store, batch, batches)
     return counters
+
+
+def _ms(raw: bytes) -> int:
+    """A time in ms kept as metadata (0 when it is not a number)."""
+    try:
+        return int(bytes(raw))
+    except ValueError:
+        return 0

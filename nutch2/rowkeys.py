@@ -10,6 +10,7 @@ UPDATE_RUN = "_updrun_"  # updatedb: the run that last wrote this row's links (j
 STAGE_KEY = "_updstg_"  # updatedb: "<run id>\n<JSON of the row's new values>" until the commit step
 TRUNCATED_KEY = "_trunc_"  # fetch: the body was cut; why, as WARC-Truncated says it: length, time, disconnect
 # (b"y" in rows written before the reason was kept)
+DEFER_KEY = "_defer_"  # fetch: robots.txt gave no rules; when (ms) the URL is due again (updatedb applies it)
 NOINDEX_KEY = "_noidx_"  # parse: the page's meta robots forbid indexing (the indexer deletes it)
 IP_KEY = "_ip_"  # warcimport: the server's IP address (Nutch's content metadata key), from WARC-IP-Address
 LASTMOD_KEY = "_stmlm_"  # sitemap: the sitemap lastmod (ms) that last made this row due
@@ -17,5 +18,5 @@ LASTMOD_KEY = "_stmlm_"  # sitemap: the sitemap lastmod (ms) that last made this
 # target URI, date, folder, file; nutch2/archive/warc.py Capture), written once that file is complete
 CAPTURE_KEY = "_warc_"
 
-RESERVED_METADATA = (CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, NOINDEX_KEY, IP_KEY, LASTMOD_KEY,
-                     CAPTURE_KEY)
+RESERVED_METADATA = (CASH_KEY, CLAIM, UPDATE_RUN, STAGE_KEY, TRUNCATED_KEY, DEFER_KEY, NOINDEX_KEY, IP_KEY,
+                     LASTMOD_KEY, CAPTURE_KEY)

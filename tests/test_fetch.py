@@ -14,6 +14,7 @@ from nutch2.config import Configuration
 from nutch2.fetch.queues import FetchItem, FetchItemQueues
 from nutch2.mapred import runner
 from nutch2.marks import Mark
+from nutch2.rowkeys import DEFER_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
@@ -315,13 +316,21 @@ def test_robots_503_defers_the_host(web: TestWeb, tmp_path: Path, capsys: pytest
     assert c.run("fetch", batch, "-threads", 4) == 0
     assert [r.path for r in web.requests(h)] == ["/robots.txt"]
     after = c.rows()
-    for u in deferred:
+    for u in deferred:  # untouched but for the mark that defers them (updatedb applies it)
         k = reverse_url(u)
         assert after[k].status == CrawlStatus.INJECTED
         assert Mark.FETCH.check(after[k]) is None
+        until = int(after[k].metadata.pop(DEFER_KEY))
+        assert until >= int(time.time() * 1000) + 240_000  # http.robots.503.defer.visits.delay, 5 minutes
         for name in before[k].loaded():
             assert getattr(after[k], name) == getattr(before[k], name), (u, name)
     assert c.row(web.page_url(3, 2)).status == CrawlStatus.FETCHED
+    assert c.run("parse", batch) == 0 and c.run("updatedb", batch) == 0
+    for u in deferred:  # due again once the delay is up, not in the next round
+        row = c.row(u)
+        assert DEFER_KEY not in row.metadata and row.fetch_time >= int(time.time() * 1000) + 240_000
+    c.generate()  # the next round: the fetched page's links, not the deferred URLs
+    assert all(Mark.GENERATE.check(c.row(u)) is None for u in deferred)
 
 
 # ---------------------------------------------------------------------------- tasks

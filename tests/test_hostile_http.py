@@ -200,6 +200,33 @@ def test_dead_host_rows_are_retried_then_gone_while_deferred_rows_wait(tmp_path:
     assert busy.requests("/c") == []
 
 
+@pytest.mark.timeout(120)
+def test_a_crawl_until_done_ends_beside_a_host_whose_robots_txt_answers_503(tmp_path: Path) -> None:
+    """`crawl -rounds -1`: a host whose robots.txt answers 503 is deferred, its URL due again only after
+    http.robots.503.defer.visits.delay, so the crawl ends once the rest is fetched (it asked that robots.txt once
+    per round, not over and over) and the deferred URL is due again later, untouched otherwise."""
+    import time
+
+    props = {"fetcher.server.delay": 0.05}
+    with HostileServer({"/robots.txt": lambda ex: ex.respond(503, b"busy"), "/c": serve_ok}) as busy, \
+            HostileServer({"/robots.txt": serve_robots_ok, "/ok": serve_ok}) as fine:
+        later, ok = busy.url("/c"), fine.url("/ok")
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(f"{later}\n{ok}\n")
+        before = int(time.time() * 1000)
+        done = nutch(tmp_path, "crawl", seeds, "-rounds", -1, timeout=100, **props)
+        assert done.returncode == 0, done.stderr
+        asked = len(busy.requests("/robots.txt"))
+        got = table(tmp_path, **props)
+    assert busy.requests("/c") == [] and 1 <= asked <= 3, asked
+    assert row(got, ok).status == CrawlStatus.FETCHED
+    deferred = row(got, later)
+    assert deferred.status == CrawlStatus.INJECTED and Mark.FETCH.check(deferred) is None
+    assert deferred.fetch_time >= before + 300_000  # http.robots.503.defer.visits.delay, 5 minutes
+    assert "_defer_" not in deferred.metadata and "_ftclaim_" not in deferred.metadata
+    assert "deferred=1" in done.stderr
+
+
 # ---------------------------------------------------------------- bodies: a gzip bomb and half a gzip stream
 
 

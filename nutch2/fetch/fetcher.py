@@ -332,8 +332,10 @@ class Fetcher:
             return self.robots.cached(other.url) is rules
 
         if rules.state == DEFER:
-            self.counters.incr("deferred", 1 + len(queues.drop_queue(q, same_robots)))
+            dropped = queues.drop_queue(q, same_robots)
             queues.finish(item, q)
+            for other in (item, *dropped):
+                self._defer(other)
         elif rules.state == UNREACHABLE:  # the host is down: each of its URLs is a failed fetch (RETRY)
             dropped = queues.drop_queue(q, same_robots)
             queues.finish(item, q)
@@ -361,7 +363,7 @@ class Fetcher:
                 return False
         queues.finish(item, q, requested=False)
         if rules.state == DEFER:
-            self.counters.incr("deferred")
+            self._defer(item)
         elif rules.state == UNREACHABLE:
             self._unreachable(item, rules)
         elif item.robots_only:
@@ -505,6 +507,12 @@ class Fetcher:
         threading.Thread(target=load, name="RobotsForResource", daemon=True).start()
         loaded.wait(max(0.0, until - time.monotonic()))
         return self.robots.cached(url)
+
+    def _defer(self, item: FetchItem) -> None:
+        """A URL of a host whose robots.txt gave no rules (429, 5xx, cut off): not requested, not a failed fetch;
+        recorded as deferred (NOTFETCHING), so that it comes due again after http.robots.503.defer.visits.delay."""
+        self.counters.incr("deferred")
+        self.output(item, ProtocolStatusCode.NOTFETCHING, ["robots.txt gave no rules: deferred"], None)
 
     def _unreachable(self, item: FetchItem, rules: RobotRules) -> None:
         """A URL of a host whose robots.txt (or, that kept, its first request) got no response: recorded as a failed

@@ -15,7 +15,8 @@ which is what site owners expect today):
   401/403** -> ``allow_all``. Nutch 1/2 treated 401/403 as "disallow all"; Google
   treats them like 404 (robots.txt is not access control), and so do we;
 * 429, 5xx -> ``defer``: the host is not crawled this round (nothing is allowed)
-  and its URLs are left as they are, for a later job;
+  and its URLs are marked deferred: updatedb makes them due again after
+  http.robots.503.defer.visits.delay;
 * no response at all (connection refused, DNS, connect or header timeout, reset)
   -> ``unreachable``: the host is down; its URLs are recorded as failed fetches
   (EXCEPTION with the reason, RETRY) so that updatedb counts the retries;
