@@ -23,3 +23,12 @@ class LeaseLost(StoreError):
 
 class UsageError(NutchError):
     """Wrong command-line use; the message is the whole line to print (exit code 2)."""
+
+
+def raised_in(e: BaseException, package: str) -> bool:
+    """Was `e` raised in `package`'s own code (its innermost frame), e.g. a client library that could not read an
+    answer it did not expect?"""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and (tb.tb_frame.f_globals.get("__name__", "") + ".").startswith(f"{package}.")

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
+from nutch2.errors import ConfigError, NutchError, raised_in
 from nutch2.index.query import PHRASE_FIELDS, QUERY_FIELDS, Clause, clauses, weighted
 
 log = logging.getLogger(__name__)
@@ -149,6 +149,16 @@ def connection_cause(e: Exception, timeout: float, where: str = WHERE) -> tuple[
     return None
 
 
+def not_opensearch(e: Exception) -> str:
+    """Why an error says the server is not OpenSearch (an answer opensearch-py could not read: HTML, a JSON body of
+    another shape), or ""."""
+    from opensearchpy.exceptions import SerializationError
+
+    if isinstance(e, SerializationError) or raised_in(e, "opensearchpy"):
+        return f"the answer is not OpenSearch's ({type(e).__name__}: {one_line(e, 120)})"
+    return ""
+
+
 class OpenSearchClient:
     """One index of a cluster, for searches. Every failure becomes OpenSearchUnavailable (OpenSearchQueryError for
     a refused query) naming the cluster, the cause and what to do; the password never appears."""
@@ -187,6 +197,11 @@ class OpenSearchClient:
             return fn(*args, **kw)
         except TransportError as e:
             raise self._fail(action, e) from None
+        except Exception as e:
+            if not_opensearch(e):
+                raise OpenSearchUnavailable(f"OpenSearch at {self.url} failed to {action}: {not_opensearch(e)}; "
+                                            f"check that {WHERE} names an OpenSearch cluster") from None
+            raise
 
     def ping(self) -> None:
         """The cluster answers and holds the index."""

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
+from nutch2.errors import ConfigError, NutchError, raised_in
 
 DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
 
@@ -109,21 +109,33 @@ class SolrClient:
         except Exception as e:  # requests' errors and others from the HTTP layer
             if type(e).__module__.startswith(("requests", "urllib3")):
                 raise self._fail(action, e) from None
+            if raised_in(e, "pysolr"):  # an error answer pysolr could not read (a JSON body of another shape)
+                raise self._fail(action, RuntimeError(f"an answer pysolr could not read ({type(e).__name__}: {e})")
+                                 ) from None
             raise
 
+    def _solr_answer(self, action: str, fn: Any, *args: Any, **kw: Any) -> None:
+        """Call; the answer must be Solr's (its responseHeader, JSON or XML): a server that answers 200 to anything
+        (a web server, a proxy's page) has not stored the documents, and no row may be marked indexed for it."""
+        answer = self._call(action, fn, *args, **kw)
+        if not isinstance(answer, str) or "responseHeader" not in answer:
+            seen = " ".join(re.sub(r"<[^>]+>", " ", str(answer)).split())[:80]
+            raise SolrUnavailable(f"Solr at {self.url} failed to {action}: the answer is not Solr's ({seen!r}); check "
+                                  "that -solr / solr.server.url names a Solr core")
+
     def ping(self) -> None:
-        self._call("answer a ping", self._solr.ping)
+        self._solr_answer("answer a ping", self._solr.ping)
 
     def add(self, docs: list[dict[str, Any]]) -> None:
-        self._call(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
+        self._solr_answer(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
 
     def delete_ids(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         if ids:
-            self._call(f"delete {len(ids)} documents", self._solr.delete, id=ids, commit=False)
+            self._solr_answer(f"delete {len(ids)} documents", self._solr.delete, id=ids, commit=False)
 
     def commit(self) -> None:
-        self._call("commit", self._solr.commit)
+        self._solr_answer("commit", self._solr.commit)
 
     def search(self, q: str, **params: Any) -> Any:
         return self._call("search", self._solr.search, q, **params)

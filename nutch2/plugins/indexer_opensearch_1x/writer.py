@@ -33,6 +33,7 @@ from nutch2.index.opensearch import (
     connection_cause,
     error_reason,
     index_name,
+    not_opensearch,
     one_line,
     target_of_url,
 )
@@ -185,6 +186,8 @@ class OpenSearchIndexWriter(IndexWriter):
             self.client.info()
         except TransportError as e:
             raise self._fail("answer", e) from None
+        except Exception as e:
+            raise self._foreign("answer", e) from None
         try:
             if self.client.indices.exists(index=index):
                 return
@@ -195,6 +198,8 @@ class OpenSearchIndexWriter(IndexWriter):
                 raise self._fail(f"create index {index}", e) from None
         except TransportError as e:
             raise self._fail(f"create index {index}", e) from None
+        except Exception as e:
+            raise self._foreign(f"create index {index}", e) from None
 
     def write(self, doc: dict[str, Any]) -> None:
         doc_id = doc.get("id")
@@ -285,6 +290,8 @@ class OpenSearchIndexWriter(IndexWriter):
                 if not self._retried(e):
                     raise self._fail(what, e) from None
                 cause: Any = e
+            except Exception as e:
+                raise self._foreign(what, e) from None
             else:
                 again, failed = [], []
                 for action, (ok, item) in zip(pending, results, strict=True):
@@ -355,6 +362,14 @@ class OpenSearchIndexWriter(IndexWriter):
     def _fail(self, what: str, e: Exception) -> OpenSearchUnavailable:
         cause, hint = self._cause(e)
         return OpenSearchUnavailable(f"OpenSearch at {self.target.url} failed to {what}: {cause}; {hint}")
+
+    def _foreign(self, what: str, e: Exception) -> Exception:
+        """An error that is not a TransportError: the server's answer was not OpenSearch's (one line), or a bug."""
+        cause = not_opensearch(e)
+        if not cause:
+            return e
+        return OpenSearchUnavailable(f"OpenSearch at {self.target.url} failed to {what}: {cause}; check that {WHERE} "
+                                     "names an OpenSearch cluster")
 
     def _refused_items(self, failed: list[tuple[dict[str, Any], dict[str, Any]]], total: int) -> OpenSearchUnavailable:
         """Documents the index refused (its mapping, a block): one line naming the first refusal."""
