@@ -491,3 +491,15 @@ def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
         assert p.returncode == 2 and "expected key=value" in one_error_line(p)
     bare = run(tmp_path)
     assert bare.returncode == 2 and not bare.stdout and bare.stderr.startswith("usage: nutch2")
+
+
+def test_a_crawl_with_no_parser_plugin_fails_before_it_makes_anything(tmp_path: Path) -> None:
+    """A typo in plugin.includes that leaves no parser (parse-htm) would fetch pages that are never parsed, their
+    links never followed: the crawl refuses in one line before it creates the crawl db or injects."""
+    (tmp_path / "s.txt").write_text("http://127.0.0.1:9/\n")
+    p = run(tmp_path, "crawl", "s.txt", "-crawlId", "np", "-rounds", "1", "-D", "http.agent.name=T",
+            "-D", "plugin.includes=protocol-http|parse-htm|urlfilter-regex", "-D",
+            f"storage.data.dir={tmp_path / 'crawl'}")
+    error = [line for line in p.stderr.splitlines() if not line.startswith("warning:")]
+    assert p.returncode == 1 and len(error) == 1 and "no parser plugin is active" in error[0], p.stderr
+    assert "parse-html" in error[0] and not (tmp_path / "crawl" / "np_webpage.sqlite").exists()

@@ -212,8 +212,10 @@ class ParserFactory:
         if unknown:
             raise ConfigError(f"parse.plugin names parsers that are not installed: {', '.join(unknown)}; installed "
                               "parsers: " + ", ".join(sorted(i for i in installed() if i.startswith("parse-"))))
-        if not self.parsers:
-            log.warning("warning: no parser plugin is active (plugin.includes): no page will be parsed")
+        if not self.parsers:  # every page would end unparsed, its links never followed: a typo, most likely
+            raise ConfigError("no parser plugin is active: plugin.includes names none of the installed parsers ("
+                              + ", ".join(sorted(i for i in installed() if i.startswith("parse-")))
+                              + "); add parse-html to plugin.includes")
 
     def parsers_for(self, mime: str | None) -> list[Any]:
         """Available parsers of the first mapping entry that matches: exact type, then patterns (text/*), then *."""

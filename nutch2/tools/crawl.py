@@ -104,8 +104,22 @@ class Crawl(Tool[CrawlArgs]):
     Args = CrawlArgs
 
     def prepare(self) -> None:
-        self.conf = with_opensearch(self.conf, self.args.opensearch, self.args.solr)  # every step's conf
+        """Every check that needs no store, before the crawl's lease makes it: bad fetch or parse settings and a
+        dead Solr or OpenSearch fail before anything is created or injected."""
+        from nutch2.fetch.fetcher import fetcher_threads
+        from nutch2.fetch.protocols import protocol_for
+        from nutch2.parse.parseutil import PageParser
+
+        a = self.args
+        self.conf = with_opensearch(self.conf, a.opensearch, a.solr)  # every step's conf
         super().prepare()
+        fetcher_threads(self.conf, a.threads)
+        protocol_for(self.conf).close()
+        PageParser(self.conf).close()  # no parser plugin active, a bad parse filter
+        self.indexing = bool(a.solr or a.index or a.opensearch)
+        self.solr_url = solr_client(self.conf, a.solr).url if a.solr or a.index else None  # Solr must answer
+        if a.opensearch:  # and OpenSearch, before round 1
+            index_writers(self.conf, self.solr_url)
 
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
         """The crawl command's lease, for the whole crawl: a second crawl of the same crawl id stops before it
@@ -114,16 +128,7 @@ class Crawl(Tool[CrawlArgs]):
         yield crawler_lease(self.conf, self.crawl_id, create=seeded, log=log.info)
 
     def run(self, run: Run) -> int:
-        from nutch2.fetch.fetcher import fetcher_threads
-        from nutch2.fetch.protocols import protocol_for
-
         a = self.args
-        fetcher_threads(self.conf, a.threads)  # bad fetch settings fail before anything is injected
-        protocol_for(self.conf).close()
-        self.indexing = bool(a.solr or a.index or a.opensearch)
-        self.solr_url = solr_client(self.conf, a.solr).url if a.solr or a.index else None  # Solr must answer
-        if a.opensearch:  # and OpenSearch, before round 1
-            index_writers(self.conf, self.solr_url)
         seeded = a.seeds is not None or bool(a.seedUrls)
         # and the store: created here as inject would, or, without seeds, the crawl db they went into before
         with open_store(self.conf, self.crawl_id, create=seeded):
