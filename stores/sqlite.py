@@ -14,6 +14,7 @@ keeps them in its own columns; one made before the row count gets it (counted on
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -48,6 +49,9 @@ class SqliteStore(SqlStore):
         path = (data_dir(conf) if create else Path(conf.get_str("storage.data.dir"))) / f"{table}.sqlite"
         if not create and not path.exists():
             raise StoreError(f"no crawl db at {path}; run `nutch2 inject` first or check -crawlId/storage.data.dir")
+        if not create and not _holds_table(path, table):  # an empty file (touched, or cut to 0 bytes), another's
+            raise StoreError(f"no crawl db in {path}: the file holds no table {table}; run `nutch2 inject` to make "
+                             "it, or check -crawlId/storage.data.dir")
         checkpoint = conf.get_int("storage.sqlite.wal.autocheckpoint")
         if checkpoint < 1:
             raise ConfigError(f"storage.sqlite.wal.autocheckpoint={checkpoint} must be at least 1 (pages of 4 KB of "
@@ -449,6 +453,13 @@ def _describe(path: Path, e: sqlite3.DatabaseError) -> str:
     if "not a database" in str(e) or "malformed" in str(e):
         return (f"sqlite store {path} is damaged ({e}); restore it from a backup or move it away and inject "
                 "again")
+    folder = path.parent
+    if ("unable to open" in str(e) or "readonly" in str(e)) and folder.is_dir() and not os.access(folder, os.W_OK):
+        return (f"sqlite store {path}: {e}: its folder is not writable (a read-only file system, or permissions), "
+                "and SQLite writes its -wal and -shm files beside the db, for reads too; copy the crawl to a "
+                "writable folder, or fix the folder's permissions")
+    if "disk is full" in str(e) or "disk I/O error" in str(e):
+        return f"sqlite store {path}: {e}; free space on its disk (or move storage.data.dir), then run the same command"
     return f"sqlite store {path}: {e}"
 
 

@@ -503,3 +503,27 @@ def test_a_crawl_with_no_parser_plugin_fails_before_it_makes_anything(tmp_path: 
     error = [line for line in p.stderr.splitlines() if not line.startswith("warning:")]
     assert p.returncode == 1 and len(error) == 1 and "no parser plugin is active" in error[0], p.stderr
     assert "parse-html" in error[0] and not (tmp_path / "crawl" / "np_webpage.sqlite").exists()
+
+
+def test_an_empty_crawl_db_file_is_no_crawl_db(tmp_path: Path) -> None:
+    """A crawl db cut to 0 bytes (or touched): readdb and generate say there is no crawl db, and leave nothing
+    in the file (no journal of a generate that never ran)."""
+    data = tmp_path / "crawl"
+    data.mkdir()
+    (data / "z_webpage.sqlite").write_bytes(b"")
+    for args in (("readdb", "-stats"), ("generate",), ("fetch", "-all", "-resume")):
+        p = run(tmp_path, *args, "-crawlId", "z", "-D", f"storage.data.dir={data}", "-D", "http.agent.name=T")
+        line = one_error_line(p)
+        assert p.returncode == 1 and "holds no table z_webpage" in line and "nutch2 inject" in line, line
+    assert (data / "z_webpage.sqlite").stat().st_size == 0
+
+
+def test_a_read_only_crawl_folder_is_named_as_the_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from stores import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store.os, "access", lambda path, mode: False)  # as a read-only file system answers
+    error = sqlite3.OperationalError("unable to open database file")
+    text = sqlite_store._describe(tmp_path / "r_webpage.sqlite", error)
+    assert "its folder is not writable" in text and "copy the crawl to a writable folder" in text
