@@ -140,8 +140,14 @@ def read_site_xml(path: Path) -> dict[str, str]:
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}; check the file") from None
+    try:  # TOML is UTF-8; a byte order mark (some editors write one) is dropped
+        data = tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start}); save the file as "
+                          "UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML ({e}); fix the file") from None
     return _flatten(data)

@@ -527,3 +527,22 @@ def test_a_read_only_crawl_folder_is_named_as_the_cause(tmp_path: Path, monkeypa
     error = sqlite3.OperationalError("unable to open database file")
     text = sqlite_store._describe(tmp_path / "r_webpage.sqlite", error)
     assert "its folder is not writable" in text and "copy the crawl to a writable folder" in text
+
+
+def test_conf_files_in_another_encoding_are_one_line(tmp_path: Path) -> None:
+    """nutch-site.toml in Latin-1 names the file and asks for UTF-8; with a byte order mark it is read; a Latin-1
+    regex-urlfilter.txt names its file too."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    site = conf / "nutch-site.toml"
+    d = ["--conf", str(conf), "-D", f"storage.data.dir={tmp_path / 'crawl'}"]
+    site.write_bytes('"http.agent.name" = "Caf\u00e9Bot"\n'.encode("latin-1"))
+    line = one_error_line(run(tmp_path, "readdb", "-stats", *d))
+    assert str(site) in line and "not UTF-8" in line and "save the file as UTF-8" in line
+    site.write_bytes(b"\xef\xbb\xbf" + '"http.agent.name" = "Caf\u00e9Bot"\n'.encode())
+    p = run(tmp_path, "readdb", "-stats", *d)
+    assert "no crawl db" in one_error_line(p)  # the conf was read: the missing crawl is what stops it
+    site.write_text('"urlfilter.regex.file" = "my-filter.txt"\n', encoding="utf-8")
+    (conf / "my-filter.txt").write_bytes("+^http://caf\u00e9/\n".encode("latin-1"))
+    line = one_error_line(run(tmp_path, "filterchecker", "http://example.com/", *d))
+    assert "my-filter.txt" in line and "not UTF-8" in line, line

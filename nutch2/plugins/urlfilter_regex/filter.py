@@ -88,6 +88,8 @@ class RegexURLFilter(URLFilter):
             except OSError as e:
                 raise ConfigError(f"cannot read URL filter file {path}: {e.strerror}; check urlfilter.regex.file") \
                     from None
+            except UnicodeDecodeError:
+                raise ConfigError(f"cannot read URL filter file {path}: not UTF-8 text; save it as UTF-8") from None
             except ValueError as e:
                 raise ConfigError(f"{e}; fix the rule in the URL filter file") from None
         self.conf = conf  # type: ignore[assignment]
