@@ -45,6 +45,9 @@ def seed_files(path: Path) -> list[Path]:
         return files
     if path.is_file():
         return [path]
+    if path.exists():  # a FIFO, a device (/dev/null): read again by a rerun, so not a seed list
+        raise NutchError(f"seed path {path} is not a regular file or a folder; give a file with one URL per line "
+                         "or a folder of them")
     raise NutchError(f"seed path {path} does not exist; give a file with one URL per line or a folder of them")
 
 

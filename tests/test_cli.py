@@ -546,3 +546,9 @@ def test_conf_files_in_another_encoding_are_one_line(tmp_path: Path) -> None:
     (conf / "my-filter.txt").write_bytes("+^http://caf\u00e9/\n".encode("latin-1"))
     line = one_error_line(run(tmp_path, "filterchecker", "http://example.com/", *d))
     assert "my-filter.txt" in line and "not UTF-8" in line, line
+
+
+def test_a_seed_path_that_is_not_a_file_says_so(tmp_path: Path) -> None:
+    p = run(tmp_path, "inject", "/dev/null", "-crawlId", "dn", "-D", f"storage.data.dir={tmp_path / 'crawl'}")
+    line = one_error_line(p)
+    assert "seed path /dev/null is not a regular file or a folder" in line and "does not exist" not in line
