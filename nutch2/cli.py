@@ -8,8 +8,10 @@ signal (the line names the command that resumes); 141 stdout closed (e.g. `| hea
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -34,6 +36,9 @@ class Parser(NoAbbrevParser):
     """argparse that reports a usage error as one line and exits 2 (and takes no abbreviations)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        if m := re.match(r"argument <command>: invalid choice: '([^']*)'", message):  # a typo: say the nearest
+            close = difflib.get_close_matches(m.group(1), TOOLS, n=1)
+            message = f"no command {m.group(1)!r}" + (f"; did you mean {close[0]!r}?" if close else "")
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 

@@ -491,6 +491,8 @@ def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
         assert p.returncode == 2 and "expected key=value" in one_error_line(p)
     bare = run(tmp_path)
     assert bare.returncode == 2 and not bare.stdout and bare.stderr.startswith("usage: nutch2")
+    typo = run(tmp_path, "fecth")
+    assert typo.returncode == 2 and "no command 'fecth'; did you mean 'fetch'?" in one_error_line(typo)
 
 
 def test_a_crawl_with_no_parser_plugin_fails_before_it_makes_anything(tmp_path: Path) -> None:
