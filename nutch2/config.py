@@ -43,6 +43,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "fetcher.retry.max": (0, 100), "fetcher.exceptions.per.queue.delay": (0, 86400),
     "fetcher.max.exceptions.per.queue": (-1, 1_000_000_000), "fetcher.threads.per.ip": (0, 1000),
     "fetcher.server.delay.adaptive.target.concurrency": (0.01, 1000),
+    "http.content.limit": (-1, 1e12), "http.content.inflate.limit": (1, 1e12),  # content: -1 is no limit
+    "db.fetch.interval.default": (1, 3_153_600_000), "db.fetch.interval.max": (1, 3_153_600_000),  # s, 100 years
 }
 
 
@@ -191,6 +193,8 @@ class Configuration:
         if any(not k.startswith(PASS_THROUGH) for k in self.unknown):
             self._read_plugin_properties()  # a property of a plugin from another package is not unknown
         self._warn_unknown()
+        if not str(self.values.get("storage.data.dir") or "").strip():  # it would be the folder of the moment
+            raise ConfigError("storage.data.dir is empty: give the crawl's folder, e.g. -D storage.data.dir=crawl")
         for key in PATHS:  # tasks in other processes (or executors, in their own folders) see the same place
             if self.values.get(key) and not Path(str(self.values[key])).is_absolute():
                 self.values[key] = str(Path(str(self.values[key])).absolute())

@@ -129,7 +129,8 @@ def test_bad_numbers_in_the_configuration_are_one_line(tmp_path: Path) -> None:
                           ("mapreduce.job.tasks=5000", "out of range"), ("http.timeout=0", "out of range"),
                           ("mapreduce.processes.worker.max.mb=-1", "out of range"),
                           ("storage.write.batch.mb=0", "out of range"), ("storage.sqlite.cache.mb=abc", "number"),
-                          ("mapreduce.task.io.sort.mb=-1", "> 0")):
+                          ("mapreduce.task.io.sort.mb=-1", "> 0"), ("http.content.limit=-2", "out of range"),
+                          ("db.fetch.interval.default=-100", "out of range"), ("storage.data.dir=", "is empty")):
         p = run("generate", *d, "-D", define)
         assert p.returncode == 1 and words in one_line(p) and define.split("=")[0] in one_line(p), p.stderr
     p = run("generate", "-numTasks", "157", *d, "-D", "mapreduce.framework.name=processes")
