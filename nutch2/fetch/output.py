@@ -23,8 +23,8 @@ class ProtocolOutput:
     headers: dict[str, str] = field(default_factory=dict)
     final_url: str = ""
     truncated: bool = False
-    cut: str = ""  # why a truncated body ended (WARC-Truncated's words): "length", "time", "disconnect"; "" unknown
     last_modified: int | None = None
     fetch_ms: int = 0
     stopped: bool = False  # cut by HttpSettings.stop_at (the job's time limit): not an outcome of the URL
     redirects: list[tuple[str, bool]] = field(default_factory=list)  # hops followed inline: (target, temporary)
+    cut: str = ""  # why a truncated body ended (WARC-Truncated's words): "length", "time", "disconnect"; "" unknown

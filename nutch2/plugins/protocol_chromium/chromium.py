@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -420,9 +420,9 @@ class Renderer:
         headers = {k: v for k, v in out.headers.items() if k.lower() not in ("content-length", "content-encoding")}
         headers["Content-Type"] = "text/html; charset=utf-8"
         headers["X-Nutch2-Chromium"] = "rendered"
-        return ProtocolOutput(out.code, out.args, out.http_code, html, "text/html; charset=utf-8", headers,
-                              out.final_url, truncated or out.truncated, out.last_modified, out.fetch_ms,
-                              out.stopped, out.redirects)
+        # the rendered DOM in place of the fetched body (cut at the content limit when `truncated`)
+        return replace(out, content=html, content_type="text/html; charset=utf-8", headers=headers,
+                       truncated=truncated or out.truncated, cut="length" if truncated else out.cut)
 
 
 def _stopped(out: ProtocolOutput) -> ProtocolOutput:
