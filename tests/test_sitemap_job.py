@@ -190,3 +190,17 @@ def test_the_sitemaps_flag_changes_nothing_else() -> None:
         assert changed == {home} and after[home][3] == before[home][3] + [sitemap_host]
         assert [plain.robots_txt(h) for h in range(len(plain.hosts))] == [web.robots_txt(h)
                                                                         for h in range(len(plain.hosts))]
+
+
+def test_a_sitemap_on_a_host_deferred_for_its_robots_txt_is_not_a_failure(web: TestWeb, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A sitemap whose host's robots.txt answers 503 is deferred (counted), not reported as a failed sitemap."""
+    h = web.robots_503_host
+    assert h is not None
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 0.05})
+    listed = tmp_path / "deferred.txt"
+    listed.write_text(web.url(h, "/sitemap.xml") + "\n")
+    capsys.readouterr()
+    assert cli("sitemap", "-sitemapUrls", listed, "-crawlId", "df", *d) == 0
+    err = capsys.readouterr().err
+    assert "deferred=1" in err and "sitemaps_failed" not in err and "not fetched" not in err, err

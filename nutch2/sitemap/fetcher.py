@@ -241,6 +241,8 @@ class SitemapFetcher:
 
     # ---------------------------------------------------------------- outputs (fetcher threads)
     def _output(self, item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
+        if code == ProtocolStatusCode.NOTFETCHING:  # a host deferred for its robots.txt: counted by the fetcher,
+            return  # neither a failed sitemap nor a failed robots.txt (the next sitemap run asks again)
         try:
             if item.robots_only:
                 self._robots(item, code, args)
