@@ -21,7 +21,7 @@ from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import ConfigError, NutchError, UsageError
+from nutch2.errors import ConfigError, NutchError, UsageError, error_line
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error(str(e))
         return 2
     except NutchError as e:  # one line naming the cause and the fix; a refusal names -force
-        log.error(f"{prog}: error: {e}")
+        log.error(error_line(cls.name, e))
         return 1
     except BrokenPipeError:  # `nutch2 readdb -stats | head`: the reader went away; say nothing
         try:

@@ -32,3 +32,8 @@ def raised_in(e: BaseException, package: str) -> bool:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     return tb is not None and (tb.tb_frame.f_globals.get("__name__", "") + ".").startswith(f"{package}.")
+
+
+def error_line(tool: str, e: BaseException) -> str:
+    """``nutch2 <tool>: error: <message>``, without the tool's name twice when the message starts with it."""
+    return f"nutch2 {tool}: error: {str(e).removeprefix(f'{tool}: ')}"

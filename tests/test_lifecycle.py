@@ -138,7 +138,7 @@ def test_updatedb_of_a_batch_whose_fetch_was_stopped_is_refused_until_it_is_resu
         refused = nutch2("updatedb", batch, "-crawlId", crawl_id, *d)
         assert refused.returncode == 1
         assert one_line(refused) == (
-            f"nutch2 updatedb: error: updatedb: the fetch of batch {batch} did not finish (it was stopped or killed); "
+            f"nutch2 updatedb: error: the fetch of batch {batch} did not finish (it was stopped or killed); "
             f"updating it now would leave the URLs it did not fetch for a later batch: run `nutch2 fetch {batch} "
             f"-resume -crawlId {crawl_id}` (then `nutch2 parse {batch} -crawlId {crawl_id}`) first, or give -force to "
             "update what was fetched")

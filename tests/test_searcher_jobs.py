@@ -144,7 +144,7 @@ def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer) 
     assert r.status_code == 201
     info = wait(server, r.json()["id"])
     assert info["state"] == "FAILED" and info["exitCode"] == 1
-    assert info["error"] == ("nutch2 fetch: error: fetch: no rows carry batch id '123-456' from generate; check the "
+    assert info["error"] == ("nutch2 fetch: error: no rows carry batch id '123-456' from generate; check the "
                              "id printed by `nutch2 generate` (or use -all)")
 
 

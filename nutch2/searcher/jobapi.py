@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError, StoreLockedError
+from nutch2.errors import ConfigError, NutchError, StoreLockedError, error_line
 from nutch2.index.opensearch import redacted, target_of_url
 from nutch2.logs import clear_progress, last_progress
 from nutch2.mapred import stop
@@ -254,7 +254,7 @@ class JobManager:
         except stop.Stopped:
             code, state, msg = 130, "KILLED", "stopped on request"
         except NutchError as e:
-            code, state, msg = 1, "FAILED", f"nutch2 {info.type}: error: {as_job_advice(str(e))}"
+            code, state, msg = 1, "FAILED", as_job_advice(error_line(info.type, e))
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
             log.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: internal error: {type(e).__name__}"
