@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import logging
 import math
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -58,9 +59,24 @@ def read_seeds(path: Path) -> Iterator[SeedLine]:
                 for n, raw in enumerate(f, 1):
                     if n == 1 and raw.startswith(codecs.BOM_UTF8):  # files saved by Windows editors
                         raw = raw[len(codecs.BOM_UTF8):]
-                    yield SeedLine(str(file), n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                    yield SeedLine(str(file), n, _seed_text(raw, file, n))
         except OSError as e:
             raise NutchError(f"cannot read seed file {file}: {e.strerror}; check its permissions") from None
+
+
+def _seed_text(raw: bytes, file: Path, n: int) -> str:
+    """A seed line as text. A byte that is not UTF-8 (a Latin-1 editor's) is kept in the URL as %XX, the byte the
+    line has, not replaced by U+FFFD (a different URL); in the metadata after the first tab it is U+FFFD."""
+    text = raw.decode("utf-8", errors="surrogateescape").rstrip("\r\n")
+    if not _ESCAPED.search(text):
+        return text
+    url, tab, meta = text.partition("\t")
+    log.warning(f"{file}:{n}: not UTF-8; a byte that is not is kept in the URL as %XX (save seed files as UTF-8)")
+    url = _ESCAPED.sub(lambda m: f"%{ord(m.group()) - 0xDC00:02X}", url)
+    return url + tab + _ESCAPED.sub("\ufffd", meta)
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
 
 
 class BadSeed(ValueError):

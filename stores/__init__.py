@@ -126,9 +126,14 @@ def open_store(conf: Configuration, crawl_id: str | None = None, create: bool = 
         store.batch_bytes = int(conf.get_float("storage.write.batch.mb") * 2**20)
     if create:
         store.create_schema()
-    log.debug(f"store: opened {cls.name} table {store.table}"
-              + (f" ({store.path})" if hasattr(store, "path") else ""))
+    opened = (cls.name, store.table, str(getattr(store, "path", "")))
+    if opened not in _OPENED:  # every task and lease opens its own: said once a process
+        _OPENED.add(opened)
+        log.debug(f"store: opened {cls.name} table {store.table}" + (f" ({opened[2]})" if opened[2] else ""))
     return store
+
+
+_OPENED: set[tuple[str, str, str]] = set()
 
 
 def data_dir(conf: Configuration) -> Path:

@@ -195,6 +195,18 @@ def test_crlf_and_bom(env, tmp_path: Path) -> None:
     assert row(store, "http://b.com/").metadata["k"] == b"v"
 
 
+def test_a_latin1_byte_in_a_seed_url_is_kept_as_its_percent_escape(env, tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """An editor's Latin-1 e-acute stays the byte the line has (%E9), not U+FFFD (%EF%BF%BD: another URL)."""
+    conf, store = env
+    seeds = write(tmp_path, "seeds.txt", b"http://a.com/caf\xe9\tk=v\xe9\n")
+    c = inject(conf, store, seeds)
+    assert c.get("injected") == 1
+    assert urls(store) == ["http://a.com/caf%E9"]
+    assert row(store, "http://a.com/caf%E9").metadata["k"] == "v\ufffd".encode()
+    assert "seeds.txt:1: not UTF-8" in caplog.text
+
+
 def test_duplicate_lines_in_one_file(env, tmp_path: Path) -> None:
     conf, store = env
     seeds = write(tmp_path, "seeds.txt", "http://a.com/\nhttp://A.com:80/#x\n")
