@@ -86,6 +86,13 @@ def check(step: BatchStep, store: DataStore, batch: str | None, *, resume: bool 
         return
     if step is FETCH and not resume:
         _check_refetch(store, batch, records[0] if batch is not None else None)
+    if step is PARSE:
+        for r in records:
+            if r is not None and r.state == FETCHING:  # allowed (Nutch's), but not silently
+                b = r.batch_id
+                log.warning(f"parse: the fetch of batch {b} did not finish; parsing what it fetched. Finish it with "
+                            f"`{_cmd(store.crawl_id, 'fetch', b, '-resume')}`, then "
+                            f"`{_cmd(store.crawl_id, 'parse', b, '-resume')}` parses only the rest")
     if step is UPDATE:
         for r in records:
             if r is not None and r.state == FETCHING:
