@@ -80,6 +80,7 @@ def protocol_to_crawl_status(code: int) -> CrawlStatus | None:
         ProtocolStatusCode.NOTFOUND,
         ProtocolStatusCode.ACCESS_DENIED,
         ProtocolStatusCode.ROBOTS_DENIED,
+        ProtocolStatusCode.REDIR_EXCEEDED,  # Nutch 2's FetcherReducer: a loop or chain past http.redirect.max
     ):
         return CrawlStatus.GONE
     if c == ProtocolStatusCode.WOULDBLOCK:

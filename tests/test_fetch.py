@@ -208,7 +208,7 @@ def test_redirects_followed_inline(web: TestWeb, tmp_path: Path, capsys: pytest.
     assert c.row(src).title == web.pages[target].title
     lp = c.row(loop)
     assert lp.protocol_status.code == ProtocolStatusCode.REDIR_EXCEEDED
-    assert lp.status == CrawlStatus.RETRY  # REDIR_EXCEEDED maps to RETRY (reference §5: others → RETRY)
+    assert lp.status == CrawlStatus.GONE  # as Nutch 2's FetcherReducer: not asked again db.fetch.retry.max times
 
 
 def test_redirect_recorded_as_nutch2(web: TestWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
