@@ -9,11 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class PageSite:
     """``with PageSite({"/": html, ...}) as site: site.url("/")``; robots.txt and unknown paths answer 404.
-    A page given as (html, headers) is served with those extra response headers."""
+    A page given as (html, headers) is served with those extra response headers, (html, headers, status) with
+    that status too (a redirect: {"Location": url}, 301)."""
 
     __test__ = False
 
-    def __init__(self, pages: dict[str, str | tuple[str, dict[str, str]]], host: str = "127.0.0.1") -> None:
+    def __init__(self, pages: dict[str, str | tuple[str, dict[str, str]] | tuple[str, dict[str, str], int]],
+                 host: str = "127.0.0.1") -> None:
         self.pages = pages
         self.host = host
         self.server: ThreadingHTTPServer | None = None
@@ -34,9 +36,9 @@ class PageSite:
                 if page is None:
                     self.send_error(404)
                     return
-                html, headers = page if isinstance(page, tuple) else (page, {})
+                html, headers, status = (*page, 200)[:3] if isinstance(page, tuple) else (page, {}, 200)
                 body = html.encode("utf-8")
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 for name, value in headers.items():

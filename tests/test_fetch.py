@@ -20,6 +20,7 @@ from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR
 from tests.crawlutil import cli, conf_for, defines, row, rows
+from tests.pagesite import PageSite
 from tests.testweb import TestWeb
 
 pytestmark = pytest.mark.timeout(60)
@@ -223,6 +224,28 @@ def test_redirect_recorded_as_nutch2(web: TestWeb, tmp_path: Path, capsys: pytes
     assert p.status == CrawlStatus.REDIR_TEMP
     assert set(p.outlinks) == {target}
     assert web.count(target) == 0  # not followed: fetched in a later round
+
+
+@pytest.mark.parametrize("ignore_external", [False, True])
+def test_a_redirect_off_the_host_is_not_followed_with_db_ignore_external_links(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], ignore_external: bool) -> None:
+    """db.ignore.external.links keeps a crawl on its hosts through redirects too (Nutch 2's handleRedirect, Nutch
+    1's db.ignore.also.redirects): the row stays a redirect, its target on another host gets no row."""
+    with PageSite({"/x.html": "<p>x</p>"}, host="127.0.0.2") as other:
+        target = other.url("/x.html")
+        with PageSite({"/away": ("moved", {"Location": target}, 301),
+                       "/here": ("moved", {"Location": "/in.html"}, 301)}) as site:
+            c = Crawl(tmp_path, capsys, f"ie{int(ignore_external)}", **{"db.ignore.external.links": ignore_external})
+            away, here = site.url("/away"), site.url("/here")
+            c.inject(away, here)
+            batch = c.generate()
+            for step in ("fetch", "parse", "updatedb"):
+                assert c.run(step, batch) == 0, step
+    assert c.row(away).status == CrawlStatus.REDIR_PERM
+    assert (reverse_url(target) in c.rows()) is not ignore_external
+    assert set(c.row(away).outlinks) == (set() if ignore_external else {target})
+    assert set(c.row(here).outlinks) == {site.url("/in.html")}  # on its own host: followed either way
+    assert reverse_url(site.url("/in.html")) in c.rows()
 
 
 # ---------------------------------------------------------------------------- conditional GET
