@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from nutch2.errors import ConfigError
 from nutch2.plugins.urlfilter_regex.filter import RegexURLFilter, parse_rule
 from nutch2.urls.filters import URLFilters
 from tests.conftest import make_conf
@@ -191,3 +192,16 @@ def test_a_leading_any_is_searched_without_it_and_decides_the_same(pattern: str)
         assert (finder(compiled)(url) is None) == (compiled.search(url) is None), (pattern, url)
     if pattern.startswith(".*") and not pattern.startswith(".*+"):
         assert finder(compiled).__self__.pattern != pattern  # the cheaper search is the one used
+
+
+def test_urlfilter_regex_rules_hold_the_rules_and_the_file_is_not_read(tmp_path: Path) -> None:
+    """Nutch's urlfilter.regex.rules: the rules as text (here with a filter file that does not exist)."""
+    conf = make_conf(tmp_path, **{"urlfilter.regex.rules": "# only host a\n+^http://a\\.\n",
+                                  "urlfilter.regex.file": "missing-urlfilter.txt"})
+    f = RegexURLFilter(conf)
+    assert f.filter("http://a.example.com/") == "http://a.example.com/"
+    assert f.filter("http://z.example.com/") is None
+    assert f.source == "urlfilter.regex.rules"
+    with pytest.raises(ConfigError, match=r"urlfilter.regex.rules:1: a rule must start with '\+' or '-'.*fix the rule "
+                                          "in urlfilter.regex.rules"):
+        RegexURLFilter(make_conf(tmp_path, **{"urlfilter.regex.rules": "*bad"}))

@@ -79,6 +79,12 @@ class RegexURLFilter(URLFilter):
 
     def __init__(self, conf: Configuration | None = None, rules: Sequence[Rule] | None = None,
                  source: str = "<string>") -> None:
+        inline = conf.get_str("urlfilter.regex.rules") if rules is None and conf is not None else ""
+        if inline.strip():  # Nutch's urlfilter.regex.rules: the rules themselves, the file is not read
+            try:
+                rules, source = _read_rules(inline.splitlines(), "urlfilter.regex.rules"), "urlfilter.regex.rules"
+            except ValueError as e:
+                raise ConfigError(f"{e}; fix the rule in urlfilter.regex.rules") from None
         if rules is None:  # built by the plugin system: the rules of urlfilter.regex.file
             assert conf is not None
             path = conf.resource(conf.get_str("urlfilter.regex.file"))
