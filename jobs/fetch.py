@@ -35,7 +35,7 @@ from nutch2.parse.parseutil import PARSE_FIELDS, PageParser
 from nutch2.rowkeys import CLAIM, DEFER_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
-from nutch2.urls.checker import UrlChecker, choose_repr, queue_id
+from nutch2.urls.checker import UrlChecker, choose_repr, queue_id, repr_through
 from nutch2.urls.domains import host_of
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
@@ -269,7 +269,7 @@ class FetcherJob(Job):
                 page.repr_url = choose_repr(item.url, target, status == CrawlStatus.REDIR_TEMP)
                 reverse_url(target)  # validate
         elif out.redirects or (item.repr_url and status == CrawlStatus.FETCHED):
-            page.repr_url = _repr_url(item.url, out.redirects)
+            page.repr_url = repr_through(item.url, out.redirects)
 
     def _write(self, ctx: TaskContext, page: WebPage) -> None:
         ctx.write(page)
@@ -278,15 +278,6 @@ class FetcherJob(Job):
             flush = self._written % self.write_batch == 0
         if flush:
             ctx.store.flush()
-
-def _repr_url(url: str, redirects: list[tuple[str, bool]]) -> str | None:
-    """issue 15: the repr URL of a page reached through redirects followed inline (chooseRepr hop by hop, as Nutch's
-    fetcher does), None for a page fetched at its own URL (no stale repr URL is left to index it under)."""
-    repr_url = url
-    for target, temporary in redirects:
-        repr_url = choose_repr(repr_url, target, temporary)
-    return repr_url if redirects else None
-
 
 def _code_name(code: int) -> str:
     """The protocol status code's name (Nutch's ProtocolStatusCodes), its number when it has none."""

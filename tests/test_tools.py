@@ -320,6 +320,12 @@ def test_indexchecker_shows_the_document_field_by_field(web: TestWeb, tmp_path: 
     assert {"id", "host", "digest", "tstamp", "boost", "content"} <= set(fields)
     noindex = run("indexchecker", web.trap_url("/traps/noindex.html"), *defines(tmp_path, "sqlite"))
     assert noindex.returncode == 1 and "would not be indexed" in one_line(noindex)
+    # a redirect followed inline: the url field is the repr URL, as index sends it (the id stays the source's)
+    moved = run("indexchecker", web.trap_url("/traps/redirect-301"), *defines(tmp_path, "sqlite",
+                                                                               **{"http.redirect.max": 2}))
+    assert moved.returncode == 0, moved.stderr
+    fields = dict(line.split(" :\t", 1) for line in moved.stdout.splitlines() if " :\t" in line)
+    assert fields["url"] == web.trap_url("/traps/moved-target.html"), moved.stdout
 
 
 def test_filterchecker_and_normalizerchecker_say_what_decided(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ class _Checker(Tool[CheckArgs]):
         from nutch2.parse.parseutil import PageParser
         from nutch2.status import CrawlStatus, ProtocolStatusCode, protocol_to_crawl_status
         from nutch2.stores import open_store
-        from nutch2.urls.checker import UrlChecker
+        from nutch2.urls.checker import UrlChecker, repr_through
         from nutch2.urls.tableutil import reverse_url
         from nutch2.webpage import WebPage
 
@@ -101,6 +101,7 @@ class _Checker(Tool[CheckArgs]):
         page = WebPage(key, content=out.content, content_type=a.forceAs or out.content_type,
                        headers=dict(out.headers), base_url=out.final_url or url, status=int(status or 0),
                        fetch_time=int(time.time() * 1000))
+        page.repr_url = repr_through(url, out.redirects)  # as the fetch keeps it: index sends it as the url
         Mark.FETCH.put(page, "check")
         scratch = self.conf.copy()  # the parse reads nothing from a crawl: a throwaway in-memory table
         scratch.set("storage.data.store.class", "memory")

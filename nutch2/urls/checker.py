@@ -53,6 +53,15 @@ def _java_split_count(text: str, sep: str) -> int:
     return 0 if parts == [""] and text else len(parts)
 
 
+def repr_through(url: str, redirects: list[tuple[str, bool]]) -> str | None:
+    """The repr URL of a page reached through redirects followed inline (chooseRepr hop by hop, as Nutch's fetcher
+    does), None for a page fetched at its own URL (no stale repr URL is left to index it under)."""
+    repr_url = url
+    for target, temporary in redirects:
+        repr_url = choose_repr(repr_url, target, temporary)
+    return repr_url if redirects else None
+
+
 def choose_repr(src: str, dst: str, temp: bool) -> str:
     """The representative URL of a redirect from ``src`` to ``dst`` (Nutch's URLUtil.chooseRepr, after Yahoo!
     Slurp): another domain -> dst; permanent -> src when src is a site root, else dst; temporary -> the root one,
