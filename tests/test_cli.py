@@ -121,6 +121,7 @@ def test_dump_from_another_process(results) -> None:
         assert r["retriesSinceFetch"] == 0
         assert r["baseUrl"] == r["url"]
         assert r["outlinks"] == {} and r["inlinks"] == {} and r["headers"] == {}
+        assert r["sitemaps"] == {} and r["stmPriority"] == 0.0  # every field readdb -url shows
         assert "text" not in r and "content" not in r
         for v in r["metadata"].values():
             base64.b64decode(v, validate=True)

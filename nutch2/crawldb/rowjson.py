@@ -63,6 +63,8 @@ def row_to_json(page: WebPage, text: bool = False, content: bool = False) -> dic
         "inlinks": dict(page.inlinks),
         "headers": dict(page.headers),
         "metadata": {k: base64.b64encode(v).decode("ascii") for k, v in page.metadata.items()},
+        "sitemaps": dict(page.sitemaps),
+        "stmPriority": page.stm_priority,
     }
     if text:
         doc["text"] = page.text
