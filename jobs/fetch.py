@@ -36,7 +36,7 @@ from nutch2.rowkeys import CLAIM, DEFER_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ParseMajor, ProtocolStatusCode, protocol_to_crawl_status
 from nutch2.stores.base import MarkFilter
 from nutch2.urls.checker import UrlChecker, choose_repr, queue_id, repr_through
-from nutch2.urls.domains import host_of
+from nutch2.urls.domains import site_of
 from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import ProtocolStatus, WebPage
 
@@ -73,6 +73,7 @@ class FetcherJob(Job):
         self.redirect_checker = UrlChecker(conf, "fetcher")
         # Nutch: db.ignore.external.links covers redirects too (2.x's handleRedirect, 1.x's db.ignore.also.redirects)
         self.ignore_external = conf.get_bool("db.ignore.external.links")
+        self.site_of = site_of(conf.get_str("db.ignore.external.links.mode"))
         self.progress = progress  # None: the fetcher decides (a live line on a terminal, log lines elsewhere)
         self.lease_timeout = conf.get_float("fetcher.lease.timeout")
         self.run = uuid.uuid4().hex[:12]  # this run's claims; every task and attempt of the run shares it
@@ -261,8 +262,8 @@ class FetcherJob(Job):
             del page.metadata[TRUNCATED_KEY]
         if status in (CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP) and out.args:
             target = self.redirect_checker.check(out.args[0])
-            if target and self.ignore_external and host_of(target) != host_of(item.url):
-                target = None  # the row stays a redirect; its target off this host is not followed
+            if target and self.ignore_external and self.site_of(target) != self.site_of(item.url):
+                target = None  # the row stays a redirect; its target off this host (domain) is not followed
             page.outlinks = {target: ""} if target else {}
             if target:
                 # issue 15: the representative URL of the redirect pair (Nutch's URLUtil.chooseRepr)

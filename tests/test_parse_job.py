@@ -189,6 +189,20 @@ def test_outlinks_normalized_filtered_and_external(env):
     assert store.get(key).outlinks == {"http://a.example.com/x": "x", "http://a.example.com/z": "z"}
 
 
+def test_external_and_internal_links_by_domain(env, tmp_path):
+    """db.ignore.external.links.mode=byDomain (Nutch 1's): blog.example.com is the same site as a.example.com."""
+    _, _, _, store = env
+    links = [("/x", "x"), ("http://blog.example.com/b", "b"), ("http://other.org/o", "o")]
+    key = put_fetched(store, "http://a.example.com/", page_html("L", links=links))
+    parse(env, props={"db.ignore.external.links": "true", "db.ignore.external.links.mode": "byDomain"})
+    assert store.get(key).outlinks == {"http://a.example.com/x": "x", "http://blog.example.com/b": "b"}
+    parse(env, props={"db.ignore.internal.links": "true", "db.ignore.external.links.mode": "byDomain"})
+    assert store.get(key).outlinks == {"http://other.org/o": "o"}
+    with pytest.raises(ConfigError, match=r"db.ignore.external.links.mode='bySite' is not known; use byHost or "
+                                          "byDomain"):
+        PageParser(make_conf(tmp_path, "memory", **{"db.ignore.external.links.mode": "bySite"}))
+
+
 def test_max_outlinks_per_page(env):
     _, _, _, store = env
     links = [(f"/p{i}", f"p{i}") for i in range(10)]

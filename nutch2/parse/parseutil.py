@@ -18,7 +18,7 @@ from nutch2.plugin import Plugins
 from nutch2.rowkeys import NOINDEX_KEY, TRUNCATED_KEY
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.urls.checker import UrlChecker
-from nutch2.urls.domains import host_of
+from nutch2.urls.domains import site_of
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import ParseStatus, WebPage
 
@@ -55,6 +55,7 @@ class PageParser:
         self.max_outlink_length = conf.get_int("db.max.outlink.length")
         self.ignore_external = conf.get_bool("db.ignore.external.links")
         self.ignore_internal = conf.get_bool("db.ignore.internal.links")
+        self.site_of = site_of(conf.get_str("db.ignore.external.links.mode"))
         self.skip_truncated = conf.get_bool("parser.skip.truncated")
         self.timeout = conf.get_float("parser.timeout")
         self.checker = UrlChecker(conf, "outlink")
@@ -180,7 +181,7 @@ class PageParser:
     def _outlinks(self, url: str, result: ParseResult) -> dict[str, str]:
         """Outlinks as Nutch's ParseOutputFormat keeps them: normalized, filtered, then counted toward
         db.max.outlinks.per.page (so links the filters drop take no slot)."""
-        host = host_of(url)
+        site = self.site_of(url)
         links: dict[str, str] = {}
         cap = max(self.max_outlinks, 1) if result.refresh_url and self.max_outlinks >= 0 else self.max_outlinks
         for target, anchor in result.outlinks:
@@ -189,7 +190,7 @@ class PageParser:
             norm = self.checker.check(target)
             if norm is None or norm == url or norm in links:
                 continue
-            same = host_of(norm) == host
+            same = self.site_of(norm) == site
             if (same and self.ignore_internal and norm != result.refresh_url) or (not same and self.ignore_external):
                 continue
             links[norm] = anchor

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
+
+from nutch2.errors import ConfigError
 
 
 @lru_cache(maxsize=65536)
@@ -68,3 +71,15 @@ def ip_of_host(host: str) -> str:
         return socket.gethostbyname(host)
     except OSError:
         return host
+
+
+def site_of(mode: str) -> Callable[[str], str]:
+    """What db.ignore.external.links and db.ignore.internal.links compare (Nutch's db.ignore.external.links.mode):
+    the URL's host ("byHost") or its registered domain ("byDomain"). A ConfigError for another mode."""
+    m = mode.strip().lower()
+    if m == "byhost":
+        return host_of
+    if m == "bydomain":
+        return lambda url: domain_of_host(host_of(url))
+    raise ConfigError(f"db.ignore.external.links.mode={mode!r} is not known; use byHost or byDomain")
+
