@@ -43,6 +43,15 @@ class Parser(NoAbbrevParser):
         raise SystemExit(2)
 
 
+def _nutch_hint(tool: str, extra: list[str]) -> str:
+    """What an argument Nutch's commands take is called here, for a Nutch user's habit."""
+    if "-depth" in extra:
+        return "; Nutch 1's -depth N is -rounds N here"
+    if tool == "crawl" and len(extra) == 2 and extra[1].lstrip("-").isdigit():  # bin/crawl <seeds> <id> <rounds>
+        return f"; Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId {extra[0]} -rounds {extra[1]}"
+    return ""
+
+
 def add_common(p: argparse.ArgumentParser, crawl_id: bool = True) -> None:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="key=value",
                    help="override a configuration property")
@@ -177,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     cls = TOOLS[ns.command]
     prog = f"nutch2 {cls.name}"
     if extra:
-        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)", file=sys.stderr)
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)}{_nutch_hint(cls.name, extra)} "
+              f"(see {prog} --help)", file=sys.stderr)
         return 2
     try:
         args = from_namespace(cls.Args, ns)

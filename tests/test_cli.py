@@ -494,6 +494,11 @@ def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
     assert bare.returncode == 2 and not bare.stdout and bare.stderr.startswith("usage: nutch2")
     typo = run(tmp_path, "fecth")
     assert typo.returncode == 2 and "no command 'fecth'; did you mean 'fetch'?" in one_error_line(typo)
+    depth = run(tmp_path, "crawl", "seeds/", "-depth", "2")  # a Nutch user's habits
+    assert depth.returncode == 2 and "; Nutch 1's -depth N is -rounds N here" in one_error_line(depth)
+    order = run(tmp_path, "crawl", "seeds/", "news", "3")
+    assert order.returncode == 2 and ("Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId news -rounds 3"
+                                      in one_error_line(order))
 
 
 def test_a_crawl_with_no_parser_plugin_fails_before_it_makes_anything(tmp_path: Path) -> None:
