@@ -9,9 +9,12 @@ log.level.<logger> properties set the level of one logger (nutch2/logs.py checks
 
 from __future__ import annotations
 
+import getpass
 import logging
 import math
 import os
+import re
+import tempfile
 import tomllib
 import xml.etree.ElementTree as ET
 from importlib import resources
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 DEFAULT_FILE = "nutch-default.toml"
 SITE_FILE = "nutch-site.toml"
 SITE_XML = "nutch-site.xml"
+_VAR = re.compile(r"\$\{([^}$\s]+)\}")  # Hadoop's ${name}
 PASS_THROUGH = ("spark.", LEVEL_PREFIX)  # property prefixes whose names are open: handed to another system (Spark)
 # or to the loggers as they are
 PATHS = ("storage.data.dir", "mapreduce.cluster.local.dir", "hadoop.log.dir", "server.files.dir")  # folders, made
@@ -180,6 +184,7 @@ class Configuration:
         self.unknown: dict[str, Any] = {}
         self._sources: dict[str, tuple[str, bool]] = {}  # unknown key -> (where it was set, typed)
         self._plugins_read = False
+        self._variables: set[str] = set()  # names nutch-site.xml's values use as ${name}
         self.sources = [f"folder {self.conf_dir.absolute()}"]  # what was read, in order (-v shows it)
         self.sources.append(f"read {defaults.absolute()} ({len(self.defaults)} properties)")
         site = self.conf_dir / SITE_FILE
@@ -187,7 +192,7 @@ class Configuration:
             self._apply(read_toml(site), str(site), typed=True)
         site_xml = self.conf_dir / SITE_XML
         if site_xml.is_file():
-            self._apply(read_site_xml(site_xml), str(site_xml))
+            self._apply(self._expand(read_site_xml(site_xml)), str(site_xml))
         if overrides:
             self._apply(overrides, "-D")
         if any(not k.startswith(PASS_THROUGH) for k in self.unknown):
@@ -198,6 +203,29 @@ class Configuration:
         for key in PATHS:  # tasks in other processes (or executors, in their own folders) see the same place
             if self.values.get(key) and not Path(str(self.values[key])).is_absolute():
                 self.values[key] = str(Path(str(self.values[key])).absolute())
+
+    def _expand(self, props: dict[str, str]) -> dict[str, str]:
+        """Hadoop's variable expansion in a nutch-site.xml value: ${name} is the value of property name (of the file,
+        else as set so far) or of the Java system properties Hadoop's files use (user.name, user.home, user.dir,
+        java.io.tmpdir), expanded again up to 20 times; an unknown name stays as it is, as in Hadoop."""
+        system = {"user.name": getpass.getuser(), "user.home": str(Path.home()), "user.dir": os.getcwd(),
+                  "java.io.tmpdir": tempfile.gettempdir()}
+
+        def lookup(m: re.Match[str]) -> str:
+            name = m.group(1)
+            self._variables.add(name)  # a property set to be used as ${name} is not "ignored"
+            value = props[name] if name in props else self.values.get(name, system.get(name))
+            return m.group(0) if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+        out = {}
+        for key, value in props.items():
+            for _ in range(20):  # Hadoop's MAX_SUBST
+                expanded = _VAR.sub(lookup, value)
+                if expanded == value:
+                    break
+                value = expanded
+            out[key] = value
+        return out
 
     def _find(self, name: str) -> Path:
         """A file from the conf dir, else the shipped copy."""
@@ -240,7 +268,7 @@ class Configuration:
 
     def _warn_unknown(self) -> None:
         for key, (source, _) in self._sources.items():
-            if key not in self.unknown or key.startswith(PASS_THROUGH):
+            if key not in self.unknown or key.startswith(PASS_THROUGH) or key in self._variables:
                 continue
             if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
                 log.warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
@@ -293,6 +321,7 @@ class Configuration:
         new.unknown = dict(self.unknown)
         new._sources = dict(self._sources)
         new._plugins_read = self._plugins_read
+        new._variables = set(self._variables)
         new.sources = list(self.sources)
         return new
 

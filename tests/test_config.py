@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -139,6 +141,24 @@ def test_nutch_site_xml_is_read_and_coerced(tmp_path: Path) -> None:
     assert conf.get("plugin.includes") == "protocol-http|parse-html"
     assert "indexer.skip.notmodified" in conf.unknown
     assert backend_name(conf) == "memory"
+
+
+def test_site_xml_expands_hadoop_variables(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """${name}: another property (of the file, else the defaults), or a Java system property Hadoop's files use;
+    a property set only to be used as a variable draws no "not implemented" warning; an unknown one stays."""
+    d = site_dir(tmp_path, xml=hadoop_xml(**{
+        "db.fetch.interval.default": "${db.fetch.interval.max}",
+        "http.agent.name": "${my.agent}",
+        "my.agent": "Bot-${user.name}",
+        "storage.data.dir": "${java.io.tmpdir}/crawls",
+        "http.agent.description": "${no.such.name}",
+    }))
+    conf = Configuration(d)
+    assert conf.get("db.fetch.interval.default") == conf.get("db.fetch.interval.max") == 7776000
+    assert conf.get("http.agent.name") == f"Bot-{getpass.getuser()}"
+    assert conf.get("storage.data.dir") == f"{tempfile.gettempdir()}/crawls"
+    assert conf.get("http.agent.description") == "${no.such.name}"  # as Hadoop leaves it
+    assert "my.agent" not in caplog.text
 
 
 def test_site_xml_bad_value_names_key(tmp_path: Path) -> None:
