@@ -4,6 +4,9 @@ is not an extension says so in one line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,6 +65,34 @@ def test_a_crawl_runs_them_on_the_default_runner(my_module: str, tmp_path: Path)
     d = defines(tmp_path, "sqlite", **props)
     with TestWeb(hosts=1, pages_per_host=4, traps=False) as web:
         assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "mine", "-rounds", "2", *d) == 0
+        table = rows(conf_for(tmp_path, "sqlite", **props), "mine")
+    fetched = [p for p in table.values() if p.text]
+    assert fetched and all(p.metadata.get("tagged") == b"yes" for p in fetched)
+    assert not any(k.endswith("/p/2.html") for k in table)
+
+
+@pytest.mark.slow
+def test_the_installed_command_finds_a_module_in_its_folder(tmp_path: Path) -> None:
+    """The README's way: myextensions.py beside you, `nutch2 ... -D plugin.classes=myextensions:...` from that
+    folder, no PYTHONPATH (the console script, unlike `python -m`, does not put the folder on the path); `nutch2
+    plugins` lists the class, or says why it cannot load."""
+    (tmp_path / "myextensions.py").write_text(MODULE)
+    command = Path(sys.executable).parent / "nutch2"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(command), *map(str, args)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    listed = run("plugins", "-D", "plugin.classes=myextensions:Tagger,nomodule:X")
+    assert listed.returncode == 0, listed.stderr
+    assert "+  myextensions:Tagger\tparse-filter\t" in listed.stdout
+    assert "!  nomodule:X\t(cannot load: plugin.classes: cannot load nomodule:X (ModuleNotFoundError" in listed.stdout
+    props = {"plugin.classes": "myextensions:Tagger,myextensions:NoSecondPages"}
+    with TestWeb(hosts=1, pages_per_host=4, traps=False) as web:
+        crawl = run("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "mine", "-rounds", "2",
+                    *defines(tmp_path, "sqlite", **props))  # the default runner: worker processes too
+        assert crawl.returncode == 0, crawl.stderr
         table = rows(conf_for(tmp_path, "sqlite", **props), "mine")
     fetched = [p for p in table.values() if p.text]
     assert fetched and all(p.metadata.get("tagged") == b"yes" for p in fetched)

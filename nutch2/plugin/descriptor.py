@@ -26,8 +26,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 import pkgutil
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -101,6 +103,8 @@ def class_plugin(spec: str) -> Plugin:
     """The plugin of one class of the user's own module (plugin.classes): id ``module:Class``, filling the
     extension points its base classes are (each interface names its point)."""
     module, _, name = spec.partition(":")
+    if os.getcwd() not in sys.path:  # a module in the folder the command runs in, as Scrapy's project modules (the
+        sys.path.append(os.getcwd())  # worker processes start with this path; installed modules come first)
     try:
         cls = getattr(importlib.import_module(module), name)
     except Exception as e:  # noqa: BLE001 - the user's module: any failure is named with it

@@ -308,4 +308,12 @@ class PluginLister(Tool[PluginArgs]):
                 continue
             mark = "+" if pid in active else "-"
             run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}\t({ep.value})")
+        for pid in (i for i in Plugins(self.conf).ids if ":" in i):  # plugin.classes: the user's own, active
+            try:
+                plugin = descriptor(pid)
+            except NutchError as e:
+                run.out(f"!  {pid}\t(cannot load: {e})")
+                continue
+            if not point or point in plugin.extensions:
+                run.out(f"+  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}")
         return 0
