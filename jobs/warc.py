@@ -71,7 +71,8 @@ log = logging.getLogger(__name__)
 
 EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
                  "metadata", "outlinks", "signature", "score", "modified_time", "title", "content_type")
-EXPORTED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)  # rows whose stored content is a fetched page
+# rows whose stored content is a fetched page (a DUPLICATE is one: dedup keeps another row of its signature)
+EXPORTED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED, CrawlStatus.DUPLICATE)
 IMPORT_FIELDS = ("markers", "metadata", "fetch_time")
 
 

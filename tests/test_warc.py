@@ -261,6 +261,27 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
         assert len(err) == 1 and why in err[0], err
 
 
+def test_a_duplicate_row_is_exported_as_the_response_it_was(web: TestWeb, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """dedup marks a fetched row DUPLICATE; the archive still holds its response (it was fetched as it was)."""
+    d = crawl(web, tmp_path, "sqlite", rounds=2)
+    conf = conf_for(tmp_path, "sqlite")
+    want = exported(rows(conf, "a"))
+    url = sorted(want)[0]
+    with open_store(conf, "a", create=False) as store:
+        row = WebPage.from_store(reverse_url(url), {})
+        row.status = int(CrawlStatus.DUPLICATE)  # as dedup writes it
+        store.put(row.key, row)
+    capsys.readouterr()
+    assert cli("warc", tmp_path / "out", "-all", "-crawlId", "a", *d) == 0
+    assert f" exported={len(want)} " in capsys.readouterr().err
+    records = read_warcio(sorted((tmp_path / "out").glob("*.warc.gz")))
+    bodies = {h.get_header("WARC-Target-URI"): body for h, _, body in records["response"]}
+    assert set(bodies) == set(want) and bodies[url] == want[url].content
+    assert rows(conf, "a")[reverse_url(url)].status == CrawlStatus.DUPLICATE
+    assert any(b"nutch-status: DUPLICATE" in body for _, _, body in records["metadata"])
+
+
 def test_headers_round_trip() -> None:
     from nutch2.archive.warc import _response_headers
 
