@@ -71,7 +71,8 @@ def _seed_text(raw: bytes, file: Path, n: int) -> str:
     if not _ESCAPED.search(text):
         return text
     url, tab, meta = text.partition("\t")
-    log.warning(f"{file}:{n}: not UTF-8; a byte that is not is kept in the URL as %XX (save seed files as UTF-8)")
+    if "://" in url:  # a line that is no URL at all gets its one line when it is rejected
+        log.warning(f"{file}:{n}: not UTF-8; a byte that is not is kept in the URL as %XX (save seed files as UTF-8)")
     url = _ESCAPED.sub(lambda m: f"%{ord(m.group()) - 0xDC00:02X}", url)
     return url + tab + _ESCAPED.sub("\ufffd", meta)
 

@@ -153,9 +153,8 @@ def test_malformed_lines_are_reported_and_skipped(env, tmp_path: Path, capsys: p
     assert urls(store) == ["http://good1.com/", "http://good3.com/", "http://good4.com/"]
     err = capsys.readouterr().err
     reported = [ln for ln in err.splitlines() if ln.startswith(f"{seeds}:")]
-    numbers = sorted({int(ln[len(str(seeds)) + 1:].split(":", 1)[0]) for ln in reported})
+    numbers = sorted(int(ln[len(str(seeds)) + 1:].split(":", 1)[0]) for ln in reported)
     assert numbers == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13]
-    assert f"{seeds}:13: not UTF-8" in err  # and then rejected
     by_line = {int(ln[len(str(seeds)) + 1:].split(":", 1)[0]): ln for ln in reported}
     assert "whitespace" in by_line[2]
     assert "justakey" in by_line[3] and "key=value" in by_line[3]
