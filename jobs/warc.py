@@ -1,9 +1,9 @@
 """WARC out and in: `nutch2 warc` (WarcExportJob) and `nutch2 warcimport` (WarcImportJob), on nutch2/archive/warc.py.
 
 Export, map-only over the rows of a batch (its fetch mark, or after updatedb its updatedb mark) or every row:
-each fetched row with stored content becomes a request, a response and a metadata record in the task's own
-rotated files in OUTDIR (written under a temporary name, indexed into `<file>.cdxj`, renamed when complete); other
-rows are counted. A row whose content has the payload digest of its last capture (the response record an earlier
+each row that keeps an HTTP answer (a page, a redirect, an error page) becomes a request, a response and a
+metadata record in the task's own rotated files in OUTDIR (written under a temporary name, indexed into
+`<file>.cdxj`, renamed when complete); other rows are counted. A row whose content has the payload digest of its last capture (the response record an earlier
 export wrote into a file of OUTDIR that is still there, nutch2/archive/warc.py Capture) gets a revisit record in
 place of the response. A row learns its new capture only after the file holding it has its final name.
 
@@ -42,6 +42,7 @@ from nutch2.archive.warc import (
     WarcFileWriter,
     WarcReader,
     complete_files,
+    http_status,
     inputs_digest,
     page_records,
     payload_digest,
@@ -71,8 +72,6 @@ log = logging.getLogger(__name__)
 
 EXPORT_FIELDS = ("status", "content", "headers", "fetch_time", "fetch_interval", "protocol_status", "markers",
                  "metadata", "outlinks", "signature", "score", "modified_time", "title", "content_type")
-# rows whose stored content is a fetched page (a DUPLICATE is one: dedup keeps another row of its signature)
-EXPORTED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED, CrawlStatus.DUPLICATE)
 IMPORT_FIELDS = ("markers", "metadata", "fetch_time")
 
 
@@ -122,7 +121,7 @@ class WarcExportJob(Job):
                                      cdxj=self.options.cdxj, on_complete=self._captured)
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
-        if page.status not in EXPORTED:
+        if http_status(page) is None:  # no answer kept (not fetched, robots denied, a connection failure)
             ctx.incr("skipped_not_fetched")
         elif page.content is None:
             ctx.incr("skipped_no_content")
@@ -135,20 +134,24 @@ class WarcExportJob(Job):
     def _export(self, page: WebPage, ctx: TaskContext) -> None:
         url = unreverse_url(page.key)
         digest = payload_digest(page.content or b"")
-        refers = self._refers(page, digest)
+        code = http_status(page)
+        page_answer = code in (200, 304)  # a redirect or an error page: archived, neither revisited nor a page
+        refers = self._refers(page, digest) if page_answer else None
         records = page_records(self.writer.builder, page, url, self.request_headers, refers)
         headers = records[1].rec_headers
         item = None
         if refers is None:
-            item = (page.key, dict(page.metadata), digest, headers.get_header("WARC-Record-ID"), url,
-                    headers.get_header("WARC-Date"))
+            if page_answer:  # the capture a later export's revisit may refer to
+                item = (page.key, dict(page.metadata), digest, headers.get_header("WARC-Record-ID"), url,
+                        headers.get_header("WARC-Date"))
             ctx.incr("responses")
         else:
             self.referred.add(refers.file)
             ctx.incr("revisits")
             ctx.incr("revisit_payload_bytes", len(page.content or b""))
         self.writer.write(records, item)
-        if self.options.pages and (page.content_type or "").split(";")[0].strip().lower() in HTML_TYPES:
+        mime = (page.content_type or "").split(";")[0].strip().lower()
+        if self.options.pages and page_answer and mime in HTML_TYPES:
             # a 304's revisit replays as the 304 it was: the page to show is the capture it confirmed
             shown = refers.date if refers is not None and page.status == CrawlStatus.NOTMODIFIED else None
             self.pages.append(Page(url, shown or headers.get_header("WARC-Date"), page.title or None))

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,7 +45,7 @@ from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
 from nutch2.marks import Mark
 from nutch2.rowkeys import CAPTURE_KEY, IP_KEY, TRUNCATED_KEY
-from nutch2.status import CrawlStatus
+from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.webpage import WebPage
 
 __all__ = ["IP_KEY", "ArchivedResponse", "Capture", "WarcFileWriter", "WarcReader", "fetched_at", "inputs_digest",
@@ -157,6 +158,27 @@ def _response_headers(headers: dict[str, str], length: int) -> list[tuple[str, s
     return out
 
 
+def http_status(page: WebPage) -> int | None:
+    """The HTTP status of the answer a row keeps, None when it keeps none (robots denied, a connection failure).
+    A redirect's code is not stored: 301 for a permanent one (REDIR_PERM), 302 for a temporary one."""
+    ps, status = page.protocol_status, page.status
+    if status == CrawlStatus.NOTMODIFIED:
+        return 304
+    if ps.code == ProtocolStatusCode.SUCCESS:
+        return 200
+    if ps.code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
+        return 301 if ps.code == ProtocolStatusCode.MOVED else 302
+    code = ps.args[0] if ps.args else ""
+    return int(code) if code.isdigit() and 100 <= int(code) <= 599 else None
+
+
+def _status_line(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return str(code)
+
+
 def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tuple[str, str]],
                  refers: Capture | None = None) -> list[Any]:
     """The request, response and metadata records of a fetched row (`builder`: a warcio RecordBuilder). A body the
@@ -173,7 +195,9 @@ def page_records(builder: Any, page: WebPage, url: str, request_headers: list[tu
     content = page.content or b""
     warc_headers = {**common, "WARC-Payload-Digest": payload_digest(content)}
     if refers is None:
-        http = StatusAndHeaders("200 OK", _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
+        code = http_status(page) or 200
+        line = _status_line(200 if code == 304 else code)  # a 304 without its capture: the page it confirmed
+        http = StatusAndHeaders(line, _response_headers(dict(page.headers), len(content)), protocol="HTTP/1.1")
         if cut := page.metadata.get(TRUNCATED_KEY):  # why (rows from before the reason was kept: b"y")
             known = bytes(cut) in (b"length", b"time", b"disconnect")
             warc_headers["WARC-Truncated"] = bytes(cut).decode() if known else "unspecified"
