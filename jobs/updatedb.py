@@ -243,10 +243,11 @@ class DbUpdaterJob(Job):
                 fetch_ms if state in (STATUS_MODIFIED, STATUS_UNKNOWN) else page.modified_time)
             self.schedule.set_fetch_schedule(page, page.prev_fetch_time, page.modified_time, fetch_ms,
                                              modified, state)
-            if page.fetch_interval > self.max_interval:
-                # the next fetch time was computed with the longer interval: pull it in too
-                page.fetch_time -= (page.fetch_interval - self.max_interval) * 1000
+            if page.fetch_interval > self.max_interval:  # Nutch's forceRefetch: the interval fits the max, and
+                # the next fetch is at most the max away (not pulled back by the difference: a schedule that synced
+                # it with the page's changes had put it nearer, and pulling it back put it in the past)
                 page.fetch_interval = self.max_interval
+                page.fetch_time = min(page.fetch_time, fetch_ms + self.max_interval * 1000)
             ctx.incr({STATUS_MODIFIED: "modified", STATUS_NOTMODIFIED: "unchanged"}.get(state, "change_unknown"))
         elif status == CrawlStatus.RETRY:
             self.schedule.set_page_retry_schedule(page, fetch_ms)

@@ -3,9 +3,10 @@
 Export, map-only over the rows of a batch (its fetch mark, or after updatedb its updatedb mark) or every row:
 each row that keeps an HTTP answer (a page, a redirect, an error page) becomes a request, a response and a
 metadata record in the task's own rotated files in OUTDIR (written under a temporary name, indexed into
-`<file>.cdxj`, renamed when complete); other rows are counted. A row whose content has the payload digest of its last capture (the response record an earlier
-export wrote into a file of OUTDIR that is still there, nutch2/archive/warc.py Capture) gets a revisit record in
-place of the response. A row learns its new capture only after the file holding it has its final name.
+`<file>.cdxj`, renamed when complete); other rows are counted. A page (200) whose content has the payload digest
+of its last capture (the response record an earlier export wrote into a file of OUTDIR that is still there,
+nutch2/archive/warc.py Capture) gets a revisit record in place of the response. A row learns its new capture
+only after the file holding it has its final name.
 
 A rerun first removes what an earlier run of the same export left in OUTDIR (its files and their indexes), so its
 output replaces it whole; a capture in those files counts as gone, so the rerun writes the responses the run it

@@ -116,3 +116,14 @@ def test_adaptive_sync_delta(tmp_path):
     p = page(fetch_interval=10 * DAY)
     s.set_fetch_schedule(p, 0, 0, T, 0, STATUS_MODIFIED)
     assert p.fetch_interval == 8 * DAY and p.fetch_time == T + 8 * DAY * 1000
+
+
+def test_adaptive_sync_delta_of_a_page_unchanged_for_years_stays_ahead(tmp_path):
+    """Unchanged for 5 years: Nutch's formula (fetch - 0.3 x 5 y + 365 d) is half a year before this fetch; the shift
+    back is of a delta of at most max_interval, so the next fetch is 0.7 x 365 d ahead."""
+    s = adaptive(tmp_path, sync=True)
+    p = page(fetch_interval=30 * DAY)
+    s.set_fetch_schedule(p, 0, 0, T, T - 5 * 365 * DAY * 1000, STATUS_NOTMODIFIED)
+    assert p.fetch_interval == 365 * DAY
+    assert p.fetch_time == T + round(0.7 * 365 * DAY * 1000)
+

@@ -346,6 +346,20 @@ def test_adaptive_interval_capped_at_db_fetch_interval_max(env):
     assert page.fetch_time == t + 90 * DAY_MS  # the next fetch agrees with the capped interval
 
 
+def test_an_old_page_on_the_adaptive_schedule_is_not_due_again_at_once(env):
+    """Sync delta with a page last modified 3 years ago: the adaptive schedule puts the next fetch ~36 days ahead
+    with a 365-day interval; capped at db.fetch.interval.max (90 days) it stays there (Nutch's forceRefetch keeps
+    the fetch time). Pulled back by the 275 days cut off the interval, it was in the past: refetched every round."""
+    _, _, _, store = env
+    t = now_ms()
+    key = fetched(store, "http://a.example.com/old", fetch_time=t, modified_time=t - 3 * 365 * DAY_MS,
+                  signature=b"x", prev_signature=b"x", status=int(CrawlStatus.NOTMODIFIED))
+    updatedb(env, **{"db.fetch.schedule.class": "adaptive"})
+    page = store.get(key)
+    assert page.fetch_interval == 90 * DAY
+    assert t + 30 * DAY_MS < page.fetch_time <= t + 90 * DAY_MS
+
+
 def test_redirect_rows_rescheduled(env):
     _, _, _, store = env
     t = now_ms()

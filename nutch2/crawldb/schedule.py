@@ -109,7 +109,9 @@ class AdaptiveFetchSchedule(DefaultFetchSchedule):
             delta = (fetch_ms - modified_ms) / 1000.0
             if delta > interval:
                 interval = delta
-            refetch_ms = fetch_ms - int(delta * self.sync_delta_rate * 1000)
+            # the shift back is of a delta at most max_interval long: a page unchanged for longer (Nutch: 3.3 years
+            # at rate 0.3) would otherwise be due before this fetch, and fetched again every round
+            refetch_ms = fetch_ms - int(min(delta, self.max_adaptive) * self.sync_delta_rate * 1000)
         else:
             refetch_ms = fetch_ms
         interval = min(max(interval, self.min_interval), self.max_adaptive)
