@@ -337,3 +337,34 @@ def test_steps_of_an_interrupted_crawl_are_finished_by_the_same_command(web: Tes
         with open_store(conf, cid, create=False) as store:
             names[cid] = {r.batch_id: f"r{i}" for i, r in enumerate(Journal(store).batches())}
     same_rows(table(conf, "hand"), table(conf, "ref"), names["hand"], names["ref"])
+
+
+def test_the_journal_forgets_updated_batches_beyond_the_newest_ones(tmp_path: Path) -> None:
+    """A crawl makes a batch a round for as long as it runs: updatedb forgets the updated batches older than the
+    newest KEEP_FINISHED (and their leases, once released); unfinished ones and held leases stay."""
+    conf = conf_for(tmp_path, "sqlite")
+    with open_store(conf, "j") as store:
+        journal = Journal(store)
+        for i in range(6):
+            journal.record(f"b{i}", UPDATED if i < 5 else FETCHING)
+            store.put_state(f"lease/batch/b{i}", json.dumps({"state": "released", "token": 1}))
+            time.sleep(0.002)  # batches are ordered by the time they were recorded
+        store.put_state("lease/batch/b1", json.dumps({"state": "held", "token": 2, "expires": time.time() + 60}))
+        assert journal.prune(keep=2) == 3
+        assert [r.batch_id for r in journal.batches()] == ["b3", "b4", "b5"]
+        assert sorted(n for n in store.states("lease/")) == ["lease/batch/b1", "lease/batch/b3", "lease/batch/b4",
+                                                              "lease/batch/b5"]
+        assert journal.prune(keep=2) == 0
+
+
+def test_a_long_crawl_keeps_a_journal_of_bounded_size(web: TestWeb, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from nutch2.crawldb import journal
+    from tests.crawlutil import cli
+
+    monkeypatch.setattr(journal, "KEEP_FINISHED", 2)
+    d = defines(tmp_path, "sqlite:local")
+    assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "long", "-rounds", 4, *d) == 0
+    with open_store(conf_for(tmp_path, "sqlite"), "long", create=False) as store:
+        assert len(Journal(store).batches()) == 2
+        assert len(store.states("lease/batch/")) == 2

@@ -14,6 +14,8 @@ Marks say where each row is; the journal says whether a job that writes many row
     rows each step left with its mark (the dashboard's figures for batches whose marks updatedb removed).
     update/all  {"state": "updating", "run": r}      an updatedb of every batch in progress (deleted when it ends)
     crawl       {"round": k, "rounds": n}            a `crawl` command in progress (deleted when it ends)
+The newest KEEP_FINISHED updated batches are remembered; updatedb forgets older ones (a crawl makes a batch a round
+for as long as it runs, and every step reads the journal).
 
 ORDER is the batch life cycle, the one place its order is written: a batch only moves forward in it.
 
@@ -33,6 +35,7 @@ from nutch2.errors import NutchError
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
+from nutch2.stores.lease import PREFIX as LEASE_PREFIX
 from nutch2.stores.lease import active_fences
 from nutch2.stores.query import Query
 
@@ -45,6 +48,7 @@ ORDER = (GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, 
 _UPDATE_ALL = "update/all"  # the entry of an updatedb of every batch: not a batch, so batches() never lists it
 _OLD_UPDATE_ALL = "batch/-all"  # where tables written before kept it
 COUNTS = ("generated", "fetched", "parsed", "updated", "indexed")  # the figures a batch keeps, in step order
+KEEP_FINISHED = 1000  # updated batches the journal remembers (the dashboard's history); older ones are forgotten
 
 
 @dataclass
@@ -110,6 +114,23 @@ class Journal:
 
     def forget(self, batch_id: str) -> None:
         self._put(f"batch/{batch_id}", None)
+
+    def prune(self, keep: int | None = None) -> int:
+        """Forget the updated (or indexed) batches older than the newest `keep` of them, with their leases once
+        released: a crawl that runs for months makes a batch a round, and every step reads the journal. Their rows
+        keep their marks (`index -all` still finds rows updated and not indexed). The batches forgotten."""
+        keep = KEEP_FINISHED if keep is None else keep
+        finished = [r for r in self.batches() if r.reached(UPDATED)]
+        old = finished[:-keep] if keep > 0 else finished
+        for rec in old:
+            self._put(f"batch/{rec.batch_id}", None)
+            lease = f"{LEASE_PREFIX}batch/{rec.batch_id}"
+            held = _held(self.store.get_state(lease))
+            if not held:
+                self.store.put_state(lease, None)
+        if old:
+            log.debug(f"journal: forgot {len(old)} finished batches (the newest {keep} are kept)")
+        return len(old)
 
     def start_update(self, batch_id: str | None) -> str:
         """Record that updatedb of the batch (None: of every batch) starts; its run id (the interrupted run's,
@@ -190,6 +211,15 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
     article = "an" if producer[0] in "aeiou" else "a"
     log.info(f"{job}: no row of batch {batch} carries {article} {producer} mark{state}: nothing to do")
     return False
+
+
+def _held(raw: str | None) -> bool:
+    """A lease record still held and not expired (a released or expired one may go)."""
+    try:
+        rec = json.loads(raw) if raw else None
+    except ValueError:
+        return False
+    return isinstance(rec, dict) and rec.get("state") == "held" and rec.get("expires", 0) >= time.time()
 
 
 def _record(batch_id: str, raw: str) -> BatchRecord:

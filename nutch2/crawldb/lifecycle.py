@@ -256,6 +256,7 @@ def end_update(store: DataStore, batch: str | None, batches: set[str]) -> None:
         journal.record(b, UPDATED, rec.rows if rec else 0, counts={"updated": updated})
     if batch is None:
         journal.forget_all_update()
+    journal.prune()
 
 
 def begin_import(store: DataStore, batch: str) -> bool:
