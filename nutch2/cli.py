@@ -15,6 +15,7 @@ import re
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,15 +110,21 @@ def setup_logging(conf: Configuration, args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
+def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[None]:
     """SIGINT/SIGTERM: the first asks the work to stop (one line), a second one exits at once; both lines name
-    the command that goes on (`resume`)."""
+    the command that goes on (`resume`). Work in hand that has not ended `grace` seconds after the first (a store
+    or server that does not answer) is left as a second signal leaves it: every job is safe to kill anywhere."""
 
     handling = {"now": False, "again": False}  # a second signal may run this handler inside the first one
+    timers: list[threading.Timer] = []
 
-    def quit_now() -> None:
-        log.warning(f"{prog}: stopped at once; what was written is kept: run `{resume}` to go on")
+    def quit_now(why: str = "") -> None:
+        log.warning(f"{prog}: stopped at once{why}; what was written is kept: run `{resume}` to go on")
         os._exit(130)
+
+    def overdue() -> None:
+        quit_now(f": the work in hand did not end within {grace:g} s of the stop (a store or server that does "
+                 "not answer?)")
 
     def handler(signum: int, _frame: object) -> None:
         if handling["now"]:  # arrived while the first one's line was written: quit once it is
@@ -133,6 +140,10 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
             log.info(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
                      "again to quit now")
             stop.request()
+            timer = threading.Timer(grace, overdue)
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
         finally:
             handling["now"] = False
         if handling["again"]:
@@ -142,6 +153,8 @@ def stop_on_signals(prog: str, resume: str) -> Iterator[None]:
     try:
         yield
     finally:
+        for timer in timers:  # the work ended in time
+            timer.cancel()
         for s, h in old.items():
             signal.signal(s, h)
 
@@ -207,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
             return tool.execute(run)
-        with stop_on_signals(prog, resume_command(tool, argv)):
+        # the fetch promises to end within http.timeout of a stop; the rest of a job's work in hand is shorter
+        with stop_on_signals(prog, resume_command(tool, argv), conf.get_int("http.timeout") / 1000 + 5):
             rc = tool.execute(run)
         if standalone and rc == 0:
             warn_rows_end_here(prog, conf, tool)

@@ -380,3 +380,36 @@ def test_a_second_signal_during_the_first_ones_line_still_quits_at_once(monkeypa
     finally:
         stop.reset()
     assert [line.split(": ")[1].split(";")[0] for line in lines] == ["stopping", "stopped at once"], lines
+
+
+def test_work_in_hand_that_outlasts_the_grace_after_a_stop_is_left_at_once(monkeypatch) -> None:
+    """A store or server that stops answering keeps a job's last write waiting for ever: the first signal's stop
+    then ends the command `grace` seconds later, as a second signal would (every job is safe to kill anywhere).
+    Work that ends in time cancels it."""
+    from nutch2 import cli
+    from nutch2.mapred import stop
+
+    exits: list[int] = []
+    lines: list[str] = []
+    monkeypatch.setattr(cli.os, "_exit", exits.append)
+    monkeypatch.setattr(cli.log, "info", lines.append)
+    monkeypatch.setattr(cli.log, "warning", lines.append)
+    stop.reset()
+    try:
+        with cli.stop_on_signals("nutch2 updatedb", "nutch2 updatedb B", grace=0.2):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+            deadline = time.monotonic() + 10
+            while not exits and time.monotonic() < deadline:  # the work in hand hangs
+                time.sleep(0.02)
+        assert exits == [130]
+        assert lines[-1] == ("nutch2 updatedb: stopped at once: the work in hand did not end within 0.2 s of the "
+                             "stop (a store or server that does not answer?); what was written is kept: run "
+                             "`nutch2 updatedb B` to go on")
+        stop.reset()
+        exits.clear()
+        with cli.stop_on_signals("nutch2 updatedb", "nutch2 updatedb B", grace=0.2):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)  # the work ends at once
+        time.sleep(0.5)
+        assert exits == []
+    finally:
+        stop.reset()
