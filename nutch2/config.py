@@ -39,7 +39,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "fetcher.server.delay": (0, 86400), "fetcher.server.min.delay": (0, 86400),
     "fetcher.threads.per.queue": (1, 1000), "fetcher.timelimit.mins": (-1, 525600),
     "fetcher.progress.interval": (0.05, 86400), "log.progress.interval": (0, 86400),
-    "http.timeout": (1, 3_600_000), "mapreduce.job.tasks": (0, 1024),
+    "http.timeout": (1, 3_600_000), "mapreduce.job.tasks": (0, 1024), "storage.postgres.timeout": (1, 86400),
     "mapreduce.processes.worker.max.mb": (0, 1_000_000), "solr.timeout": (0.1, 86400),
     "storage.write.batch.size": (1, 1_000_000), "fetcher.write.batch.size": (1, 1_000_000),
     "storage.write.batch.mb": (0.01, 100_000), "storage.sqlite.cache.mb": (0.1, 100_000),

@@ -45,7 +45,8 @@ class PostgresStore(SqlStore):
 
     @classmethod
     def from_conf(cls, conf: Configuration, table: str, create: bool) -> PostgresStore:
-        return cls(table, conf.get_str("storage.postgres.url"), conf.get_int("storage.write.batch.size"))
+        return cls(table, conf.get_str("storage.postgres.url"), conf.get_int("storage.write.batch.size"),
+                   conf.get_float("storage.postgres.timeout"))
 
     @classmethod
     def tables(cls, conf: Configuration) -> list[str]:
@@ -58,8 +59,9 @@ class PostgresStore(SqlStore):
             store.close()
         return sorted(t for t in names if f"{t}_marks" in names and f"{t}_state" in names)
 
-    def __init__(self, table: str, url: str, batch_size: int = 500) -> None:
+    def __init__(self, table: str, url: str, batch_size: int = 500, timeout: float = 30.0) -> None:
         super().__init__(table, batch_size)
+        self.timeout = timeout
         try:
             import psycopg
         except ImportError:
@@ -80,7 +82,12 @@ class PostgresStore(SqlStore):
     # -------------------------------------------------------------- connections
     def _open(self) -> Any:
         try:
-            conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            # a server machine that went away (no answer, not even a reset) is noticed within the timeout: TCP
+            # keepalives on an idle connection, tcp_user_timeout on one with data unacknowledged
+            t = max(1, int(self.timeout))
+            conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=min(10, t), keepalives=1,
+                                         keepalives_idle=max(1, t // 3), keepalives_interval=max(1, t // 6),
+                                         keepalives_count=3, tcp_user_timeout=t * 1000)
         except self._psycopg.Error as e:
             raise StoreError(f"cannot reach PostgreSQL at {self.where} ({_short(e)}); check storage.postgres.url, "
                              "or start it: docker/services.sh start postgres") from None

@@ -133,3 +133,22 @@ def test_open_store_error_is_store_error(tmp_path: Path) -> None:
     pytest.importorskip("happybase")
     with pytest.raises(StoreError, match="hbase.thrift.port"):
         open_store(make_conf(tmp_path, "hbase", **{"hbase.thrift.port": 9}), "x")
+
+
+@pytest.mark.integration
+def test_postgres_connections_notice_a_server_machine_that_went_away(tmp_path: Path) -> None:
+    """storage.postgres.timeout: TCP keepalives and tcp_user_timeout on every connection (a network or machine
+    gone notices nothing else; a server that is up but silent is bounded by a stop, tests/test_stop.py)."""
+    if "postgres" not in SERVICE_STORES:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without the PostgreSQL store enabled")
+        pytest.skip("the PostgreSQL store is not enabled (NUTCH2_TEST_STORES)")
+    conf = make_conf(tmp_path, "postgres", **{"storage.postgres.timeout": 12})
+    store = open_store(conf, f"ka{uuid.uuid4().hex[:8]}")
+    try:
+        params = store._conn().info.get_parameters()
+        assert (params["keepalives"], params["keepalives_idle"], params["keepalives_interval"],
+                params["keepalives_count"], params["tcp_user_timeout"]) == ("1", "4", "2", "3", "12000")
+    finally:
+        store.drop_schema()
+        store.close()
