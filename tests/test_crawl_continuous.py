@@ -107,6 +107,51 @@ def test_a_continuous_crawl_refetches_due_pages_takes_new_seeds_and_stops(tmp_pa
         assert f"crawl: {crawl_id}: " in out
 
 
+def test_a_continuous_crawl_waits_when_its_seed_folder_is_emptied_or_gone(tmp_path: Path) -> None:
+    """An operator swaps seed files (moves them out, or the folder away, then back): the service keeps waiting,
+    and a restart with the folder empty starts and waits for seed files, instead of exiting 1."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    crawl_id = "swap" + uuid.uuid4().hex[:6]
+    props = {"crawl.continuous.poll.seconds": 0.3}
+    d = defines(tmp_path, "sqlite", **props)
+    with TestWeb(hosts=1, pages_per_host=2, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
+                                                                          traps=False) as other:
+        (seeds / "a.txt").write_text(web.seed_url + "\n")
+        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: "nothing is due" in _log(tmp_path), 90)
+            (seeds / "a.txt").rename(tmp_path / "a.txt")  # emptied
+            assert wait_for(lambda: "no seed file in" in _log(tmp_path), 30)
+            seeds.rename(tmp_path / "away")  # gone
+            time.sleep(1.0)
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            (tmp_path / "away").rename(seeds)
+            (seeds / "b.txt").write_text(other.seed_url + "\n")  # back, with a new file
+            assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the new seed was not crawled"
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 130, err[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        (seeds / "b.txt").unlink()  # restarted with an empty folder: it starts, and waits
+        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: proc.poll() is not None or _log(tmp_path).count("nothing is due") >= 3, 90)
+            assert proc.poll() is None
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130 and f"crawl: no seed file in {seeds} (yet); crawling the rows there are" in err
+
+
 def _log(tmp: Path) -> str:
     logs = list((tmp / "crawl").rglob("hadoop.log"))
     return "".join(p.read_text(errors="replace") for p in logs)

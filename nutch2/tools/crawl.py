@@ -140,8 +140,12 @@ class Crawl(Tool[CrawlArgs]):
             timer.daemon = True
             timer.start()
         try:
-            self.inject(run)
             self.seeds_seen = self.seed_files()
+            if a.continuous and self.seeds_seen == {}:  # a service waits for its seeds (an operator swaps them)
+                log.warning(f"crawl: no seed file in {a.seeds} (yet); crawling the rows there are and waiting for "
+                            "seed files")
+            else:
+                self.inject(run)
             self.rounds(run)
         except stop.Stopped:
             if not self.limit_reached.is_set():
@@ -282,7 +286,10 @@ class Crawl(Tool[CrawlArgs]):
             if time.monotonic() - checked >= poll:
                 checked = time.monotonic()
                 seen = self.seed_files()
-                if seen is not None and seen != self.seeds_seen:
+                if seen == {} and seen != self.seeds_seen:  # moved away or emptied, e.g. while they are swapped
+                    log.warning(f"crawl: no seed file in {self.args.seeds} now; waiting for seed files")
+                    self.seeds_seen = seen
+                elif seen is not None and seen != self.seeds_seen:
                     log.info("crawl: the seeds changed; injecting them")
                     self.seeds_seen = seen
                     self.inject(run)
