@@ -4,6 +4,7 @@ STOP ends it with exit 0), and `-timeLimit` bounds a whole crawl, which the same
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -102,6 +103,8 @@ def test_a_continuous_crawl_refetches_due_pages_takes_new_seeds_and_stops(tmp_pa
                 proc.kill()
                 proc.wait()
         assert proc.returncode == 0, err[-3000:]
+        assert re.search(r"crawl: an earlier crawl was interrupted in round \d+ \(continuous crawl\); finishing it",
+                         err), err[-3000:]
         assert f"{crawl_id}.STOP found (and removed): the continuous crawl ends" in err
         assert not (tmp_path / "crawl" / f"{crawl_id}.STOP").exists()
         assert f"crawl: {crawl_id}: " in out
@@ -168,6 +171,7 @@ def test_a_time_limit_ends_a_slow_crawl_and_the_same_command_finishes_it(tmp_pat
         took = time.monotonic() - started
         assert first.returncode == 0, first.stderr[-3000:]
         assert "crawl: the time limit (1 min) is reached; the same command goes on" in first.stderr
+        assert re.search(r"^fetch: stopped after [\d.]+ s: ", first.stderr, re.M), first.stderr[-3000:]  # its summary
         assert took < 90, took  # a minute and a half
         conf = conf_for(tmp_path, "sqlite")
         assert any(p.status == CrawlStatus.UNFETCHED for p in rows(conf, "limited").values())

@@ -13,7 +13,8 @@ Marks say where each row is; the journal says whether a job that writes many row
     Each entry also keeps "counts": {"generated": n, "fetched": n, "parsed": n, "updated": n, "indexed": n}, the
     rows each step left with its mark (the dashboard's figures for batches whose marks updatedb removed).
     update/all  {"state": "updating", "run": r}      an updatedb of every batch in progress (deleted when it ends)
-    crawl       {"round": k, "rounds": n}            a `crawl` command in progress (deleted when it ends)
+    crawl       {"round": k, "rounds": n}            a `crawl` command in progress (deleted when it ends); n is -1
+                                                     until nothing is due, CONTINUOUS (-2) for a continuous crawl
 The newest KEEP_FINISHED updated batches are remembered; updatedb forgets older ones (a crawl makes a batch a round
 for as long as it runs, and every step reads the journal).
 
@@ -48,6 +49,7 @@ ORDER = (GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, 
 _UPDATE_ALL = "update/all"  # the entry of an updatedb of every batch: not a batch, so batches() never lists it
 _OLD_UPDATE_ALL = "batch/-all"  # where tables written before kept it
 COUNTS = ("generated", "fetched", "parsed", "updated", "indexed")  # the figures a batch keeps, in step order
+CONTINUOUS = -2  # the `rounds` of a continuous crawl in the journal's crawl entry
 KEEP_FINISHED = 1000  # updated batches the journal remembers (the dashboard's history); older ones are forgotten
 
 
@@ -192,6 +194,11 @@ class Journal:
         """A journal write, fenced by the leases this command holds on the crawl (a command that lost its lease
         cannot record a step)."""
         self.store.put_state_fenced(name, value, active_fences(self.store.table))
+
+
+def rounds_phrase(rounds: int) -> str:
+    """How a crawl entry's `rounds` reads after "round k": " of 3", " (until nothing is due)", " (continuous)"."""
+    return {-1: " (until nothing is due)", CONTINUOUS: " (continuous crawl)"}.get(rounds, f" of {rounds}")
 
 
 def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer: str,

@@ -36,6 +36,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nutch2.config import Configuration
+from nutch2.crawldb.journal import rounds_phrase
 from nutch2.errors import StoreError
 from nutch2.index.solr import row_key_of
 from nutch2.parse.encoding import decode_content, detect_encoding
@@ -151,6 +152,7 @@ def _templates() -> Jinja2Templates:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(safe_href=_safe_href, qs=_qs)
     env.filters["when"] = _when
+    env.filters["rounds"] = rounds_phrase  # a crawl entry's rounds after "round k"
     return Jinja2Templates(env=env)
 
 

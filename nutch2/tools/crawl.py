@@ -25,6 +25,7 @@ from typing import Any
 
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import (
+    CONTINUOUS,
     FETCHED,
     GENERATED,
     GENERATING,
@@ -34,6 +35,7 @@ from nutch2.crawldb.journal import (
     UPDATING,
     Journal,
     reached,
+    rounds_phrase,
 )
 from nutch2.errors import NutchError
 from nutch2.mapred import stop
@@ -150,6 +152,7 @@ class Crawl(Tool[CrawlArgs]):
         except stop.Stopped:
             if not self.limit_reached.is_set():
                 raise
+            run.stopped()  # what the step the limit cut short did, as after a signal
             stop.reset()  # the crawl's own stop: what follows (the writers' clean, the statistics) runs
             with open_store(self.conf, self.crawl_id, create=False) as store:
                 state = Journal(store).crawl()
@@ -239,7 +242,8 @@ class Crawl(Tool[CrawlArgs]):
         raise stop.Stopped()
 
     def rounds_value(self) -> int:
-        return -1 if self.args.until_done else int(self.args.rounds or 1)
+        """The journal's `rounds` of this crawl: N, -1 until nothing is due, CONTINUOUS for ever."""
+        return CONTINUOUS if self.args.continuous else -1 if self.args.until_done else int(self.args.rounds or 1)
 
     def rounds_text(self) -> str:
         a = self.args
@@ -330,8 +334,8 @@ class Crawl(Tool[CrawlArgs]):
         if state is not None and state.get("time_limit"):
             log.info(f"crawl: an earlier crawl ended at its time limit in round {state['round']}; going on")
         elif state is not None:
-            rounds = "until nothing is due" if state["rounds"] == -1 else state["rounds"]
-            log.info(f"crawl: an earlier crawl was interrupted in round {state['round']} of {rounds}; finishing it")
+            log.info(f"crawl: an earlier crawl was interrupted in round {state['round']}"
+                     f"{rounds_phrase(state['rounds'])}; finishing it")
         if keep_last and unfinished and (rec := journal.batch(unfinished[-1])) is not None and \
                 not rec.reached(UPDATING):
             self.kept = unfinished.pop()
