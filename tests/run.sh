@@ -72,7 +72,9 @@ for s in ${NUTCH2_SERVICES:-solr cassandra hbase postgres spark tika opensearch}
 done
 cleanup() { for s in "${services[@]}"; do bash docker/services.sh stop "$s" >/dev/null 2>&1 || true; done; report; }
 trap cleanup EXIT
-# started side by side (each waits for its own port); a failed start shows its log and stops the run
+# started side by side (each waits for its own port); a failed start shows its log and stops the run. The test
+# servers are throwaway: Cassandra skips fsync of its schema (its many schema changes go faster)
+export CASSANDRA_UNSAFE_SYSTEM=1
 stores=()
 logs="$(mktemp -d)"
 pids=()

@@ -7,7 +7,8 @@
 #   (below); without them the daemon dies at start.
 # - The 5.0 yaml loader rejects unknown keys: the yaml below only uses 5.0 names (e.g. commitlog_sync_period: 10s).
 # - Tuned for 2 cores: num_tokens 1, concurrent_compactors 1, small thread pools, no auto snapshots, no hints,
-#   -Dcassandra.skip_wait_for_gossip_to_settle=0, -Dcassandra.ring_delay_ms=100, unsafesystem (no fsync of system tables).
+#   -Dcassandra.skip_wait_for_gossip_to_settle=0, -Dcassandra.ring_delay_ms=100; CASSANDRA_UNSAFE_SYSTEM=1 (tests/run.sh
+#   sets it) adds unsafesystem: no fsync of the system tables, so the schema does not survive a kill -9.
 # - Times (2 cores): first start (jars resolved, empty data) 40 s, of which JVM start -> "Startup complete" 34 s;
 #   restart 28 s (34 s with HBase + Solr + other tests loading the box); jar resolution 33 s cold / ~8 s from a
 #   warm ~/.m2. Most of the time is class loading/JIT on 2 cores spread over the whole boot (no single slow step).
@@ -142,9 +143,11 @@ cassandra_start() {
       -Dlogback.configurationFile="$d/conf/logback.xml"
       -Dcassandra.skip_wait_for_gossip_to_settle=0
       -Dcassandra.ring_delay_ms=100
-      -Dcassandra.unsafesystem=true
       -Djava.net.preferIPv4Stack=true
     )
+    # the test suite's throwaway server skips fsync of the system tables (its many schema changes go faster); a
+    # server that keeps crawls must not: its schema would not survive a kill -9 and replay drops the tables' data
+    if [ "${CASSANDRA_UNSAFE_SYSTEM:-0}" = 1 ]; then opts+=(-Dcassandra.unsafesystem=true); fi
     : >"$log"
     nohup "$java" "${opts[@]}" -cp "$d/conf:$lib/*" org.apache.cassandra.service.CassandraDaemon \
       >>"$log" 2>&1 </dev/null &
