@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +216,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         if write:
             stmt.consistency_level = self.write_cl
         return with_retries(lambda: self.session.execute(stmt, list(params)), self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {_short(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"))
 
     def _prepare(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)
@@ -224,7 +224,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             try:
                 stmt = self._prepared[cql] = self.session.prepare(cql)
             except Exception as e:
-                raise StoreError(f"Cassandra at {self.where}: {_short(e)}") from None
+                raise StoreError(f"Cassandra at {self.where}: {_failed(e)}") from None
         return stmt
 
     def _many(self, items: list[tuple[str, tuple]], write: bool = True) -> list[Any]:
@@ -246,7 +246,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         what = "write" if write else "read"
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_short(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_failed(e)}"))
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
@@ -421,7 +421,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             return Aggregate.of(pairs, total, low, high, hosts)
 
         return with_retries(count, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_short(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_failed(e)}"))
 
     def _range_rows(self, stmt: Any, ranges: list[tuple[int, int]]) -> Iterator[list[Any]]:
         """The rows of each token range, AGGREGATE_CONCURRENCY ranges read at once; a range's later pages are
@@ -500,7 +500,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         if stmts:
             with_retries(run, self.retries, _transient,
-                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_short(e)}"))
+                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_failed(e)}"))
 
     def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
                      end: str | None) -> Iterator[tuple[Entry, int]]:
@@ -651,6 +651,7 @@ def _import_driver() -> None:
     with _import_lock:  # the tasks of the local runner open their stores at once, in threads
         if "cassandra.cluster" in sys.modules:
             return
+        threading.excepthook = _quiet_exit(threading.excepthook)
         hidden = [m for m in ("cassandra.io.twistedreactor", "numpy") if m not in sys.modules]
         for m in hidden:
             sys.modules[m] = None  # type: ignore[assignment]  # an import of it raises ImportError
@@ -663,6 +664,21 @@ def _import_driver() -> None:
 
 
 _import_lock = threading.Lock()
+
+
+def _quiet_exit(previous: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """threading.excepthook without the driver's last gasp at exit: its "Task Scheduler" thread, reconnecting to a
+    server that went away, submits to an executor the interpreter's exit already shut down (a traceback after the
+    command's one error line). Every other thread's exception is shown as before."""
+
+    def hook(args: Any) -> Any:
+        if (args.thread is not None and args.thread.name == "Task Scheduler" and args.exc_type is RuntimeError
+                and "after shutdown" in str(args.exc_value)):
+            return None
+        return previous(args)
+
+    return hook
+
 
 
 def _transient(e: Exception) -> bool:
@@ -678,4 +694,16 @@ def _short(e: Exception) -> str:
         return "connection refused"
     if "Unable to connect" in text or "NoHostAvailable" in type(e).__name__:
         return "no host available"
+    if "timeout" in text.lower() or type(e).__name__ in ("OperationTimedOut", "ReadTimeout", "WriteTimeout"):
+        return "no answer within storage.cassandra.timeout, retries included"
     return text[:300]
+
+
+def _failed(e: Exception) -> str:
+    """_short, and for a server gone or silent what to check (a job's request, after its retries)."""
+    short = _short(e)
+    if short in ("connection refused", "no host available"):
+        return f"{short}; is the server up? (docker/services.sh start cassandra)"
+    if short.startswith("no answer"):
+        return f"{short}; is the server up and not overloaded? (docker/services.sh status cassandra)"
+    return short
