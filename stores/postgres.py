@@ -303,4 +303,10 @@ def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     if "Connection refused" in text:
         return "connection refused"
+    if type(e).__name__ == "UndefinedTable":  # dropped by hand, or another database than the crawl's
+        primary = getattr(getattr(e, "diag", None), "message_primary", None) or text.split(" LINE ")[0]
+        return f"{primary}; was the crawl's table dropped? (check storage.postgres.url: is it the crawl's database?)"
+    if "server closed the connection" in text or "consuming input failed" in text:
+        return (f"{text[:200]}; the server went away: is it up? (docker/services.sh start postgres), then run the "
+                "same command again")
     return text[:300]

@@ -152,3 +152,25 @@ def test_postgres_connections_notice_a_server_machine_that_went_away(tmp_path: P
     finally:
         store.drop_schema()
         store.close()
+
+
+@pytest.mark.integration
+def test_a_postgres_table_dropped_by_hand_is_named_in_one_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    if "postgres" not in SERVICE_STORES:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without the PostgreSQL store enabled")
+        pytest.skip("the PostgreSQL store is not enabled (NUTCH2_TEST_STORES)")
+    crawl_id = f"dr{uuid.uuid4().hex[:8]}"
+    store = open_store(make_conf(tmp_path, "postgres"), crawl_id)
+    try:
+        store._exec(f'DROP TABLE "{crawl_id}_webpage"')
+        capsys.readouterr()
+        assert cli("readdb", "-stats", "-crawlId", crawl_id, *defines(tmp_path, "postgres")) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith(f'relation "{crawl_id}_webpage" does not exist; was the crawl\'s '
+                                                 "table dropped? (check storage.postgres.url: is it the crawl's "
+                                                 "database?)"), err
+    finally:
+        store.drop_schema()
+        store.close()
