@@ -372,3 +372,22 @@ def test_records_of_a_cut_page_and_an_updated_row() -> None:
     assert metadata.rec_headers.get_header("WARC-Refers-To") == response.rec_headers.get_header("WARC-Record-ID")
     page.markers = {Mark.FETCH.value: "b1"}
     assert fetched_at(page) == 5_000_000  # fetched, not yet updated: its fetch time
+
+
+def test_the_http_status_a_row_keeps() -> None:
+    """What the export writes in the status line, from the row alone (a redirect's code is not kept: 301/302)."""
+    from nutch2.archive.warc import http_status
+    from nutch2.status import ProtocolStatusCode as P
+    from nutch2.webpage import ProtocolStatus
+
+    def row(status: CrawlStatus, code: P = P.SUCCESS, *args: str) -> WebPage:
+        return WebPage("com.example:http/", status=int(status), protocol_status=ProtocolStatus(int(code), list(args)))
+
+    assert http_status(WebPage("com.example:http/", status=int(CrawlStatus.FETCHED))) == 200  # no protocol status
+    assert http_status(row(CrawlStatus.DUPLICATE)) == 200 and http_status(row(CrawlStatus.NOTMODIFIED)) == 304
+    assert http_status(row(CrawlStatus.REDIR_PERM, P.MOVED, "http://example.com/b")) == 301
+    assert http_status(row(CrawlStatus.REDIR_TEMP, P.TEMP_MOVED, "http://example.com/b")) == 302
+    assert http_status(row(CrawlStatus.GONE, P.NOTFOUND, "404")) == 404
+    assert http_status(row(CrawlStatus.RETRY, P.EXCEPTION, "503")) == 503
+    assert http_status(row(CrawlStatus.GONE, P.ROBOTS_DENIED)) is None  # no request was made
+    assert http_status(row(CrawlStatus.RETRY, P.EXCEPTION, "connection refused")) is None

@@ -164,10 +164,10 @@ def http_status(page: WebPage) -> int | None:
     ps, status = page.protocol_status, page.status
     if status == CrawlStatus.NOTMODIFIED:
         return 304
-    if ps.code == ProtocolStatusCode.SUCCESS:
+    if status in (CrawlStatus.FETCHED, CrawlStatus.DUPLICATE) or ps.code == ProtocolStatusCode.SUCCESS:
         return 200
-    if ps.code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
-        return 301 if ps.code == ProtocolStatusCode.MOVED else 302
+    if status in (CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP):
+        return 301 if status == CrawlStatus.REDIR_PERM else 302
     code = ps.args[0] if ps.args else ""
     return int(code) if code.isdigit() and 100 <= int(code) <= 599 else None
 
