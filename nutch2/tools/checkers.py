@@ -296,9 +296,11 @@ class PluginLister(Tool[PluginArgs]):
     def run(self, run: Run) -> int:
         from nutch2.plugin import Plugins, descriptor, installed
 
-        active = set(Plugins(self.conf).ids)
+        ids = Plugins(self.conf).ids
         point = self.args.point
-        for pid, ep in sorted(installed().items()):
+        listed = [(pid, f"\t({ep.value})") for pid, ep in sorted(installed().items())]
+        listed += [(pid, "") for pid in ids if ":" in pid]  # plugin.classes: the user's own classes, active
+        for pid, source in listed:
             try:
                 plugin = descriptor(pid)
             except NutchError as e:
@@ -306,14 +308,6 @@ class PluginLister(Tool[PluginArgs]):
                 continue
             if point and point not in plugin.extensions:
                 continue
-            mark = "+" if pid in active else "-"
-            run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}\t({ep.value})")
-        for pid in (i for i in Plugins(self.conf).ids if ":" in i):  # plugin.classes: the user's own, active
-            try:
-                plugin = descriptor(pid)
-            except NutchError as e:
-                run.out(f"!  {pid}\t(cannot load: {e})")
-                continue
-            if not point or point in plugin.extensions:
-                run.out(f"+  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}")
+            mark = "+" if pid in ids else "-"
+            run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}{source}")
         return 0
