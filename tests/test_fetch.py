@@ -16,7 +16,7 @@ from nutch2.mapred import runner
 from nutch2.marks import Mark
 from nutch2.rowkeys import DEFER_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode
-from nutch2.urls.tableutil import reverse_url
+from nutch2.urls.tableutil import reverse_url, unreverse_url
 from nutch2.webpage import WebPage
 from tests.conftest import CONF_DIR
 from tests.crawlutil import cli, conf_for, defines, row, rows
@@ -633,3 +633,21 @@ def test_queues_acquire_ends_on_abort() -> None:
     q.abort()
     t.join(5)
     assert result == [None]
+
+
+def test_a_crawl_by_domain_ships_its_jobs_to_the_worker_processes(tmp_path: Path) -> None:
+    """db.ignore.external.links.mode=byDomain on the default runner: the jobs that hold the mode's function still
+    pickle to the worker processes (a lambda there failed the fetch with a traceback), and links off the seed's
+    domain (here each 127.0.1.x address is a domain of its own) make no rows."""
+    from tests.helpers import nutch2
+
+    props = {"db.ignore.external.links": "true", "db.ignore.external.links.mode": "byDomain"}
+    with TestWeb(hosts=3, pages_per_host=3, traps=False) as web:
+        d = defines(tmp_path, "sqlite", **props)
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(web.seed_url + "\n")
+        crawl = nutch2("crawl", seeds, "-crawlId", "bd", "-rounds", 2, *d)
+        assert crawl.returncode == 0, crawl.stderr[-3000:]
+        seed_host = web.seed_url.split("/")[2]
+        table = rows(conf_for(tmp_path, "sqlite", **props), "bd")
+    assert len(table) > 1 and {unreverse_url(k).split("/")[2] for k in table} == {seed_host}

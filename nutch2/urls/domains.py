@@ -73,6 +73,11 @@ def ip_of_host(host: str) -> str:
         return host
 
 
+def domain_of_url(url: str) -> str:
+    """Registered domain of a URL's host."""
+    return domain_of_host(host_of(url))
+
+
 def site_of(mode: str) -> Callable[[str], str]:
     """What db.ignore.external.links and db.ignore.internal.links compare (Nutch's db.ignore.external.links.mode):
     the URL's host ("byHost") or its registered domain ("byDomain"). A ConfigError for another mode."""
@@ -80,6 +85,6 @@ def site_of(mode: str) -> Callable[[str], str]:
     if m == "byhost":
         return host_of
     if m == "bydomain":
-        return lambda url: domain_of_host(host_of(url))
+        return domain_of_url  # a module's function: a job holding it still pickles to another process
     raise ConfigError(f"db.ignore.external.links.mode={mode!r} is not known; use byHost or byDomain")
 
