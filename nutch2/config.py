@@ -208,13 +208,10 @@ class Configuration:
         """Hadoop's variable expansion in a nutch-site.xml value: ${name} is the value of property name (of the file,
         else as set so far) or of the Java system properties Hadoop's files use (user.name, user.home, user.dir,
         java.io.tmpdir), expanded again up to 20 times; an unknown name stays as it is, as in Hadoop."""
-        system = {"user.name": getpass.getuser(), "user.home": str(Path.home()), "user.dir": os.getcwd(),
-                  "java.io.tmpdir": tempfile.gettempdir()}
-
         def lookup(m: re.Match[str]) -> str:
             name = m.group(1)
             self._variables.add(name)  # a property set to be used as ${name} is not "ignored"
-            value = props[name] if name in props else self.values.get(name, system.get(name))
+            value = props[name] if name in props else self.values.get(name, _system_property(name))
             return m.group(0) if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
         out = {}
@@ -324,6 +321,16 @@ class Configuration:
         new._variables = set(self._variables)
         new.sources = list(self.sources)
         return new
+
+
+def _system_property(name: str) -> str | None:
+    """The Java system properties Hadoop's files use, looked up only when a value names one (a process without a
+    user name, as in some containers, has no user.name: the variable then stays as it is)."""
+    try:
+        return {"user.name": getpass.getuser, "user.home": lambda: str(Path.home()), "user.dir": os.getcwd,
+                "java.io.tmpdir": tempfile.gettempdir}[name]()
+    except (KeyError, OSError, RuntimeError):
+        return None
 
 
 def _check_range(key: str, value: Any, source: str) -> Any:

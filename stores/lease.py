@@ -180,6 +180,11 @@ def _parse(raw: str | None) -> dict | None:
         return None
 
 
+def _live(rec: dict | None, now: float, host: str) -> bool:
+    """Held, not expired, and not by a process of this machine that has ended."""
+    return rec is not None and rec.get("state") == "held" and rec.get("expires", 0) >= now and not _gone(rec, host)
+
+
 def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:
     """Live leases whose scope starts with prefix: (scope, record)."""
     out = []
@@ -188,12 +193,17 @@ def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:
     for name, raw in store.states(PREFIX + prefix).items():
         if name.startswith(PREFIX + prefix):
             rec = _parse(raw)
-            if rec is None or rec.get("state") != "held" or rec.get("expires", 0) < now:
-                continue
-            if _gone(rec, host):
-                continue
-            out.append((name[len(PREFIX):], rec))
+            if _live(rec, now, host):
+                out.append((name[len(PREFIX):], rec))  # type: ignore[arg-type]
     return out
+
+
+def forget_lease(store: DataStore, scope: str) -> None:
+    """Remove the record of a lease no one holds any more (released, expired, or its holder's process gone), so
+    that scopes used once (a batch's) do not pile up; a live holder's record stays."""
+    name = PREFIX + scope
+    if not _live(_parse(store.get_state(name)), time.time(), socket.gethostname()):
+        store.put_state(name, None)
 
 
 # the leases the commands of this thread hold, per table: the journal's writes carry their fences

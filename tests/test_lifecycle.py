@@ -363,7 +363,7 @@ def test_a_long_crawl_keeps_a_journal_of_bounded_size(web: TestWeb, tmp_path: Pa
     from tests.crawlutil import cli
 
     monkeypatch.setattr(journal, "KEEP_FINISHED", 2)
-    d = defines(tmp_path, "sqlite:local")
+    d = defines(tmp_path, "sqlite")  # the default runner: updatedb's end (and its prune) runs in the command
     assert cli("crawl", seed_file(tmp_path, web.seed_url), "-crawlId", "long", "-rounds", 4, *d) == 0
     with open_store(conf_for(tmp_path, "sqlite"), "long", create=False) as store:
         assert len(Journal(store).batches()) == 2

@@ -36,8 +36,7 @@ from nutch2.errors import NutchError
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
-from nutch2.stores.lease import PREFIX as LEASE_PREFIX
-from nutch2.stores.lease import active_fences
+from nutch2.stores.lease import active_fences, forget_lease
 from nutch2.stores.query import Query
 
 log = logging.getLogger(__name__)
@@ -126,10 +125,7 @@ class Journal:
         old = finished[:-keep] if keep > 0 else finished
         for rec in old:
             self._put(f"batch/{rec.batch_id}", None)
-            lease = f"{LEASE_PREFIX}batch/{rec.batch_id}"
-            held = _held(self.store.get_state(lease))
-            if not held:
-                self.store.put_state(lease, None)
+            forget_lease(self.store, f"batch/{rec.batch_id}")
         if old:
             log.debug(f"journal: forgot {len(old)} finished batches (the newest {keep} are kept)")
         return len(old)
@@ -218,15 +214,6 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
     article = "an" if producer[0] in "aeiou" else "a"
     log.info(f"{job}: no row of batch {batch} carries {article} {producer} mark{state}: nothing to do")
     return False
-
-
-def _held(raw: str | None) -> bool:
-    """A lease record still held and not expired (a released or expired one may go)."""
-    try:
-        rec = json.loads(raw) if raw else None
-    except ValueError:
-        return False
-    return isinstance(rec, dict) and rec.get("state") == "held" and rec.get("expires", 0) >= time.time()
 
 
 def _record(batch_id: str, raw: str) -> BatchRecord:
