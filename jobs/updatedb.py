@@ -60,18 +60,11 @@ def staged_run(metadata: dict[str, bytes]) -> str | None:
     return raw.split(b"\n", 1)[0].decode("ascii", "replace") if raw else None
 
 
-@dataclass(frozen=True, slots=True)
-class LinkDatum:
-    """What a source row gives one of its outlink targets."""
-
-    source: str
-    anchor: str
-    cash: float
-    dist: int
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        """Pickled as its values (the shuffle writes millions; a slots dataclass pickles through fields())."""
-        return LinkDatum, (self.source, self.anchor, self.cash, self.dist)
+LinkDatum = tuple[str, str, float, int]
+"""What a source row gives one of its outlink targets: (source URL, anchor, OPIC cash, distance). A plain tuple:
+the shuffle carries one per outlink, pickled and merged; a map task sends a target's datums as one list."""
+COMBINE_DATUMS = 8192  # link datums a map task gathers per target before it emits them (one pair a target)
+REVERSED_KEEP = 4096  # outlink URLs whose row keys a map task remembers (a site's links repeat on its pages)
 
 
 @dataclass(slots=True)
@@ -109,28 +102,55 @@ class DbUpdaterJob(Job):
         return zlib.crc32(key.encode("utf-8")) % n
 
     # ---------------------------------------------------------------- map
+    def map_setup(self, ctx: TaskContext) -> None:
+        self._links: dict[str, list[LinkDatum]] = {}  # per target row key, the datums not emitted yet
+        self._held = 0  # datums in self._links
+        self._keys: dict[str, str] = {}  # outlink URL -> its row key (reverse_url)
+
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        """The row itself, then one LinkDatum per outlink (emitted pairs may be serialised at once: the row is
-        emitted only after distribute() has taken its cash)."""
+        """The row itself, at once; its outlinks' datums gathered per target (a combiner: the rows come in key
+        order, a site's pages together, so a target's links from one site travel as one pair), emitted
+        every COMBINE_DATUMS datums and at the end of the task (map_close). The row's own pair leaves only
+        after distribute() has taken its cash."""
         base = dict(page.metadata)
         if Mark.FETCH.check(page) is None or not page.outlinks:
             yield page.key, BatchRow(page, base)
             return
         url = unreverse_url(page.key)
+        keys = self._keys
         targets: list[tuple[str, str, str]] = []
         for target, anchor in page.outlinks.items():
-            try:
-                targets.append((reverse_url(target), target, anchor))
-            except ValueError:
-                ctx.incr("bad_outlinks")
+            key = keys.get(target)
+            if key is None:
+                try:
+                    key = reverse_url(target)
+                except ValueError:
+                    ctx.incr("bad_outlinks")
+                    continue
+                if len(keys) >= REVERSED_KEEP:
+                    keys.clear()
+                keys[target] = key
+            targets.append((key, target, anchor))
         dist = (get_distance(page) or 0) + 1
         datums = [ScoreDatum(target, anchor, 0.0, dist) for _, target, anchor in targets]
         self.scoring.distribute_score_to_outlinks(url, page, datums)
         page.unload("outlinks")  # the datums below carry them: not shuffled twice, not held by the reducer
         yield page.key, BatchRow(page, base)
+        links = self._links
         for (key, _target, anchor), datum in zip(targets, datums, strict=True):
             if key != page.key:
-                yield key, LinkDatum(url, anchor, datum.score, dist)
+                group = links.get(key)
+                if group is None:
+                    links[key] = [(url, anchor, datum.score, dist)]
+                else:
+                    group.append((url, anchor, datum.score, dist))
+        self._held += len(targets)
+        if self._held >= COMBINE_DATUMS:
+            yield from self.map_close(ctx)
+
+    def map_close(self, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        links, self._links, self._held = self._links, {}, 0
+        return iter(links.items())
 
     # ---------------------------------------------------------------- reduce
     def run_reducer(self, items: Iterator[tuple[Any, Any]], ctx: TaskContext) -> None:
@@ -148,7 +168,7 @@ class DbUpdaterJob(Job):
         """One URL: a batch row is scheduled and staged; a link target is created or given its new inlinks.
         rows: the targets' rows read ahead (absent: not in the table); None: read it here."""
         row = next((v for v in values if isinstance(v, BatchRow)), None)
-        links = [v for v in values if isinstance(v, LinkDatum)]
+        links = [d for v in values if not isinstance(v, BatchRow) for d in v]
         if row is not None:
             if staged_run(row.base_metadata) == self.run:
                 ctx.incr("already_staged")
@@ -193,18 +213,17 @@ class DbUpdaterJob(Job):
         return page
 
     def _apply_links(self, page: WebPage, links: list[LinkDatum]) -> None:
-        self.scoring.update_score(unreverse_url(page.key), page,
-                                  [ScoreDatum(d.source, d.anchor, d.cash, d.dist) for d in links])
+        self.scoring.update_score(unreverse_url(page.key), page, [ScoreDatum(*d) for d in links])
         merged = dict(page.inlinks)
-        for d in links:
-            merged.pop(d.source, None)
-            merged[d.source] = d.anchor
+        for source, anchor, _cash, _dist in links:
+            merged.pop(source, None)
+            merged[source] = anchor
         if self.max_inlinks >= 0 and len(merged) > self.max_inlinks:
             # keep the newest (this batch's links were moved to the end); [-0:] would keep them all
             merged = dict(list(merged.items())[len(merged) - self.max_inlinks:])
         if merged != page.inlinks:
             page.inlinks = merged
-        best = min(d.dist for d in links)
+        best = min(d[3] for d in links)
         dist = get_distance(page)
         if dist is None or best < dist:
             set_distance(page, best)

@@ -198,6 +198,11 @@ class Job:
         """Process one record; write through ctx or yield (shuffle key, value) pairs for the reduce."""
         return ()
 
+    def map_close(self, ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
+        """Pairs the map held back (a combiner's buffer), emitted after the task's last record (not after a
+        failure)."""
+        return ()
+
     def map_cleanup(self, ctx: TaskContext) -> None:
         """Called once per map task after its last record (also after a failure: close what setup opened)."""
 

@@ -32,14 +32,16 @@ class TaskOutput:
 
 
 def map_pairs(job: Job, split: Any, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-    """The body of a map task: setup, every record of the split through map, cleanup (also when the task fails
-    or its consumer stops early); yields what the map emits. Every runner runs its map tasks through it."""
+    """The body of a map task: setup, every record of the split through map, what the map held back, cleanup
+    (also when the task fails or its consumer stops early); yields what the map emits. Every runner runs its map
+    tasks through it."""
     job.map_setup(ctx)
     try:
         for record in job.read(split, ctx.store):
             stop.check()  # a stop request ends the task between records (the job is safe to run again)
             ctx.records += 1
             yield from job.map(record, ctx) or ()
+        yield from job.map_close(ctx) or ()
     finally:
         job.map_cleanup(ctx)
 
