@@ -142,6 +142,30 @@ def test_outlinks_new_rows_opic_and_merged_inlinks(env, num_tasks, sort_mb):
     assert c["new_rows"] == 2 and c["updated"] == 1
 
 
+def test_a_targets_links_from_many_pages_and_tasks_all_arrive(env):
+    """The map gathers a target's link datums and emits them in lists (every COMBINE_DATUMS datums and at the end
+    of its task): every source's inlink, cash share and distance still reaches every target, across the map's
+    flushes, its tasks and a spilling sort buffer."""
+    from nutch2.jobs.updatedb import COMBINE_DATUMS
+
+    _, _, _, store = env
+    t = now_ms() - 5000
+    targets = [f"http://t{i % 7}.example.com/p{i}" for i in range(40)]
+    sources = [f"http://s{j % 9}.example.com/page{j}" for j in range(COMBINE_DATUMS // 20 + 150)]
+    for j, src in enumerate(sources):
+        links = {targets[(j + k) % len(targets)]: f"from {j}" for k in range(20)}
+        fetched(store, src, fetch_time=t, dist=j % 3, cash=2.0, outlinks=links)
+    c = updatedb(env, num_tasks=3, **{"mapreduce.task.io.sort.mb": 0.05})
+    assert c["new_rows"] == len(targets) and c["updated"] == len(sources)
+    assert c.get("spilled_records", 0) > 0
+    for i, target in enumerate(targets):
+        linked = [j for j in range(len(sources)) if (i - j) % len(targets) < 20]
+        page = get(store, target)
+        assert page.inlinks == {sources[j]: f"from {j}" for j in linked}, target
+        assert get_cash(page) == pytest.approx(len(linked) * 2.0 / 20)
+        assert get_distance(page) == 1
+
+
 def test_dist_takes_the_minimum_over_sources(env):
     _, _, _, store = env
     t = now_ms()
