@@ -289,6 +289,10 @@ class Configuration:
         props = {k: v for k, v in {**self.values, **self.unknown}.items() if k.startswith(prefix)}
         return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
 
+    def changed(self, prefix: str) -> list[str]:
+        """The declared properties named `prefix`... whose value is not their default (set by a site file or -D)."""
+        return [k for k, v in self.values.items() if k.startswith(prefix) and self.defaults.get(k, v) != v]
+
     def get_int(self, key: str) -> int:
         return int(self.get(key))
 

@@ -246,9 +246,13 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def config_warning(logger: logging.Logger, msg: str) -> None:
-    """A warning about the configuration (an unknown plugin id...): the command's driver says it; a worker
-    process, which reads the same configuration, keeps it to DEBUG rather than saying it once more."""
-    logger.log(logging.DEBUG if _state.get("worker") else logging.WARNING, msg)
+    """A warning about the configuration (an unknown plugin id...): the command's driver says it once (a crawl's
+    steps check the same configuration every round); a worker process, which reads the same configuration, keeps
+    it to DEBUG rather than saying it once more."""
+    said = _state.setdefault("config_warnings", set())
+    worker = _state.get("worker") or msg in said  # type: ignore[operator]
+    said.add(msg)  # type: ignore[attr-defined]
+    logger.log(logging.DEBUG if worker else logging.WARNING, msg)
 
 
 # ---------------------------------------------------------------- progress

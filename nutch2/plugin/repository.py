@@ -15,6 +15,17 @@ from nutch2.plugin.extension import Settings
 log = logging.getLogger(__name__)
 
 
+# properties that only optional plugins read (prefixes): set while none of them is active, they change nothing
+PLUGIN_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "index.static": ("index-static",),
+    "parse.xpath.": ("parse-xpath", "index-xpath"),
+    "boilerplate.": ("parse-boilerplate",),
+    "lang.": ("language-identifier",),
+    "urlfilter.domain.": ("urlfilter-domain",),
+    "urlfilter.domaindenylist.": ("urlfilter-domaindenylist",),
+}
+
+
 class Plugins:
     """The active plugins of a configuration and the extensions they provide."""
 
@@ -75,10 +86,24 @@ class Plugins:
         for point in POINTS:
             for pid in self.providing(point):
                 extension_class(pid, point)
+        self._warn_idle_properties()
         for point in points:
             for ext in self.build(point) if POINTS[point] else [
                     self.build_one(point, i) for i in self.providing(point)]:
                 ext.close()
+
+
+    def _warn_idle_properties(self) -> None:
+        """One warning per property set for a plugin that is not active (index.static without index-static)."""
+        changed = getattr(self.conf, "changed", None)  # a Configuration's; other Settings do not say
+        if changed is None:
+            return
+        for prefix, owners in PLUGIN_PROPERTIES.items():
+            if any(o in self.ids for o in owners):
+                continue
+            for key in changed(prefix):
+                config_warning(log, f"warning: {key} is set, but plugin {' or '.join(owners)} is not active, so it "
+                               "does nothing; add the plugin to plugin.includes (`nutch2 plugins` lists them)")
 
 
 def _names(plugin_id: str, cls: type) -> set[str]:

@@ -1,0 +1,45 @@
+"""A property that only an inactive plugin reads (index.static without index-static) is one warning when a job's
+plugins are checked, not a silent no-op; the same property with its plugin active, or left at its default, is not."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from nutch2 import logs
+from nutch2.plugin import Plugins
+from tests.conftest import make_conf
+
+WARNING = "is set, but plugin"
+
+
+def warnings(caplog: pytest.LogCaptureFixture, tmp_path: Path, **props: object) -> list[str]:
+    caplog.clear()
+    logs._state.pop("config_warnings", None)  # a process says each configuration warning once
+    with caplog.at_level(logging.WARNING):
+        Plugins(make_conf(tmp_path, "memory", **props)).check()
+    return [r.getMessage() for r in caplog.records if WARNING in r.getMessage()]
+
+
+def test_a_property_of_an_inactive_plugin_is_one_warning(caplog, tmp_path):
+    lines = warnings(caplog, tmp_path, **{"index.static": "collection:docs"})
+    assert lines == ["warning: index.static is set, but plugin index-static is not active, so it does nothing; add "
+                     "the plugin to plugin.includes (`nutch2 plugins` lists them)"]
+    lines = warnings(caplog, tmp_path, **{"parse.xpath.max.length": 10, "lang.analyze.max.length": 99})
+    assert len(lines) == 2 and "parse-xpath or index-xpath" in lines[0] and "language-identifier" in lines[1]
+
+
+def test_a_crawl_says_it_once(caplog, tmp_path):
+    assert len(warnings(caplog, tmp_path, **{"index.static": "a:b"})) == 1
+    with caplog.at_level(logging.WARNING):
+        Plugins(make_conf(tmp_path, "memory", **{"index.static": "a:b"})).check()  # the next step of the crawl
+    assert not [r for r in caplog.records if WARNING in r.getMessage()][1:]
+
+
+def test_no_warning_with_the_plugin_active_or_the_default_value(caplog, tmp_path):
+    includes = make_conf(tmp_path, "memory").get_str("plugin.includes") + "|index-static"
+    assert warnings(caplog, tmp_path, **{"index.static": "collection:docs", "plugin.includes": includes}) == []
+    assert warnings(caplog, tmp_path, **{"index.static": ""}) == []
+    assert warnings(caplog, tmp_path) == []
