@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
+from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.crawldb.rowjson import row_to_json
 from nutch2.crawldb.tablestats import TableStatsJob
@@ -55,6 +57,16 @@ class StatsJob(TableStatsJob):
                 out.write(f"   {host}:\t{n}\n")
 
 
+DUMPED = "_SUCCESS"  # in a dump folder whose every part is whole (Hadoop's marker)
+
+
+def interrupted_dump(folder: Path) -> bool:
+    """A dump folder a killed or failed readdb -dump left: its parts (whole or not) and no DUMPED marker."""
+    names = [p.name for p in folder.iterdir()]
+    return bool(names) and DUMPED not in names and all(
+        re.fullmatch(r"\.?part-\d{5,}\.jsonl(\.tmp)?", n) for n in names)
+
+
 class DumpJob(Job):
     """readdb -dump DIR: one JSON object per row, one part file per map task."""
 
@@ -77,7 +89,10 @@ class DumpJob(Job):
         self.fields = tuple(f for f in ALL_FIELDS if f not in excluded)
 
     def map_setup(self, ctx: TaskContext) -> None:
-        self.file = open(self.out_dir / f"part-{ctx.task:05d}.jsonl", "w", encoding="utf-8")
+        """The task writes `.part-N.jsonl.tmp`, named part-N.jsonl once its last row is in (a task that fails or
+        is killed leaves no part that looks whole)."""
+        self.part = self.out_dir / f"part-{ctx.task:05d}.jsonl"
+        self.file = open(self.out_dir / f".{self.part.name}.tmp", "w", encoding="utf-8")
 
     def map(self, page: WebPage, ctx: TaskContext) -> tuple:
         if self.status is not None and page.status != self.status:
@@ -87,7 +102,18 @@ class DumpJob(Job):
         self.file.write(json.dumps(row_to_json(page, self.text, self.content), ensure_ascii=False))
         self.file.write("\n")
         ctx.incr("dumped")
+        failpoints.reach("readdb.dump")
+        return ()
+
+    def map_close(self, ctx: TaskContext) -> tuple:
+        self.file.close()
+        os.replace(self.out_dir / f".{self.part.name}.tmp", self.part)
         return ()
 
     def map_cleanup(self, ctx: TaskContext) -> None:
         self.file.close()
+
+    def finish(self, results: list, ctx: TaskContext) -> None:
+        """Every part is whole: DUMPED says the dump is complete (a rerun of the same command redoes a dump
+        without it)."""
+        (self.out_dir / DUMPED).write_text("")

@@ -98,11 +98,15 @@ class Readdb(Tool[ReaddbArgs]):
         return 0
 
     def _dump(self, run: Run, store, runner, out: Path) -> int:
-        from nutch2.jobs.readdb import DumpJob
+        from nutch2.jobs.readdb import DUMPED, DumpJob, interrupted_dump
 
         a = self.args
         if out.exists() and not out.is_dir():
             raise NutchError(f"-dump {out}: it is a file; give a new folder")
+        if out.exists() and interrupted_dump(out):  # the same command after a kill or a failure: dump again
+            log.info(f"readdb: {out} holds an interrupted dump (no {DUMPED}): writing it again")
+            for part in out.iterdir():
+                part.unlink()
         if out.exists() and any(out.iterdir()):
             raise NutchError(f"-dump {out}: the folder exists and is not empty; give a new folder")
         job = DumpJob(self.conf, out, a.regex, a.status, a.text, a.content)
