@@ -22,7 +22,7 @@ from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import ConfigError, NutchError, UsageError, error_line
+from nutch2.errors import ConfigError, NutchError, UsageError, WorkerDied, error_line
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
@@ -234,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         log.error(str(e))
         return 2
+    except WorkerDied as e:  # the same command goes on from what the job wrote (a fetch with -resume)
+        resume = resume_command(tool, argv) if tool is not None else shlex.join(["nutch2", *argv])
+        log.error(error_line(cls.name, NutchError(f"{e}: run `{resume}` to go on")))
+        return 1
     except NutchError as e:  # one line naming the cause and the fix; a refusal names -force
         log.error(error_line(cls.name, e))
         return 1

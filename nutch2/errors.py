@@ -21,6 +21,10 @@ class LeaseLost(StoreError):
     """This command's lease was taken over: it must not record anything more."""
 
 
+class WorkerDied(NutchError):
+    """A worker process of the job died (killed, out of memory): what it wrote is kept; the job resumes."""
+
+
 class UsageError(NutchError):
     """Wrong command-line use; the message is the whole line to print (exit code 2)."""
 

@@ -124,6 +124,7 @@ def test_a_worker_killed_mid_job_fails_it_in_one_line_and_a_rerun_is_exact(tmp_p
     assert proc.returncode == 1, err
     lines = [x for x in err.splitlines() if "error" in x]
     assert len(lines) == 1 and "a worker process died" in lines[0] and "Traceback" not in err, err
+    assert "run `nutch2 parse B -crawlId kill " in lines[0] and lines[0].endswith(" -resume` to go on"), lines[0]
     time.sleep(0.5)
     assert not [k for k in _workers(proc.pid)]  # nothing left running
     with open_store(conf, "kill", create=False) as store:

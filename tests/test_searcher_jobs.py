@@ -146,7 +146,7 @@ def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer) 
     info = wait(server, r.json()["id"])
     assert info["state"] == "FAILED" and info["exitCode"] == 1
     assert info["error"] == ("nutch2 fetch: error: no rows carry batch id '123-456' from generate; check the "
-                             "id printed by `nutch2 generate` (or use -all)")
+                             "id printed by a generate job (or use -all)")  # the command's words, as a job
 
 
 def test_one_job_at_a_time_per_crawl(server: SearchServer, web: TestWeb, tmp: Path) -> None:
@@ -248,3 +248,67 @@ def test_a_running_jobs_counters_are_live(server: SearchServer) -> None:
     fetched = info["counters"]["fetch"]["fetched"]
     assert fetched >= len(urls) and seen == sorted(seen)
     assert any(0 < n < fetched for n in seen), seen  # counted while the job ran, not only at its end
+
+
+@pytest.mark.timeout(300)
+def test_a_job_that_holds_its_interpreter_leaves_the_server_answering(web: TestWeb, tmp_path: Path) -> None:
+    """readdb -regex with a pattern that backtracks for ever on a URL of the table (a site chooses its URLs, an
+    API client the pattern): every task of the server's jobs runs in a worker process, so the server answers
+    while it runs; a stop that the task cannot see ends the job by killing its workers (http.timeout + 5 s
+    later), and the next job runs on fresh ones. The dump it left is written again by the same job."""
+    files = tmp_path / "files"
+    files.mkdir()
+    d = defines(tmp_path, "sqlite", **{"server.files.dir": files})
+    server = SearchServer(["-crawlId", "redos", "-solr", SOLR, "-jobs", *d], tmp_path / "server.log")
+    try:
+        run(server, "inject", seedUrls=[web.seed_url.rstrip("/") + "/" + "a" * 40 + "!"])
+        r = post(server, {"type": "readdb", "args": {"dump": "redos", "regex": r"^http://[^/]+/(a+)+$"}})
+        assert r.status_code == 201, r.text
+        job = r.json()["id"]
+        for _ in range(5):  # the server answers its API and its pages meanwhile
+            assert requests.get(f"{server.url}/api/jobs/{job}", timeout=30).json()["state"] == "RUNNING"
+            assert requests.get(f"{server.url}/api/stats", timeout=30).status_code == 200
+            time.sleep(0.3)
+        assert requests.post(f"{server.url}/api/jobs/{job}/stop", json={}, timeout=30).status_code == 202
+        info = wait(server, job, timeout=HTTP_TIMEOUT + 60)
+        assert info["state"] == "KILLED", info
+        assert f"server: job {job} (readdb) did not stop within {HTTP_TIMEOUT + 5} s: killed its" in server.output()
+        assert run(server, "readdb", stats=True)["result"]["total"] == 1  # fresh workers
+        again = run(server, "readdb", dump="redos", regex=r"^http://[^/]+/a+!$")
+        assert again["counters"]["readdb"]["dumped"] == 1 and (files / "redos" / "_SUCCESS").is_file()
+    finally:
+        server.stop()
+    assert "Traceback" not in server.output()
+
+
+@pytest.mark.timeout(300)
+def test_a_job_whose_worker_died_says_how_the_api_goes_on(big_web: TestWeb, tmp_path: Path) -> None:
+    """kill -9 of a worker mid-fetch: the job fails with one line saying how to go on in the API's terms
+    ("resume": true), and that job finishes the batch."""
+    import psutil
+
+    from tests.helpers import page_requests
+
+    d = defines(tmp_path, "sqlite", **{"fetcher.server.delay": 0.3})
+    seeds = [big_web.page_url(h, i) for h in range(3) for i in range(30)]
+    server = SearchServer(["-crawlId", "died", "-solr", SOLR, "-jobs", *d], tmp_path / "server.log")
+    try:
+        run(server, "inject", seedUrls=seeds)
+        batch = run(server, "generate", topN=1000)["result"]["batchId"]
+        big_web.reset_log()
+        job = post(server, {"type": "fetch", "args": {"batch": batch}}).json()["id"]
+        deadline = time.monotonic() + 120
+        while sum(page_requests(big_web).values()) < 6:  # some pages fetched, most not
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.05)
+        for worker in psutil.Process(server.proc.pid).children():
+            worker.kill()
+        info = wait(server, job)
+        assert info["state"] == "FAILED", info
+        assert info["error"] == ('nutch2 fetch: error: a worker process died (killed, or out of memory); what '
+                                 'it wrote is kept and the job is safe to run again: submit the same job with '
+                                 '"resume": true in its args to go on'), info
+        resumed = run(server, "fetch", batch=batch, resume=True)["counters"]["fetch"]
+        assert resumed.get("skipped_already_fetched", 0) >= 1
+    finally:
+        server.stop()

@@ -26,7 +26,7 @@ from typing import Any
 
 from nutch2 import logs
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError
+from nutch2.errors import ConfigError, WorkerDied
 from nutch2.mapred import progress, stop
 from nutch2.mapred.job import Counters, Job
 from nutch2.mapred.memory import release_memory
@@ -53,6 +53,7 @@ class ProcessRunner(Runner):
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         super().__init__(conf, num_tasks)
+        self.here = conf.get_bool("mapreduce.processes.driver.task")  # task 0 in a thread of the command
         limit = max_workers()
         if self.num_tasks > limit:
             raise ConfigError(f"{self.num_tasks} tasks: the processes runner starts one worker process per task, "
@@ -81,17 +82,21 @@ class ProcessRunner(Runner):
 
     def _run(self, job: Job, tasks: list[tuple[Callable[..., TaskOutput], tuple[Any, ...]]]) -> list[TaskOutput]:
         """Task 0 here, in a thread of the driver (which would only wait), the others in the worker processes:
-        n tasks take n - 1 workers, so one interpreter fewer holds its libraries and pages."""
+        n tasks take n - 1 workers, so one interpreter fewer holds its libraries and pages. Without `here`
+        (mapreduce.processes.driver.task false: the job server), every task in a worker."""
         if not tasks:  # a job with no input splits (e.g. an empty seed list)
             return []
         futures: list[Future[TaskOutput]] = []
         pool: WorkerPool | None = None
-        if len(tasks) > 1:
+        remote = tasks[1:] if self.here else tasks
+        if remote:
             pool = self._pool()
         try:
             if pool is not None:
-                futures = [pool.submit(fn, *args) for fn, args in tasks[1:]]
+                futures = [pool.submit(fn, *args) for fn, args in remote]
                 self._count_live(pool, futures)
+            if not self.here:
+                return self._gather(job, futures, here=False)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
                 fn, args = tasks[0]
                 futures.insert(0, here.submit(fn, *args, live=self.counters.task()))
@@ -123,7 +128,7 @@ class ProcessRunner(Runner):
         """The process's pool, with a worker per task of this job (the driver runs one) besides those of the jobs
         already running in it (released by _release())."""
         global _pool, _uncount, _busy, _base
-        workers = max(1, self.num_tasks - 1)  # the driver runs a task too
+        workers = max(1, self.num_tasks - 1) if self.here else self.num_tasks  # the driver runs a task too
         max_mb = self.conf.get_float("mapreduce.processes.worker.max.mb")
         with _pool_lock:
             if _pool is None or _pool.broken or _pool.max_rss_mb != max_mb or (_busy == 0 and _base != workers):
@@ -138,9 +143,9 @@ class ProcessRunner(Runner):
             return _pool
 
     @staticmethod
-    def _gather(job: Job, futures: list[Future[TaskOutput]]) -> list[TaskOutput]:
-        """Each task's output in order. The first failure ends the job at once: the driver's own task (futures[0])
-        is asked to stop, and the failure is raised once it has."""
+    def _gather(job: Job, futures: list[Future[TaskOutput]], here: bool = True) -> list[TaskOutput]:
+        """Each task's output in order. The first failure ends the job at once: the driver's own task (futures[0],
+        with `here`) is asked to stop, and the failure is raised once it has."""
         stopped_by_user = False
         try:
             pending = set(futures)
@@ -152,7 +157,7 @@ class ProcessRunner(Runner):
             if failed is None:
                 return [f.result() for f in futures]
             stopped_by_user = stop.requested()
-            if not futures[0].done():
+            if here and not futures[0].done():
                 stop.request()  # the job has failed: the driver's own task finishes what it holds and ends
                 while not futures[0].done():
                     wait(futures[:1], timeout=0.2)
@@ -164,8 +169,8 @@ class ProcessRunner(Runner):
             shutdown_pool()
             if stopped_by_user:
                 raise stop.Stopped() from None
-            raise NutchError(f"{job.name}: a worker process died (killed, or out of memory); what it wrote is kept "
-                             "and the job is safe to run again: run the same command") from None
+            raise WorkerDied(f"{job.name}: a worker process died (killed, or out of memory); what it wrote is kept "
+                             "and the job is safe to run again") from None
         except stop.Stopped:
             shutdown_pool()  # its workers saw the stop; the next command (or API job) gets fresh ones
             raise
@@ -225,6 +230,20 @@ def _forward_stop() -> None:
 
 
 stop.on_request(_forward_stop)
+
+
+def kill_workers() -> int:
+    """SIGKILL the worker processes (a stopped job whose tasks do not end: a call that holds the interpreter); their
+    tasks fail as after any worker's death, and the next job gets fresh workers. The number killed."""
+    pool = _pool
+    killed = 0
+    for pid in pool.pids() if pool is not None else []:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
 
 
 def _init_worker(log_settings: tuple[str, Any], levels: dict[str, str] | None = None) -> None:

@@ -14,9 +14,11 @@ the server's URLs and paths taken out (Redactor; the server's log keeps the whol
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 import secrets
+import shlex
 import threading
 import time
 import traceback
@@ -26,14 +28,25 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError, StoreLockedError, error_line
+from nutch2.errors import ConfigError, NutchError, StoreLockedError, WorkerDied, error_line
 from nutch2.index.opensearch import redacted, target_of_url
 from nutch2.logs import clear_progress, last_progress
-from nutch2.mapred import stop
+from nutch2.mapred import processes, stop
 from nutch2.searcher.params import ParamError
 from nutch2.stores import crawl_lock
 from nutch2.tools import TOOLS, job_types
-from nutch2.tools.args import ArgError, ToolArgs, from_json, in_folder, json_schema
+from nutch2.tools.args import (
+    ArgError,
+    NoAbbrevParser,
+    ToolArgs,
+    add_arguments,
+    from_json,
+    from_namespace,
+    in_folder,
+    json_name,
+    json_schema,
+    opts,
+)
 from nutch2.tools.base import Run, Tool
 
 log = logging.getLogger(__name__)
@@ -125,9 +138,43 @@ class JobInfo:
 _DEFINE = re.compile(r"\bwith -D ([\w.-]+)=(\S+?)([,;)]|\s|$)")
 
 
+def _resume_advice(tool: Tool) -> str:
+    """How a job of the API goes on from what a failed run of it wrote (a fetch or parse with "resume": true)."""
+    names = {o.flag: json_name(f) for f, o, _, _ in opts(tool.Args) if o.flag}
+    extra = [f'"{names[flag]}": true' for flag in tool.resume_flags() if flag in names]
+    return f"submit the same job{' with ' + ', '.join(extra) + ' in its args' if extra else ''} to go on"
+
+
+_COMMAND = re.compile(r"`nutch2 ([a-z]+)([^`]*)`")
+
+
 def as_job_advice(message: str) -> str:
-    """A command's advice to set a property "with -D key=value", as a job of the API takes it."""
+    """A command's advice as a job of the API takes it: "with -D key=value" as the job's conf, and a command to
+    copy (`nutch2 fetch B -resume -crawlId X`) as the job to submit."""
+    message = _COMMAND.sub(_as_job, message).replace("give -force", 'give "force": true in the args')
     return _DEFINE.sub(lambda m: f'with "conf": {{"{m.group(1)}": "{m.group(2)}"}} in the job{m.group(3)}', message)
+
+
+def _as_job(m: re.Match[str]) -> str:
+    """`nutch2 <tool> <flags>` as the job to submit, `{"type": ..., "args": ...}` (unchanged when it is no job)."""
+    name = m.group(1)
+    cls = TOOLS.get(name)
+    if cls is None or not cls.job:
+        return m.group(0)
+    try:
+        words = shlex.split(m.group(2))
+        if "-crawlId" in words:  # the server's own crawl
+            i = words.index("-crawlId")
+            del words[i:i + 2]
+        parser = NoAbbrevParser(prog=name, add_help=False)
+        add_arguments(parser, cls.Args)
+        ns, extra = parser.parse_known_args(words)
+        if extra:
+            return m.group(0)
+        args = from_namespace(cls.Args, ns).to_json()
+    except (SystemExit, NutchError, ValueError):
+        return m.group(0)
+    return f"the job `{json.dumps({'type': name, 'args': args})}`" if args else f"a {name} job"
 
 
 def types_json() -> dict[str, Any]:
@@ -189,6 +236,7 @@ class JobManager:
         fetcher.address.allow lists is."""
         conf = self.conf.copy()
         conf.set("inject.seeds.allow.local", False)
+        conf.set("mapreduce.processes.driver.task", False)  # no task's long call can hold the server's threads
         if not props:
             return conf
         example = '{"http.agent.name": "MyBot"}'
@@ -253,6 +301,8 @@ class JobManager:
                 msg = "0 URLs selected for fetching"
         except stop.Stopped:
             code, state, msg = 130, "KILLED", "stopped on request"
+        except WorkerDied as e:
+            code, state, msg = 1, "FAILED", f"{error_line(info.type, e)}: {_resume_advice(tool)}"
         except NutchError as e:
             code, state, msg = 1, "FAILED", as_job_advice(error_line(info.type, e))
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
@@ -277,12 +327,25 @@ class JobManager:
         return sorted(self._jobs.values(), key=lambda j: j.started, reverse=True)
 
     def stop(self, job_id: str) -> JobInfo | None:
-        """Stop a running job as Ctrl-C would (every job can be stopped and run again)."""
+        """Stop a running job as Ctrl-C would (every job can be stopped and run again); one whose tasks have not
+        ended http.timeout + 5 s later (a call that holds a worker's interpreter, a store that does not answer) is
+        ended by killing its worker processes, as a second Ctrl-C ends a command."""
         info = self._jobs.get(job_id)
         if info is not None and info.state == "RUNNING":
+            if not info.stop_requested:
+                grace = self.conf.get_int("http.timeout") / 1000 + 5
+                timer = threading.Timer(grace, self._overdue, args=(info, grace))
+                timer.daemon = True
+                timer.start()
             info.stop_requested = True
             stop.request()
         return info
+
+    @staticmethod
+    def _overdue(info: JobInfo, grace: float) -> None:
+        if info.state == "RUNNING" and (n := processes.kill_workers()):
+            log.warning(f"server: job {info.id} ({info.type}) did not stop within {grace:g} s: killed its "
+                        f"{n} worker process(es); what it wrote is kept and the same job goes on from it")
 
     def shutdown(self, wait: float = 30.0) -> None:
         """Stop the running job and wait for it to end (its work is safe to resume whenever it ends)."""
