@@ -308,6 +308,7 @@ def test_a_job_whose_worker_died_says_how_the_api_goes_on(big_web: TestWeb, tmp_
         assert info["error"] == ('nutch2 fetch: error: a worker process died (killed, or out of memory); what '
                                  'it wrote is kept and the job is safe to run again: submit the same job with '
                                  '"resume": true in its args to go on'), info
+        assert info["counters"]["fetch"].get("fetched", 0) >= 1  # what the dead workers counted is kept
         resumed = run(server, "fetch", batch=batch, resume=True)["counters"]["fetch"]
         assert resumed.get("skipped_already_fetched", 0) >= 1
     finally:

@@ -91,16 +91,23 @@ class ProcessRunner(Runner):
         remote = tasks[1:] if self.here else tasks
         if remote:
             pool = self._pool()
+        remote_futures: list[Future[TaskOutput]] = []
         try:
             if pool is not None:
-                futures = [pool.submit(fn, *args) for fn, args in remote]
+                futures = remote_futures = [pool.submit(fn, *args) for fn, args in remote]
                 self._count_live(pool, futures)
             if not self.here:
                 return self._gather(job, futures, here=False)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="task") as here:
                 fn, args = tasks[0]
-                futures.insert(0, here.submit(fn, *args, live=self.counters.task()))
+                futures = [here.submit(fn, *args, live=self.counters.task()), *futures]
                 return self._gather(job, futures)
+        except BaseException:
+            if pool is not None:  # a stop or a failure: what the workers' unfinished tasks counted is kept
+                for f in remote_futures:
+                    if not f.done() or f.cancelled() or f.exception() is not None:
+                        self.counters.merge(pool.live_counts(f))
+            raise
         finally:
             if pool is not None:
                 pool.forget(futures)

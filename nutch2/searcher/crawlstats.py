@@ -18,6 +18,7 @@ from nutch2.crawldb.journal import COUNTS, ORDER, BatchRecord, Journal
 from nutch2.crawldb.tablestats import last_stats
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
+from nutch2.stores.lease import held_leases
 
 # the marks a row carries through a batch's steps (the page info view shows them)
 STEPS: tuple[tuple[str, Mark], ...] = (
@@ -33,7 +34,7 @@ class CrawlView:
     rows: int | None  # rows in the table now (None: the store keeps no count)
     journal: list[BatchRecord] = field(default_factory=list)
     readdb: dict[str, Any] | None = None  # the last readdb -stats result (tablestats.record_stats)
-    crawl: dict[str, Any] | None = None  # a `crawl` command in progress: {"round": k, "rounds": n}
+    crawl: dict[str, Any] | None = None  # a `crawl` not finished: {"round": k, "rounds": n, "running": bool}
     at: float = field(default_factory=time.time)
 
     def batch_rows(self) -> list[dict[str, Any]]:
@@ -70,9 +71,14 @@ def _iso(secs: float) -> str | None:
 
 
 def crawl_view(store: DataStore) -> CrawlView:
-    """The dashboard's figures: a kept count and a few small state values, never a scan."""
+    """The dashboard's figures: a kept count and a few small state values, never a scan. The journal's crawl entry
+    stays after a crawl stopped (so that the same command goes on from it): whether a crawl runs now is whether a
+    crawl command holds the crawl's `crawler` lease."""
     journal = Journal(store)
-    return CrawlView(store.cheap_count(), journal.batches(), last_stats(store), journal.crawl())
+    crawl = journal.crawl()
+    if crawl is not None:
+        crawl = {**crawl, "running": bool(held_leases(store, "crawler"))}
+    return CrawlView(store.cheap_count(), journal.batches(), last_stats(store), crawl)
 
 
 def bar_chart(items: list[tuple[str, int]], width: int = 560, bar: int = 22, label: int = 130) -> dict[str, Any]:
