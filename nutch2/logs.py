@@ -282,6 +282,7 @@ class Progress:
         self._logged = time.monotonic()
 
     def update(self, line: str) -> None:
+        _last.pop(self.job, None)  # the newest line is the last one (a crawl's fetch of round 5 after its parse)
         _last[self.job] = line
         if self.tty:
             try:
@@ -297,6 +298,7 @@ class Progress:
             self.logger.info(line)
 
     def done(self) -> None:
+        _last.pop(self.job, None)  # an ended job's line is not shown as the progress of the next one
         if self.tty:
             _clear_live_line()
 

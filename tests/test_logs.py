@@ -126,3 +126,25 @@ def test_modules_and_packages_of_nutch2_are_loggers(tmp_path: Path) -> None:
 def test_a_logger_nutch2_has_not_or_a_level_that_is_none_is_one_line(tmp_path: Path, define: str, line: str) -> None:
     p = run("inject", seed_file(tmp_path, "http://a.test/"), *defines(tmp_path, "sqlite:local"), "-D", define)
     assert one_line(p) == f"nutch2 inject: error: {line}"
+
+
+def test_the_newest_progress_line_is_the_running_jobs() -> None:
+    """The job API shows the newest progress line: a crawl's fetch of a later round after its parse, and no line
+    of a job that ended."""
+    from nutch2.logs import Progress, clear_progress, last_progress
+
+    clear_progress()
+    fetch, parse = Progress("fetch", tty=False), Progress("parse", tty=False)
+    fetch.update("fetch: 1 page")
+    parse.update("parse: 1 row")
+    assert last_progress() == "parse: 1 row"
+    parse.done()
+    fetch.update("fetch: 2 pages")
+    assert last_progress() == "fetch: 2 pages"
+    parse = Progress("parse", tty=False)
+    parse.update("parse: 2 rows")
+    fetch.update("fetch: 3 pages")  # (a pipelined crawl's fetch beside its parse)
+    assert last_progress() == "fetch: 3 pages" and last_progress("parse") == "parse: 2 rows"
+    fetch.done()
+    parse.done()
+    assert last_progress() == ""

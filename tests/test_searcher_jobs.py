@@ -237,17 +237,20 @@ def test_a_running_jobs_counters_are_live(server: SearchServer) -> None:
         batch = run(server, "generate", topN=1000)["result"]["batchId"]
         job = post(server, {"type": "fetch", "args": {"batch": batch}}).json()["id"]
         seen: list[int] = []
+        lines: set[str] = set()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             info = requests.get(f"{server.url}/api/jobs/{job}", timeout=30).json()
             if info["state"] != "RUNNING":
                 break
             seen.append(info["counters"].get("fetch", {}).get("fetched", 0))
+            lines.add(info["progress"]["lastLine"])
             time.sleep(0.1)
     assert info["state"] == "FINISHED", info
     fetched = info["counters"]["fetch"]["fetched"]
     assert fetched >= len(urls) and seen == sorted(seen)
     assert any(0 < n < fetched for n in seen), seen  # counted while the job ran, not only at its end
+    assert any(line.startswith("fetch: ") for line in lines), lines  # its tasks run in workers: the runner's line
 
 
 @pytest.mark.timeout(300)

@@ -41,6 +41,7 @@ class Runner:
 
     to_disk = False  # map output always written to files (reducers in other processes)
     framework = "local"  # mapreduce.framework.name
+    here = True  # a task runs in this process (a job that shows its own progress line shows it here)
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         self.conf = conf
@@ -61,7 +62,7 @@ class Runner:
         spill = SpillDir(self.conf.get_str("mapreduce.cluster.local.dir"))
         results: list[Any] = []
         watch = progress.JobProgress(job.name, job.map_phase, self.conf, self.records_done) \
-            if job.progress_line else None
+            if job.progress_line or not self.here else None
         try:
             parts = self._reducers(steps, 0)
             outs = self.map_tasks(job, splits, store, spill, parts)
