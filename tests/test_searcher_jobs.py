@@ -99,6 +99,7 @@ def test_a_full_round_over_the_job_api(server: SearchServer, web: TestWeb, tmp: 
     # the tools beyond the batch steps are jobs too: readdb, crawl, sitemap, warc...
     stats = run(server, "readdb", stats=True)
     assert stats["result"]["total"] >= 1 and stats["result"]["status"]["FETCHED"] == 1
+    assert stats["msg"].startswith(f"readdb: {stats['result']['total']} URLs: ") and "FETCHED 1" in stats["msg"]
     crawled = run(server, "crawl", seedUrls=[web.seed_url], rounds=1, topN=3)
     assert crawled["counters"]["fetch"]["fetched"] >= 1 and "crawl: jobs: " in crawled["msg"]
     types = requests.get(f"{server.url}/api/jobs/types", timeout=30).json()["types"]

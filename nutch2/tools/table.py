@@ -63,6 +63,8 @@ class Readdb(Tool[ReaddbArgs]):
             run.out(line)
         run.values["total"] = job.total
         run.values["status"] = dict(job.status)
+        statuses = ", ".join(f"{name} {n}" for name, n in sorted(job.status.items(), key=lambda x: -x[1]))
+        run.message = f"readdb: {job.total} URLs" + (f": {statuses}" if statuses else "")  # the job API's message
         self._keep(job.stats, a.sort)
         return 0
 
