@@ -22,7 +22,16 @@ from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import ConfigError, NutchError, UsageError, WorkerDied, error_line
+from nutch2.errors import (
+    ConfigError,
+    LeaseLost,
+    NutchError,
+    StoreError,
+    StoreLockedError,
+    UsageError,
+    WorkerDied,
+    error_line,
+)
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
@@ -159,6 +168,11 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
             signal.signal(s, h)
 
 
+def _store_failed_mid_job(e: NutchError, run: Run) -> bool:
+    """A store that stopped answering after a job of the command started (not a lock, not a lease lost)."""
+    return isinstance(e, StoreError) and not isinstance(e, (StoreLockedError, LeaseLost)) and bool(run.jobs())
+
+
 def resume_command(tool: Tool, argv: list[str]) -> str:
     extra = [f for f in tool.resume_flags() if f not in argv]
     return shlex.join(["nutch2", *argv, *extra])
@@ -239,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         log.error(error_line(cls.name, NutchError(f"{e}: run `{resume}` to go on")))
         return 1
     except NutchError as e:  # one line naming the cause and the fix; a refusal names -force
+        if _store_failed_mid_job(e, run) and tool is not None:  # the store went away: the command goes on later
+            e = NutchError(f"{e}; once it answers again, run `{resume_command(tool, argv)}` to go on")
         log.error(error_line(cls.name, e))
         return 1
     except BrokenPipeError:  # `nutch2 readdb -stats | head`: the reader went away; say nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -17,6 +18,8 @@ from nutch2.webpage import WebPage
 
 if TYPE_CHECKING:
     from nutch2.config import Configuration
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DataStore", "BufferedStore", "Fence", "KeyRange", "MarkFilter", "Query", "Partition", "Capability",
            "check_mark", "is_mark", "with_retries", "data_dir"]
@@ -397,19 +400,32 @@ def value_size(value: Any) -> int:
 def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],
                  fail: Callable[[Exception], Exception], first_delay: float = 0.5) -> Any:
     """fn(), retried after transient failures with a doubling backoff (at most 5 s); the last failure, or a
-    permanent one, is raised as fail(e). Service stores use it for reconnects after timeouts and restarts."""
+    permanent one, is raised as fail(e). Service stores use it for reconnects after timeouts and restarts.
+
+    A call that timed out waited its whole timeout already: it is tried once more, not `retries` times (a server
+    that accepts connections and never answers would otherwise hold a job for retries x timeout per call, in
+    silence). Each retry is a warning line naming the failure."""
     delay = first_delay
+    slow = 0
     for attempt in range(retries + 1):
         try:
             return fn()
         except StoreError:
             raise
         except Exception as e:
-            if attempt == retries or not transient(e):
+            slow += timed_out(e)
+            if attempt == retries or slow > 1 or not transient(e):
                 raise fail(e) from None
+            log.warning(f"warning: {fail(e)}; trying again ({attempt + 1} of {1 if slow else retries} retries)")
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
     raise AssertionError("unreachable")
+
+
+def timed_out(e: Exception) -> bool:
+    """Did the client wait out its timeout (rather than fail at once: refused, reset; a server's own quick
+    timeout answer, Cassandra's ReadTimeout, is not one)?"""
+    return "timed out" in str(e).lower() or type(e).__name__ == "OperationTimedOut"
 
 
 def in_range(key: str, start: str | None, end: str | None) -> bool:

@@ -39,6 +39,7 @@ every write carries an explicit timestamp, re-sending a batch after a failure ca
 
 from __future__ import annotations
 
+import logging
 import math
 import struct
 import time
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
-from nutch2.stores.base import NEW_ROW, BufferedStore, with_retries
+from nutch2.stores.base import NEW_ROW, BufferedStore, timed_out, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import (
@@ -68,6 +69,8 @@ from nutch2.webpage import FIELDS, MAP_FIELDS, WebPage, check_fields
 
 if TYPE_CHECKING:
     from nutch2.config import Configuration
+
+log = logging.getLogger(__name__)
 
 FAMILIES = ("f", "p", "s", "il", "ol", "h", "mtdt", "mk", "stm")
 # Every column family is made with a row bloom filter and the block cache on, as HBase's own shell makes them: the
@@ -205,7 +208,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                 return fn(conn.table(table or self.tname))
 
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_short(e)}"), 0.2)
+                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_failed(e)}"), 0.2)
 
     def _ts(self) -> int:
         """A write timestamp (ms), strictly increasing in this process, with room for the t-1 deletes."""
@@ -310,7 +313,7 @@ class HBaseStore(BufferedStore, EntryStorage):
         last: bytes | None = None
         row_start = start.encode() if start is not None else None
         row_stop = end.encode() if end is not None else None
-        attempts = 0
+        attempts = slow = 0
         n = 0
         while True:  # a broken scanner restarts after the last row it returned
             try:
@@ -330,8 +333,10 @@ class HBaseStore(BufferedStore, EntryStorage):
                 raise
             except Exception as e:
                 attempts += 1
-                if attempts > self.retries or not _transient(e):
-                    raise StoreError(f"HBase at {self.where}: scan failed: {_short(e)}") from None
+                slow += timed_out(e)  # a silent server: tried once more, as with_retries does
+                if attempts > self.retries or slow > 1 or not _transient(e):
+                    raise StoreError(f"HBase at {self.where}: scan failed: {_failed(e)}") from None
+                log.warning(f"warning: HBase at {self.where}: scan failed: {_short(e)}; trying again")
                 time.sleep(min(0.2 * 2**attempts, 5.0))
 
     # -------------------------------------------------------------- index entries (EntryStorage)
@@ -721,6 +726,19 @@ def _transient(e: Exception) -> bool:
 
 def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
-    if "refused" in text.lower():
+    if "refused" in text.lower() or "could not connect" in text.lower():
         return "connection refused"
+    if "timed out" in text.lower():
+        return "no answer within storage.hbase.timeout"
     return text[:300]
+
+
+def _failed(e: Exception) -> str:
+    """_short, and for a gateway gone or silent what to check (a job's call, after its retries)."""
+    short = _short(e)
+    if short == "connection refused":
+        return f"{short}; is the Thrift server up? (docker/services.sh start hbase)"
+    if short.startswith("no answer"):
+        return (f"{short}; is HBase up behind its Thrift server, and not overloaded? (docker/services.sh status "
+                "hbase)")
+    return short

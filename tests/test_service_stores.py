@@ -113,8 +113,9 @@ def test_store_restart_mid_fetch_then_resume(tmp_path: Path, backend: str,
             proxy.close()
         print(f"{backend}: fetch through a 3 s outage exited {proc.returncode}: {err.strip().splitlines()[-1:]}")
         if proc.returncode != 0:  # it may also finish through reconnects
-            lines = [x for x in err.splitlines() if "error" in x]
+            lines = [x for x in err.splitlines() if ": error: " in x]  # (and a warning line per retry)
             assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in err, err
+            assert f"run `nutch2 fetch {batch} " in lines[0] and lines[0].endswith(" -resume` to go on"), lines[0]
         assert cli("fetch", batch, "-resume", "-crawlId", cid, *d) == 0
         conf = conf_for(tmp_path, backend, **props)
         table = rows(conf, cid)

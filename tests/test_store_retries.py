@@ -1,0 +1,61 @@
+"""The service stores' retries (stores/base.py with_retries): a call that fails at once (refused, reset) is retried
+with a backoff; one that waited out its timeout is tried once more, not `retries` times, so a server that accepts
+and never answers fails the job after two timeouts, not after retries x timeout in silence; each retry is a line."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from nutch2.errors import StoreError
+from nutch2.stores.base import with_retries
+from nutch2.stores.hbase import _failed as hbase_failed
+
+
+class Flaky:
+    def __init__(self, error: Exception, fails: int) -> None:
+        self.error, self.fails, self.calls = error, fails, 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise self.error
+        return "ok"
+
+
+def call(fn: Flaky) -> str:
+    return with_retries(fn, 5, lambda e: True, lambda e: StoreError(f"X at h:1: write failed: {e}"), 0.001)
+
+
+def test_a_quick_failure_is_retried_up_to_retries(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        fn = Flaky(ConnectionResetError("reset by peer"), 3)
+        assert call(fn) == "ok" and fn.calls == 4
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3
+    assert lines[0] == "warning: X at h:1: write failed: reset by peer; trying again (1 of 5 retries)"
+    fn = Flaky(ConnectionResetError("reset by peer"), 99)
+    with pytest.raises(StoreError, match="reset by peer"):
+        call(fn)
+    assert fn.calls == 6
+
+
+def test_a_timeout_is_tried_once_more(caplog: pytest.LogCaptureFixture) -> None:
+    fn = Flaky(TimeoutError("timed out"), 99)
+    with caplog.at_level(logging.WARNING), pytest.raises(StoreError, match="write failed: timed out"):
+        call(fn)
+    assert fn.calls == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "warning: X at h:1: write failed: timed out; trying again (1 of 1 retries)"]
+    fn = Flaky(TimeoutError("timed out"), 1)  # a server that was slow once
+    assert call(fn) == "ok" and fn.calls == 2
+
+
+def test_hbase_says_what_to_check() -> None:
+    refused = hbase_failed(Exception("TTransportException(type=1, message=\"Could not connect to ('127.0.0.1', "
+                                     "9090)\")"))
+    assert refused == "connection refused; is the Thrift server up? (docker/services.sh start hbase)"
+    silent = hbase_failed(Exception("timed out"))
+    assert silent == ("no answer within storage.hbase.timeout; is HBase up behind its Thrift server, and not "
+                      "overloaded? (docker/services.sh status hbase)")
