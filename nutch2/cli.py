@@ -22,16 +22,7 @@ from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
-from nutch2.errors import (
-    ConfigError,
-    LeaseLost,
-    NutchError,
-    StoreError,
-    StoreLockedError,
-    UsageError,
-    WorkerDied,
-    error_line,
-)
+from nutch2.errors import ConfigError, NutchError, StoreUnavailable, UsageError, WorkerDied, error_line
 from nutch2.mapred import stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
@@ -169,8 +160,8 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
 
 
 def _store_failed_mid_job(e: NutchError, run: Run) -> bool:
-    """A store that stopped answering after a job of the command started (not a lock, not a lease lost)."""
-    return isinstance(e, StoreError) and not isinstance(e, (StoreLockedError, LeaseLost)) and bool(run.jobs())
+    """A store that stopped answering after a job of the command started."""
+    return isinstance(e, StoreUnavailable) and bool(run.jobs())
 
 
 def resume_command(tool: Tool, argv: list[str]) -> str:

@@ -13,6 +13,11 @@ class StoreError(NutchError):
     """The store cannot be opened, read or written."""
 
 
+class StoreUnavailable(StoreError):
+    """The store did not answer (down, unreachable, silent) after the client's retries: the same command goes on
+    once it answers again."""
+
+
 class StoreLockedError(StoreError):
     """Another command holds the lease (the crawl's or a batch's) this one needs."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nutch2 import failpoints
-from nutch2.errors import ConfigError, StoreError
+from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores.query import Aggregate, Capability, Due, KeyRange, MarkFilter, Partition, Query, check_mark, is_mark
 from nutch2.webpage import WebPage
 
@@ -415,7 +415,10 @@ def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Excep
         except Exception as e:
             slow += timed_out(e)
             if attempt == retries or slow > 1 or not transient(e):
-                raise fail(e) from None
+                err = fail(e)
+                if transient(e) and type(err) is StoreError:  # it went away or fell silent: it may come back
+                    err = StoreUnavailable(str(err))
+                raise err from None
             log.warning(f"warning: {fail(e)}; trying again ({attempt + 1} of {1 if slow else retries} retries)")
             time.sleep(delay)
             delay = min(delay * 2, 5.0)

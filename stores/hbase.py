@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nutch2.errors import ConfigError, StoreError
+from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores import pool
 from nutch2.stores.base import NEW_ROW, BufferedStore, timed_out, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
@@ -335,7 +335,8 @@ class HBaseStore(BufferedStore, EntryStorage):
                 attempts += 1
                 slow += timed_out(e)  # a silent server: tried once more, as with_retries does
                 if attempts > self.retries or slow > 1 or not _transient(e):
-                    raise StoreError(f"HBase at {self.where}: scan failed: {_failed(e)}") from None
+                    error = StoreUnavailable if _transient(e) else StoreError
+                    raise error(f"HBase at {self.where}: scan failed: {_failed(e)}") from None
                 log.warning(f"warning: HBase at {self.where}: scan failed: {_short(e)}; trying again")
                 time.sleep(min(0.2 * 2**attempts, 5.0))
 

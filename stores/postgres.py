@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nutch2.errors import ConfigError, StoreError
+from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores.base import Fence
 from nutch2.stores.codec import decode_field
 from nutch2.stores.query import Capability, Partition, Query, is_mark
@@ -89,11 +89,15 @@ class PostgresStore(SqlStore):
                                          keepalives_idle=max(1, t // 3), keepalives_interval=max(1, t // 6),
                                          keepalives_count=3, tcp_user_timeout=t * 1000)
         except self._psycopg.Error as e:
-            raise StoreError(f"cannot reach PostgreSQL at {self.where} ({_short(e)}); check storage.postgres.url, "
-                             "or start it: docker/services.sh start postgres") from None
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where} ({_short(e)}); check "
+                                   "storage.postgres.url, or start it: docker/services.sh start postgres") from None
         with self._conns_lock:
             self._conns.append(conn)
         return conn
+
+    def _error(self, e: Exception, message: str) -> StoreError:
+        """A failed statement: the server gone (a connection's failure: it may come back) or the statement's."""
+        return StoreUnavailable(message) if isinstance(e, self._psycopg.OperationalError) else StoreError(message)
 
     def _conn(self) -> Any:
         """This thread's connection (autocommit) for reads and small writes."""
@@ -111,7 +115,7 @@ class PostgresStore(SqlStore):
         try:
             return self._conn().execute(sql, params)
         except self._psycopg.Error as e:
-            raise StoreError(f"PostgreSQL at {self.where}: {_short(e)}") from None
+            raise self._error(e, f"PostgreSQL at {self.where}: {_short(e)}") from None
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
@@ -166,7 +170,7 @@ class PostgresStore(SqlStore):
                     self.rows_read += 1
                     yield self._page(row[0], names, row[1:])
         except self._psycopg.Error as e:
-            raise StoreError(f"PostgreSQL at {self.where}: {_short(e)}") from None
+            raise self._error(e, f"PostgreSQL at {self.where}: {_short(e)}") from None
         finally:
             self._close(conn)
 
@@ -205,7 +209,7 @@ class PostgresStore(SqlStore):
             except Fenced as e:
                 raise e.fence.lost() from None
             except self._psycopg.Error as e:
-                raise StoreError(f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
+                raise self._error(e, f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
 
     def swap_state(self, name: str, expected: str | None, value: str) -> bool:
         if expected is None:
@@ -246,7 +250,7 @@ class PostgresStore(SqlStore):
                                 "unnest(%b::text[], %b::text[], %b::text[])",
                                 [list(col) for col in zip(*marks, strict=True)])
         except self._psycopg.Error as e:
-            raise StoreError(f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
+            raise self._error(e, f"PostgreSQL at {self.where}: write failed: {_short(e)}") from None
 
     def close(self) -> None:
         try:
@@ -307,6 +311,5 @@ def _short(e: Exception) -> str:
         primary = getattr(getattr(e, "diag", None), "message_primary", None) or text.split(" LINE ")[0]
         return f"{primary}; was the crawl's table dropped? (check storage.postgres.url: is it the crawl's database?)"
     if "server closed the connection" in text or "consuming input failed" in text:
-        return (f"{text[:200]}; the server went away: is it up? (docker/services.sh start postgres), then run the "
-                "same command again")
+        return f"{text[:200]}; the server went away: is it up? (docker/services.sh start postgres)"
     return text[:300]
