@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["DataStore", "BufferedStore", "Fence", "KeyRange", "MarkFilter", "Query", "Partition", "Capability",
-           "check_mark", "is_mark", "with_retries", "data_dir"]
+           "check_mark", "is_mark", "with_retries", "Gone", "data_dir"]
 
 Fields = list[str] | tuple[str, ...] | None
 NEXT_DUE_WITHIN_MS = 400 * 86_400_000  # next_fetch_time looks this far ahead (Nutch's max interval is 90 days)
@@ -397,14 +397,25 @@ def value_size(value: Any) -> int:
     return 8
 
 
+class Gone:
+    """A store client's memory that its server went away or fell silent (retries spent): its later calls fail at
+    once with the same error instead of waiting out their own timeouts in turn (the fetcher threads of a task,
+    each with a write in hand, would otherwise hold the task for threads x retries x timeout)."""
+
+    def __init__(self) -> None:
+        self.error: StoreUnavailable | None = None
+
+
 def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],
-                 fail: Callable[[Exception], Exception], first_delay: float = 0.5) -> Any:
+                 fail: Callable[[Exception], Exception], first_delay: float = 0.5, gone: Gone | None = None) -> Any:
     """fn(), retried after transient failures with a doubling backoff (at most 5 s); the last failure, or a
     permanent one, is raised as fail(e). Service stores use it for reconnects after timeouts and restarts.
 
     A call that timed out waited its whole timeout already: it is tried once more, not `retries` times (a server
     that accepts connections and never answers would otherwise hold a job for retries x timeout per call, in
     silence). Each retry is a warning line naming the failure."""
+    if gone is not None and gone.error is not None:
+        raise StoreUnavailable(str(gone.error))
     delay = first_delay
     slow = 0
     for attempt in range(retries + 1):
@@ -418,6 +429,8 @@ def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Excep
                 err = fail(e)
                 if transient(e) and type(err) is StoreError:  # it went away or fell silent: it may come back
                     err = StoreUnavailable(str(err))
+                    if gone is not None:
+                        gone.error = err
                 raise err from None
             log.warning(f"warning: {fail(e)}; trying again ({attempt + 1} of {1 if slow else retries} retries)")
             time.sleep(delay)

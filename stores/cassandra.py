@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError
 from nutch2.stores import pool
-from nutch2.stores.base import BufferedStore, value_size, with_retries
+from nutch2.stores.base import BufferedStore, Gone, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
 from nutch2.stores.index import LARGE_FIELDS, NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import Aggregate, Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
@@ -168,6 +168,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         self.replication = replication
         self.concurrency = max(1, concurrency)
         self.retries = max(0, retries)
+        self.gone = Gone()  # the server went away or fell silent: later requests fail at once
         try:
             self.read_cl = ConsistencyLevel.name_to_value[read_cl.upper()]
             self.write_cl = ConsistencyLevel.name_to_value[write_cl.upper()]
@@ -216,7 +217,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         if write:
             stmt.consistency_level = self.write_cl
         return with_retries(lambda: self.session.execute(stmt, list(params)), self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
 
     def _prepare(self, cql: str) -> Any:
         stmt = self._prepared.get(cql)
@@ -246,7 +247,8 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         what = "write" if write else "read"
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_failed(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_failed(e)}"),
+                            gone=self.gone)
 
     # -------------------------------------------------------------- schema
     def create_schema(self) -> None:
@@ -421,7 +423,8 @@ class CassandraStore(BufferedStore, EntryStorage):
             return Aggregate.of(pairs, total, low, high, hosts)
 
         return with_retries(count, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_failed(e)}"))
+                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_failed(e)}"),
+                            gone=self.gone)
 
     def _range_rows(self, stmt: Any, ranges: list[tuple[int, int]]) -> Iterator[list[Any]]:
         """The rows of each token range, AGGREGATE_CONCURRENCY ranges read at once; a range's later pages are
@@ -500,7 +503,8 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         if stmts:
             with_retries(run, self.retries, _transient,
-                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_failed(e)}"))
+                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_failed(e)}"),
+                         gone=self.gone)
 
     def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,
                      end: str | None) -> Iterator[tuple[Entry, int]]:

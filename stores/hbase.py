@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores import pool
-from nutch2.stores.base import NEW_ROW, BufferedStore, timed_out, with_retries
+from nutch2.stores.base import NEW_ROW, BufferedStore, Gone, timed_out, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
 from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
 from nutch2.stores.query import (
@@ -170,6 +170,7 @@ class HBaseStore(BufferedStore, EntryStorage):
 
         self.where = f"{host}:{port}"
         self.retries = max(0, retries)
+        self.gone = Gone()  # the server went away or fell silent: later calls fail at once
         self._happybase = happybase
 
         def connect() -> Any:
@@ -208,7 +209,8 @@ class HBaseStore(BufferedStore, EntryStorage):
                 return fn(conn.table(table or self.tname))
 
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_failed(e)}"), 0.2)
+                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_failed(e)}"), 0.2,
+                            self.gone)
 
     def _ts(self) -> int:
         """A write timestamp (ms), strictly increasing in this process, with room for the t-1 deletes."""
@@ -335,8 +337,11 @@ class HBaseStore(BufferedStore, EntryStorage):
                 attempts += 1
                 slow += timed_out(e)  # a silent server: tried once more, as with_retries does
                 if attempts > self.retries or slow > 1 or not _transient(e):
-                    error = StoreUnavailable if _transient(e) else StoreError
-                    raise error(f"HBase at {self.where}: scan failed: {_failed(e)}") from None
+                    message = f"HBase at {self.where}: scan failed: {_failed(e)}"
+                    if not _transient(e):
+                        raise StoreError(message) from None
+                    self.gone.error = StoreUnavailable(message)
+                    raise self.gone.error from None
                 log.warning(f"warning: HBase at {self.where}: scan failed: {_short(e)}; trying again")
                 time.sleep(min(0.2 * 2**attempts, 5.0))
 

@@ -59,3 +59,27 @@ def test_hbase_says_what_to_check() -> None:
     silent = hbase_failed(Exception("timed out"))
     assert silent == ("no answer within storage.hbase.timeout; is HBase up behind its Thrift server, and not "
                       "overloaded? (docker/services.sh status hbase)")
+
+
+def test_a_client_whose_server_went_away_fails_its_later_calls_at_once() -> None:
+    """The fetcher threads of a task each hold a write: once one call spent its retries on a silent server, the
+    others fail at once (the task ends in two timeouts, not threads x two)."""
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.base import Gone
+
+    gone = Gone()
+    silent = Flaky(TimeoutError("timed out"), 99)
+
+    def guarded(fn: Flaky) -> str:
+        return with_retries(fn, 5, lambda e: True, lambda e: StoreError(f"X at h:1: {e}"), 0.001, gone)
+
+    with pytest.raises(StoreUnavailable, match="X at h:1: timed out"):
+        guarded(silent)
+    later = Flaky(TimeoutError("timed out"), 0)
+    with pytest.raises(StoreUnavailable, match="X at h:1: timed out"):
+        guarded(later)
+    assert silent.calls == 2 and later.calls == 0
+    refused = Flaky(ValueError("bad statement"), 99)  # not transient: the statement's own error, not the server's
+    with pytest.raises(StoreError) as e:
+        with_retries(refused, 5, lambda e: False, lambda e: StoreError(f"{e}"), 0.001, Gone())
+    assert type(e.value) is StoreError and refused.calls == 1
