@@ -147,6 +147,8 @@ def test_nothing_reaches_this_machines_services(site: Recorder, canary: tuple[Re
     table = rows(conf_for(tmp_path, "sqlite"), crawl_id)
     refused = {k: p for k, p in table.items() if p.protocol_status.code == ProtocolStatusCode.ACCESS_DENIED}
     assert denied >= len(refused) >= 8, (denied, sorted(table))  # the sitemap job counts robots.txt refusals too
+    assert "refused by the address guard (hosts of this machine or its network, which are not seeds); if they are " \
+           "yours, list them in fetcher.address.allow" in err  # the fetch says why, not only a counter
     assert all(p.status == CrawlStatus.GONE and p.protocol_status.args[0].startswith("denied address ")
                and "(loopback" in p.protocol_status.args[0] for p in refused.values()), refused
     assert not any("/form" in k for k in table)  # form actions are no outlinks by default (Nutch's default)

@@ -148,6 +148,10 @@ class Fetch(BatchTool[FetchArgs]):
 
         a = self.args
         make_runner(self.conf, a.num_tasks).run(FetcherJob(self.conf, batch, a.threads, a.resume), store, counters)
+        if n := counters.get("denied_address"):  # a counter alone did not say why a crawl of one's own hosts failed
+            log.warning(f"fetch: warning: {n} URL{'s' if n > 1 else ''} refused by the address guard (hosts of this "
+                        "machine or its network, which are not seeds); if they are yours, list them in "
+                        "fetcher.address.allow (e.g. -D fetcher.address.allow=127.0.1.0/24)")
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         parsed = (self.conf.get_bool("fetcher.parse") and not counters.get("not_modified_unparsed")
