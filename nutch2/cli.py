@@ -28,7 +28,7 @@ from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
 from nutch2.stores import Capability, open_store, store_class
 from nutch2.tools import TOOLS, Run, Tool, tools
-from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace
+from nutch2.tools.args import ArgError, NoAbbrevParser, add_arguments, from_namespace, opts
 
 log = logging.getLogger("nutch2.cli")  # by name: `python -m nutch2.cli` runs this module as __main__
 
@@ -50,6 +50,10 @@ def _nutch_hint(tool: str, extra: list[str]) -> str:
         return "; Nutch 1's -depth N is -rounds N here"
     if tool == "crawl" and len(extra) == 2 and extra[1].lstrip("-").isdigit():  # bin/crawl <seeds> <id> <rounds>
         return f"; Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId {extra[0]} -rounds {extra[1]}"
+    flags = [o.flag for _, o, _, _ in opts(TOOLS[tool].Args) if o.flag] + ["-crawlId", "-D"]
+    for word in extra:  # a typo of a flag (-thread for -threads)
+        if word.startswith("-") and (close := difflib.get_close_matches(word, flags, n=1, cutoff=0.75)):
+            return f"; did you mean {close[0]}?"
     return ""
 
 

@@ -560,3 +560,15 @@ def test_a_seed_path_that_is_not_a_file_says_so(tmp_path: Path) -> None:
     p = run(tmp_path, "inject", "/dev/null", "-crawlId", "dn", "-D", f"storage.data.dir={tmp_path / 'crawl'}")
     line = one_error_line(p)
     assert "seed path /dev/null is not a regular file or a folder" in line and "does not exist" not in line
+
+
+def test_a_mistyped_flag_names_the_flag_it_resembles(capsys: pytest.CaptureFixture[str]) -> None:
+    from nutch2.cli import main
+
+    for argv, hint in ((["fetch", "B", "-thread", "20"], "; did you mean -threads?"),
+                       (["generate", "-topn", "5"], "; did you mean -topN?"),
+                       (["readdb", "-zzz"], " (see nutch2 readdb --help)")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"nutch2 {argv[0]}: error: unrecognized arguments: ") and hint in err, err
+        assert "did you mean" not in err or argv[0] != "readdb", err
