@@ -49,6 +49,11 @@ def seed_files(path: Path) -> list[Path]:
     if path.exists():  # a FIFO, a device (/dev/null): read again by a rerun, so not a seed list
         raise NutchError(f"seed path {path} is not a regular file or a folder; give a file with one URL per line "
                          "or a folder of them")
+    text = str(path)
+    if text.split(":/", 1)[0].lower() in ("http", "https", "ftp", "file") and ":/" in text:  # a URL, not a file
+        url = text.replace(":/", "://", 1)  # (the path's parsing took a slash)
+        raise NutchError(f"{url} is a URL, and inject reads seed files: put it in one (echo '{url}' > "
+                         "seeds/seeds.txt) and give the file or its folder")
     raise NutchError(f"seed path {path} does not exist; give a file with one URL per line or a folder of them")
 
 

@@ -572,3 +572,13 @@ def test_a_mistyped_flag_names_the_flag_it_resembles(capsys: pytest.CaptureFixtu
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"nutch2 {argv[0]}: error: unrecognized arguments: ") and hint in err, err
         assert "did you mean" not in err or argv[0] != "readdb", err
+
+
+def test_a_url_given_to_inject_for_a_seed_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nutch2.cli import main
+
+    assert main(["inject", "https://example.com/a", "-crawlId", "u", "-D", f"storage.data.dir={tmp_path}"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == ("nutch2 inject: error: https://example.com/a is a URL, and inject reads seed files: put it in one "
+                   "(echo 'https://example.com/a' > seeds/seeds.txt) and give the file or its folder"), err
+    assert not list(tmp_path.glob("*.sqlite"))  # no crawl made
