@@ -368,3 +368,22 @@ def test_a_long_crawl_keeps_a_journal_of_bounded_size(web: TestWeb, tmp_path: Pa
     with open_store(conf_for(tmp_path, "sqlite"), "long", create=False) as store:
         assert len(Journal(store).batches()) == 2
         assert len(store.states("lease/batch/")) == 2
+
+
+def test_updatedb_of_a_batch_never_fetched_is_refused_without_force(tmp_path: Path) -> None:
+    """updatedb right after generate would release the batch's URLs unfetched: refused, naming fetch and parse;
+    -force releases them (due again in a later batch)."""
+    d = defines(tmp_path, "sqlite")
+    seeds = seed_file(tmp_path, "http://a.example.com/", "http://b.example.com/")
+    assert nutch2("inject", seeds, "-crawlId", "nf", *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", "nf", *d).stdout.strip()
+    refused = nutch2("updatedb", batch, "-crawlId", "nf", *d)
+    assert refused.returncode == 1, refused.stderr
+    assert (f"updatedb: error: batch {batch} was generated but not fetched; updating it now would release its URLs "
+            f"unfetched: run `nutch2 fetch {batch} -crawlId nf` and `nutch2 parse {batch} -crawlId nf` first, or "
+            "give -force to release it") in refused.stderr
+    conf = conf_for(tmp_path, "sqlite")
+    assert all(Mark.GENERATE.check(p) == batch for p in table(conf, "nf").values())  # nothing changed
+    forced = nutch2("updatedb", batch, "-force", "-crawlId", "nf", *d)
+    assert forced.returncode == 0 and "not_fetched=2" in forced.stderr, forced.stderr
+    assert not any(Mark.GENERATE.check(p) for p in table(conf, "nf").values())

@@ -95,6 +95,11 @@ def check(step: BatchStep, store: DataStore, batch: str | None, *, resume: bool 
                             f"`{_cmd(store.crawl_id, 'parse', b, '-resume')}` parses only the rest")
     if step is UPDATE:
         for r in records:
+            if r is not None and r.state == GENERATED and batch is not None:
+                b = r.batch_id
+                raise Refused(f"updatedb: batch {b} was generated but not fetched; updating it now would release its "
+                              f"URLs unfetched: run `{_cmd(store.crawl_id, 'fetch', b)}` and "
+                              f"`{_cmd(store.crawl_id, 'parse', b)}` first, or give -force to release it")
             if r is not None and r.state == FETCHING:
                 raise Refused(_unfetched(r, store.crawl_id))
             if r is not None and not r.reached(PARSED) and _any(store, Mark.FETCH, r.batch_id):

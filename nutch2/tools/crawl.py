@@ -333,6 +333,9 @@ class Crawl(Tool[CrawlArgs]):
                      "warcimport")
         if state is not None and state.get("time_limit"):
             log.info(f"crawl: an earlier crawl ended at its time limit in round {state['round']}; going on")
+        elif state is not None and not unfinished:  # stopped between rounds (a STOP file): nothing to finish
+            log.info(f"crawl: an earlier crawl stopped after round {state['round']}{rounds_phrase(state['rounds'])}; "
+                     "going on")
         elif state is not None:
             log.info(f"crawl: an earlier crawl was interrupted in round {state['round']}"
                      f"{rounds_phrase(state['rounds'])}; finishing it")
