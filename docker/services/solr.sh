@@ -48,7 +48,7 @@ solr_start() {
     echo "solr: pid $(cat "$solr_pidfile") is not answering; run: docker/services.sh stop solr" >&2; return 1
   fi
   if _solr_ping "$solr_url"; then
-    echo "solr: port $solr_port already serves $solr_url, but not a process started here; leaving it alone" >&2; return 1
+    echo "solr: port $solr_port already serves $solr_url, but not a process started here; leaving it alone (use it as it is, or stop it where it was started)" >&2; return 1
   fi
   resolve_jars "$solr_dir" "$SOLR_GAV" || return 1
 
@@ -91,6 +91,9 @@ solr_status() {
   if pid_alive "$solr_pidfile"; then
     if _solr_ping "$solr_url"; then echo "solr: running on $solr_url (pid $(cat "$solr_pidfile"))"; return 0; fi
     echo "solr: process $(cat "$solr_pidfile") alive but $solr_url/admin/ping not answering"; return 1
+  fi
+  if _solr_ping "$solr_url"; then  # another checkout's docker/services.sh, or a Solr of the machine
+    echo "solr: answering on $solr_url (not started from this folder)"; return 0
   fi
   echo "solr: not running"; return 1
 }
