@@ -387,3 +387,20 @@ def test_updatedb_of_a_batch_never_fetched_is_refused_without_force(tmp_path: Pa
     forced = nutch2("updatedb", batch, "-force", "-crawlId", "nf", *d)
     assert forced.returncode == 0 and "not_fetched=2" in forced.stderr, forced.stderr
     assert not any(Mark.GENERATE.check(p) for p in table(conf, "nf").values())
+
+
+def test_generate_beside_a_running_crawl_names_it(tmp_path: Path) -> None:
+    """A generate that finds every due row in a batch a running crawl works on says so, not 'fetch, parse and
+    updatedb it first' (which would step into the crawl's work)."""
+    from nutch2.stores import crawler_lease
+
+    d = defines(tmp_path, "sqlite")
+    assert nutch2("inject", seed_file(tmp_path, "http://a.example.com/"), "-crawlId", "gc", *d).returncode == 0
+    assert nutch2("generate", "-crawlId", "gc", *d).returncode == 0
+    with crawler_lease(conf_for(tmp_path, "sqlite"), "gc"):  # as a crawl command holds it
+        again = nutch2("generate", "-crawlId", "gc", *d)
+    assert again.returncode == 1
+    assert "1 is in a batch not yet updated (batch " in again.stderr
+    assert "): the crawl running, crawl (pid " in again.stderr and "works on it" in again.stderr, again.stderr
+    alone = nutch2("generate", "-crawlId", "gc", *d)
+    assert "fetch, parse and updatedb it first" in alone.stderr, alone.stderr

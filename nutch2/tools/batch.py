@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, TypeVar
@@ -15,6 +16,7 @@ from nutch2.logs import counted
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.stores.base import DataStore
+from nutch2.stores.lease import held_leases, holder_text
 from nutch2.tools.args import BatchArgs, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 
@@ -97,21 +99,24 @@ def generate(conf: Configuration, crawl_id: str | None, run: Run, top_n: int | N
     with open_store(conf, crawl_id, create=False) as store:
         run_generate(job, store, make_runner(conf, num_tasks), counters)
         pending = [r.batch_id for r in lifecycle.unfinished(store)]
+        crawl = next((holder_text(rec) for _, rec in held_leases(store, "crawler")  # another command's crawl
+                      if rec.get("pid") != os.getpid()), None)
     run.summary(counters)
     if counters.get("generated") == 0:
-        log.info(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending)}")
+        log.info(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending, crawl)}")
         return None
     log.info(f"generate: batch id {job.batch_id}: {counted(counters.get('generated'), 'URL')}")
     return job.batch_id
 
 
-def why_nothing(c: Counters, pending: list[str]) -> str:
-    """Why generate selected nothing, from its counters and the batches still under way."""
+def why_nothing(c: Counters, pending: list[str], crawl: str | None = None) -> str:
+    """Why generate selected nothing, from its counters and the batches still under way (`crawl`: the crawl
+    command running on this crawl id, which goes on with them)."""
     reasons = []
     if n := c.get("already_generated"):
         where = f" (batch {', '.join(pending[:3])}{' ...' if len(pending) > 3 else ''})" if pending else ""
-        reasons.append(f"{n} {'is' if n == 1 else 'are'} in a batch not yet updated{where}: fetch, parse and "
-                       "updatedb it first")
+        todo = f"the crawl running, {crawl}, works on it" if crawl else "fetch, parse and updatedb it first"
+        reasons.append(f"{n} {'is' if n == 1 else 'are'} in a batch not yet updated{where}: {todo}")
     for name, one, many, text in (
             ("not_due", "is", "are", "not due yet (db.fetch.interval.default; -adddays D looks ahead)"),
             ("filtered", "is", "are", "filtered out (conf/regex-urlfilter.txt; -noFilter)"),
