@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -303,3 +304,14 @@ def test_cli_parse(env):
     assert cli("parse", *d, "-crawlId", crawl_id, "B") == 0
     assert store.get(key).title == "Cli"
     assert cli("parse", *d, "-crawlId", crawl_id, "nope") != 0
+
+
+def test_a_failed_page_is_named_with_its_reason(env, caplog):
+    """failed=1 alone does not say which page, or why: each failed page is a line (Nutch's "Error parsing")."""
+    _, _, _, store = env
+    put_fetched(store, "http://a.example.com/doc.pdf", b"%PDF-1.4 not really a pdf", content_type="application/pdf")
+    with caplog.at_level(logging.INFO):
+        c = parse(env)
+    assert c["failed"] == 1
+    lines = [r.getMessage() for r in caplog.records if "doc.pdf" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("parse: http://a.example.com/doc.pdf: failed: "), lines

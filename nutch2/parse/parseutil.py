@@ -96,6 +96,8 @@ class PageParser:
                        "failed" if result.status_major == ParseMajor.FAILED else "not_parsed")
             ctx.incr(outcome)
             measures.count(ctx, "parse_failures", result.parser or "none", outcome)
+            if outcome == "failed":  # a counter alone does not say which page, or why (Nutch logs each)
+                ctx.log(f"parse: {url}: failed: {'; '.join(map(str, result.status_args)) or 'no reason given'}"[:400])
             return False
         if not self._filter(url, page, result, ctx):
             return False
