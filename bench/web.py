@@ -246,6 +246,15 @@ http {{
 """
 
     def start(self) -> Nginx:
+        for host in {0, self.web.hosts - 1}:  # another server on the port would answer for this web (nginx retries
+            addr = host_addr(host)           # a taken port for seconds before it exits): refuse before starting
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a listener, not TIME_WAIT, refuses
+                try:
+                    probe.bind((addr, self.port))
+                except OSError as e:
+                    raise RuntimeError(f"{addr}:{self.port} is taken ({e.strerror}): another server (a bench web "
+                                       "left running?) would answer for this web; stop it") from None
         conf = self.dir / "nginx.conf"
         conf.write_text(self._config())
         self.proc = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(self.dir), "-c", str(conf)],
