@@ -157,8 +157,10 @@ def test_the_pool_memory_stays_flat_over_500_rendered_pages(web: RenderWeb) -> N
 
         threading.Thread(target=sample, daemon=True).start()
 
+    # the memory is what this test is about: a browser that answers slowly on a loaded machine (CI ran this at
+    # 13.5 s for one DevTools answer) must not cost a page, so the page's time box is wide
     conf = _conf(**{"chromium.mode": "always", "chromium.pool.size": 2, "chromium.recycle.pages": 100,
-                    "chromium.recycle.mb": 0})
+                    "chromium.recycle.mb": 0, "chromium.page.timeout": 120})
     try:
         outputs, c, _ = run_fetch(conf, urls, threads=4, watch=watch)
     finally:
