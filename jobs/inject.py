@@ -15,11 +15,11 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetch.addresses import guarded_seeds, origin_of, record_seeds
+from nutch2.fetch.addresses import DENIED, guarded_seeds, origin_of, record_seeds
 from nutch2.fetch.dns import DnsCache
 from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark, set_distance
-from nutch2.status import CrawlStatus
+from nutch2.status import CrawlStatus, ProtocolStatusCode
 from nutch2.stores.base import DataStore
 from nutch2.urls.checker import UrlChecker
 from nutch2.urls.tableutil import reverse_url
@@ -148,7 +148,9 @@ class InjectorJob(Job):
         seeds = [s for line in record if (s := self._seed(line, ctx)) is not None]
         self._origins.update(o for s in seeds if (o := origin_of(s[1])) is not None)
         # metadata is read so that -update merges the seed's keys into it (a map is written whole)
-        existing = ctx.store.get_many(list(dict.fromkeys(s[0] for s in seeds)), ["status", "markers", "metadata"])
+        # (its protocol status tells a row the address guard refused, which a seed injected again reopens)
+        existing = ctx.store.get_many(list(dict.fromkeys(s[0] for s in seeds)),
+                                      ["status", "markers", "metadata", "protocol_status"])
         for key, url, meta, score, interval in seeds:
             self._inject(ctx, existing, key, url, meta, score, interval)
         return ()
@@ -224,10 +226,11 @@ class InjectorJob(Job):
     def _inject(self, ctx: TaskContext, rows: dict[str, WebPage], key: str, url: str, meta: dict[str, str],
                 score: float | None, interval: int | None) -> None:
         existing = rows.get(key)
-        if existing is not None and not (self.overwrite or self.update):
+        reopen = existing is not None and refused_by_guard(existing)
+        if existing is not None and not (self.overwrite or self.update or reopen):
             ctx.incr("known")
             return
-        if existing is not None and self.update:
+        if existing is not None and self.update and not reopen:
             page = existing
             if score is not None:
                 page.score = score
@@ -241,7 +244,7 @@ class InjectorJob(Job):
             return
         if existing is not None:  # -overwrite: a fresh row, as Nutch 2 did
             ctx.store.delete(key)
-            ctx.incr("overwritten")
+            ctx.incr("reopened" if reopen and not self.overwrite else "overwritten")
         page = WebPage(key) if existing is not None else WebPage.new(key)
         page.base_url = url
         page.status = int(CrawlStatus.INJECTED)
@@ -255,3 +258,11 @@ class InjectorJob(Job):
         ctx.write(page)
         rows[key] = page  # the same URL again in this chunk is known
         ctx.incr("injected")
+
+
+def refused_by_guard(page: WebPage) -> bool:
+    """The row is GONE because the address guard refused its host: a seed injected again is due at once, so that
+    opening fetcher.address.allow (as the fetch's warning says) and running the same crawl again fetches it."""
+    ps = page.protocol_status
+    return (page.status == CrawlStatus.GONE and ps is not None and ps.code == ProtocolStatusCode.ACCESS_DENIED
+            and bool(ps.args) and ps.args[0].startswith(DENIED))

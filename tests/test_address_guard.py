@@ -237,3 +237,29 @@ def test_seeds_sent_to_the_job_api_get_no_pass(canary: tuple[Recorder, Recorder 
     page = rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(url)]
     assert page.protocol_status.code == ProtocolStatusCode.ACCESS_DENIED
     assert "inject.seeds.allow.local is false" in server.output()
+
+
+@pytest.mark.timeout(300)
+def test_a_refused_seed_is_fetched_once_the_guard_lets_it_through(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The fetch's warning says to list a refused host in fetcher.address.allow: the same crawl run again with
+    it listed fetches the seed at once (inject reopens a row the guard made GONE), not 45 days later."""
+    page = (200, {}, b"<html><head><title>intranet</title></head><body>ours</body></html>")
+    with Recorder("127.0.2.61", {"/": page}) as web:
+        url = f"http://127.0.2.61:{web.port}/"
+        seeds = seed_file(tmp_path, url)
+        crawl_id = f"ar{uuid.uuid4().hex[:8]}"
+        closed = defines(tmp_path, "sqlite", **{"inject.seeds.allow.local": "false", "fetcher.server.delay": 0.05})
+        assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "1", *closed) == 0
+        assert "list them in fetcher.address.allow" in capsys.readouterr().err
+        assert web.seen == []
+        assert rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(url)].status == CrawlStatus.GONE
+        opened = defines(tmp_path, "sqlite", **{"inject.seeds.allow.local": "false", "fetcher.server.delay": 0.05,
+                                                "fetcher.address.allow": "127.0.1.0/24,127.0.2.61"})
+        assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "1", *opened) == 0
+        assert "reopened=1" in capsys.readouterr().err
+        assert "/" in web.seen
+        assert rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(url)].status == CrawlStatus.FETCHED
+        # a row the guard did not refuse stays as it was when its seed is injected again
+        assert cli("inject", seeds, "-crawlId", crawl_id, *opened) == 0
+        assert "known=1" in capsys.readouterr().err

@@ -156,7 +156,8 @@ class Fetch(BatchTool[FetchArgs]):
         if n := counters.get("denied_address"):  # a counter alone did not say why a crawl of one's own hosts failed
             log.warning(f"fetch: warning: {n} URL{'s' if n > 1 else ''} refused by the address guard (hosts of this "
                         "machine or its network, which are not seeds); if they are yours, list them in "
-                        "fetcher.address.allow (e.g. -D fetcher.address.allow=127.0.1.0/24)")
+                        "fetcher.address.allow (e.g. -D fetcher.address.allow=127.0.1.0/24); a seed injected "
+                        "again (or the same crawl run again) is then fetched at once")
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         parsed = (self.conf.get_bool("fetcher.parse") and not counters.get("not_modified_unparsed")
