@@ -240,6 +240,19 @@ def test_a_killed_generate_with_a_batch_id_reruns_to_the_same_batch(tmp_path: Pa
     assert {k for k, p in table(conf, "gk").items() if Mark.GENERATE.check(p) == "G"} == expected
 
 
+def test_a_step_asked_before_the_one_it_needs_fails_naming_it(web: TestWeb, tmp_path: Path) -> None:
+    """parse of a batch generated but not fetched did not do its job: exit 1 and the command to run first (a batch
+    whose fetch ran and fetched nothing stays a normal no-op: test_crash_bad_input)."""
+    d = defines(tmp_path, "sqlite")
+    assert nutch2("inject", seed_file(tmp_path, web.seed_url), "-crawlId", "early", *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", "early", *d).stdout.strip()
+    parse = nutch2("parse", batch, "-crawlId", "early", *d)
+    assert parse.returncode == 1, parse.stderr
+    assert f"parse: error: batch {batch} is generated, not fetched: run `nutch2 fetch {batch}` first" in parse.stderr
+    assert nutch2("fetch", batch, "-crawlId", "early", *d).returncode == 0  # nothing was recorded by the refusal
+    assert nutch2("parse", batch, "-crawlId", "early", *d).returncode == 0
+
+
 def test_generate_with_nothing_selected_says_why(web: TestWeb, tmp_path: Path) -> None:
     d = defines(tmp_path, "sqlite")
     seeds = seed_file(tmp_path, web.seed_url)
@@ -258,9 +271,9 @@ def test_counts_in_lines_are_singular_for_one(web: TestWeb, tmp_path: Path) -> N
     batch = gen.stdout.strip()
     assert f"generate: batch id {batch}: 1 URL\n" in gen.stderr, gen.stderr
     solr = require_solr()
-    index = nutch2("index", batch, "-solr", solr, "-crawlId", "one", *d)  # generated, not updated: no row to index
-    assert index.returncode == 0, index.stderr
-    assert f"no row of batch {batch} carries an updatedb mark (the batch is generated): nothing to do" in index.stderr
+    index = nutch2("index", batch, "-solr", solr, "-crawlId", "one", *d)  # generated, not updated: asked too early
+    assert index.returncode == 1, index.stderr
+    assert f"batch {batch} is generated, not updated: run `nutch2 updatedb {batch}` first" in index.stderr
 
 
 # ---------------------------------------------------------------------------------------------------- Solr outages

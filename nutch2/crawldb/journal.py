@@ -197,6 +197,9 @@ def rounds_phrase(rounds: int) -> str:
     return {-1: " (until nothing is due)", CONTINUOUS: " (continuous crawl)"}.get(rounds, f" of {rounds}")
 
 
+_MADE = {"fetch": FETCHED, "parse": PARSED, "updatedb": UPDATED}  # the state a producer's step leaves a batch in
+
+
 def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer: str,
              counters: Counters) -> bool:
     """Does the batch have rows for this job? A known batch with none (nothing was fetched in it, or it was
@@ -209,6 +212,10 @@ def has_rows(store: DataStore, mark: Mark, batch: str | None, job: str, producer
                                for m in (Mark.GENERATE, Mark.UPDATEDB)):
         raise NutchError(f"{job}: no rows carry batch id {batch!r} from {producer}; check the id printed by "
                          f"`nutch2 generate` (or use -all)")
+    if rec is not None and producer in _MADE and not rec.reached(_MADE[producer]) \
+            and rec.reached(GENERATED):  # asked too early: the command did not do its job
+        raise NutchError(f"{job}: batch {batch} is {rec.state}, not {_MADE[producer]}: run `nutch2 {producer} "
+                         f"{batch}` first")
     counters.incr(f"{_PAST[producer]}_rows", 0)
     state = f" (the batch is {rec.state})" if rec is not None else ""
     article = "an" if producer[0] in "aeiou" else "a"
