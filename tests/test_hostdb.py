@@ -183,6 +183,12 @@ def test_bad_expressions_are_one_line_errors(tmp_path: Path) -> None:
     assert p.returncode == 1 and "needs generate.count.mode=host" in p.stderr
     p = nutch2("readhostdb", "-get", "nowhere.example", *d)
     assert p.returncode == 1 and "nowhere.example is not in the host table; run updatehostdb" in p.stderr
+    p = nutch2("readhostdb", *d)  # never computed: not an empty listing that reads as "no host matched"
+    assert p.returncode == 1 and p.stdout == "" and \
+        "the host table is empty; compute it from the rows with `nutch2 updatehostdb -crawlId bad`" in p.stderr
+    assert nutch2("updatehostdb", *d).returncode == 0
+    p = nutch2("readhostdb", "-expr", "fetched > 0", *d)  # computed, and no host matches: exit 0, nothing printed
+    assert p.returncode == 0 and p.stdout == "", p.stderr
 
 
 def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:

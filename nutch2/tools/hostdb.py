@@ -97,6 +97,10 @@ class ReadHostDb(Tool[ReadHostDbArgs]):
                 chosen = [(a.get, datum)]
             else:
                 chosen = list(hosts(store))
+                if not chosen:  # printing nothing would read as "no host matched"
+                    flag = f" -crawlId {self.crawl_id}" if self.crawl_id else ""
+                    raise NutchError(f"readhostdb: the host table is empty; compute it from the rows with `nutch2 "
+                                     f"updatehostdb{flag}` (or crawl with -hostdbupdate)")
         kept: list[dict[str, Any]] = []
         for host, datum in chosen:
             if expr is not None and not expr.holds(datum.values(host)):
