@@ -97,6 +97,9 @@ class PostgresStore(SqlStore):
 
     def _error(self, e: Exception, message: str) -> StoreError:
         """A failed statement: the server gone (a connection's failure: it may come back) or the statement's."""
+        if type(e).__name__ == "UndefinedTable":  # a mistyped -crawlId, a crawl never injected, a dropped table
+            return StoreError(f"no crawl db {self.table} in PostgreSQL at {self.where}; run `nutch2 inject` first or "
+                              "check -crawlId/storage.postgres.url (or was the crawl's table dropped?)")
         return StoreUnavailable(message) if isinstance(e, self._psycopg.OperationalError) else StoreError(message)
 
     def _conn(self) -> Any:
@@ -307,9 +310,6 @@ def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     if "Connection refused" in text:
         return "connection refused"
-    if type(e).__name__ == "UndefinedTable":  # dropped by hand, or another database than the crawl's
-        primary = getattr(getattr(e, "diag", None), "message_primary", None) or text.split(" LINE ")[0]
-        return f"{primary}; was the crawl's table dropped? (check storage.postgres.url: is it the crawl's database?)"
     if "server closed the connection" in text or "consuming input failed" in text:
         return f"{text[:200]}; the server went away: is it up? (docker/services.sh start postgres)"
     return text[:300]

@@ -169,9 +169,13 @@ def test_a_postgres_table_dropped_by_hand_is_named_in_one_line(tmp_path: Path,
         capsys.readouterr()
         assert cli("readdb", "-stats", "-crawlId", crawl_id, *defines(tmp_path, "postgres")) == 1
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].endswith(f'relation "{crawl_id}_webpage" does not exist; was the crawl\'s '
-                                                 "table dropped? (check storage.postgres.url: is it the crawl's "
-                                                 "database?)"), err
+        assert len(err) == 1 and err[0].endswith(f"no crawl db {crawl_id}_webpage in PostgreSQL at "
+                                                 f"{store.where}; run `nutch2 inject` first or check -crawlId/"
+                                                 "storage.postgres.url (or was the crawl's table dropped?)"), err
+        # a crawl id never injected (a typo) reads the same as for sqlite: no driver error
+        capsys.readouterr()
+        assert cli("readdb", "-stats", "-crawlId", f"{crawl_id}x", *defines(tmp_path, "postgres")) == 1
+        assert f"nutch2 readdb: error: no crawl db {crawl_id}x_webpage in PostgreSQL" in capsys.readouterr().err
     finally:
         store.drop_schema()
         store.close()
