@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import struct
 import time
 from collections import Counter
@@ -209,7 +210,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                 return fn(conn.table(table or self.tname))
 
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"HBase at {self.where}: {action} failed: {_failed(e)}"), 0.2,
+                            lambda e: StoreError(_message(self.where, action, e)), 0.2,
                             self.gone)
 
     def _ts(self) -> int:
@@ -337,7 +338,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                 attempts += 1
                 slow += timed_out(e)  # a silent server: tried once more, as with_retries does
                 if attempts > self.retries or slow > 1 or not _transient(e):
-                    message = f"HBase at {self.where}: scan failed: {_failed(e)}"
+                    message = _message(self.where, "scan", e)
                     if not _transient(e):
                         raise StoreError(message) from None
                     self.gone.error = StoreUnavailable(message)
@@ -737,6 +738,15 @@ def _short(e: Exception) -> str:
     if "timed out" in text.lower():
         return "no answer within storage.hbase.timeout"
     return text[:300]
+
+
+def _message(where: str, action: str, e: Exception) -> str:
+    """A failed call's one line; a missing table (a mistyped -crawlId, a crawl never injected) as sqlite says it."""
+    missing = re.search(r"TableNotFoundException: ([\w.:-]+)", str(e))
+    if missing:
+        return (f"no crawl db {missing.group(1)} in HBase at {where}; run `nutch2 inject` first or check "
+                "-crawlId/hbase.thrift.host")
+    return f"HBase at {where}: {action} failed: {_failed(e)}"
 
 
 def _failed(e: Exception) -> str:

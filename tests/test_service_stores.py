@@ -179,3 +179,20 @@ def test_a_postgres_table_dropped_by_hand_is_named_in_one_line(tmp_path: Path,
     finally:
         store.drop_schema()
         store.close()
+
+
+@pytest.mark.integration
+def test_an_hbase_crawl_id_with_no_table_says_no_crawl_db(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped -crawlId on HBase: the sqlite store's 'no crawl db' line, not the gateway's exception."""
+    if "hbase" not in SERVICE_STORES:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without the HBase store enabled")
+        pytest.skip("the HBase store is not enabled (NUTCH2_TEST_STORES)")
+    crawl_id = f"nt{uuid.uuid4().hex[:8]}"
+    for command in (["readdb", "-stats"], ["generate"]):
+        capsys.readouterr()
+        assert cli(*command, "-crawlId", crawl_id, *defines(tmp_path, "hbase")) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"error: no crawl db {crawl_id}_webpage in HBase at " in err[0] and \
+            err[0].endswith("; run `nutch2 inject` first or check -crawlId/hbase.thrift.host"), err
