@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import io
 import logging
 import math
 import re
@@ -57,16 +58,54 @@ def seed_files(path: Path) -> list[Path]:
     raise NutchError(f"seed path {path} does not exist; give a file with one URL per line or a folder of them")
 
 
-def read_seeds(path: Path) -> Iterator[SeedLine]:
+@dataclass
+class SeedPiece:
+    """Whole lines of one seed file, as bytes (a file's BOM removed): a list of millions of seeds costs the
+    driver its file's size, not a Python object a line, and ships to the tasks as it is."""
+
+    source: str
+    first: int  # the line number of its first line
+    data: bytes
+
+    def lines(self) -> Iterator[SeedLine]:
+        path = Path(self.source)
+        for n, raw in enumerate(io.BytesIO(self.data), self.first):
+            yield SeedLine(self.source, n, _seed_text(raw, path, n))
+
+
+def seed_splits(path: Path, n: int) -> list[list[SeedPiece]]:
+    """The seed files cut at line ends into about n splits of equal bytes."""
+    files: list[tuple[str, bytes]] = []
     for file in seed_files(path):
         try:
-            with open(file, "rb") as f:
-                for n, raw in enumerate(f, 1):
-                    if n == 1 and raw.startswith(codecs.BOM_UTF8):  # files saved by Windows editors
-                        raw = raw[len(codecs.BOM_UTF8):]
-                    yield SeedLine(str(file), n, _seed_text(raw, file, n))
+            data = file.read_bytes()
         except OSError as e:
             raise NutchError(f"cannot read seed file {file}: {e.strerror}; check its permissions") from None
+        if data.startswith(codecs.BOM_UTF8):  # files saved by Windows editors
+            data = data[len(codecs.BOM_UTF8):]
+        files.append((str(file), data))
+    target = max(1, -(-sum(len(d) for _, d in files) // max(1, n)))
+    splits: list[list[SeedPiece]] = [[]]
+    room = target
+    for source, data in files:
+        start, line = 0, 1
+        while start < len(data):
+            end = len(data) if len(data) - start <= room else (data.find(b"\n", start + room - 1) + 1 or len(data))
+            splits[-1].append(SeedPiece(source, line, data[start:end]))
+            room -= end - start
+            line += data.count(b"\n", start, end)
+            start = end
+            if room <= 0:
+                splits.append([])
+                room = target
+    return [split for split in splits if split] or [[]]
+
+
+def read_seeds(path: Path) -> Iterator[SeedLine]:
+    """Every line of the seed file or folder, in order."""
+    for split in seed_splits(path, 1):
+        for piece in split:
+            yield from piece.lines()
 
 
 def _seed_text(raw: bytes, file: Path, n: int) -> str:
@@ -134,15 +173,21 @@ class InjectorJob(Job):
         self._origins: set[tuple[str, int]] = set()  # hosts and ports of this task's seeds
 
     def inputs(self, store: DataStore, n: int) -> list[Any]:
-        """The seed lines, read here on the driver and shipped to the tasks in chunks (a task in another
+        """The seed files' lines, read here on the driver and shipped to the tasks as bytes (a task in another
         process or on another machine does not see the driver's files)."""
-        lines = list(read_seeds(self.seeds))
-        size = max(1, -(-len(lines) // n))
-        return [lines[i:i + size] for i in range(0, len(lines), size)] or [[]]
+        return seed_splits(self.seeds, n)
 
-    def read(self, split: list[SeedLine], store: DataStore) -> Iterable[list[SeedLine]]:
+    def read(self, split: list[SeedPiece], store: DataStore) -> Iterable[list[SeedLine]]:
         """Chunks of storage.write.batch.size lines: each is one batched read of existing rows."""
-        return (split[i:i + self.chunk] for i in range(0, len(split), self.chunk))
+        chunk: list[SeedLine] = []
+        for piece in split:
+            for line in piece.lines():
+                chunk.append(line)
+                if len(chunk) >= self.chunk:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
 
     def map(self, record: list[SeedLine], ctx: TaskContext) -> Iterable[tuple[Any, Any]]:
         seeds = [s for line in record if (s := self._seed(line, ctx)) is not None]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nutch2.errors import NutchError
-from nutch2.jobs.inject import InjectorJob, parse_seed
+from nutch2.jobs.inject import InjectorJob, parse_seed, seed_splits
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.marks import Mark, get_distance
@@ -351,3 +354,32 @@ def test_a_bad_dns_property_fails_inject_before_any_row(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "fetcher.dns.timeout=0" in err[0], err
     assert not (tmp_path / "crawl").exists() or not rows(conf_for(tmp_path, "sqlite"), "baddns")
+
+
+@settings(max_examples=200, deadline=None)
+@given(files=st.lists(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30), min_size=1,
+                      max_size=4),
+       ends=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=1, max_size=4), last=st.booleans(),
+       bom=st.booleans(), n=st.integers(1, 6))
+def test_seed_splits_give_every_line_once_with_its_number(tmp_path_factory: pytest.TempPathFactory,
+                                                         files: list[list[bytes]], ends: list[bytes], last: bool,
+                                                         bom: bool, n: int) -> None:
+    """The seed files cut into n splits of bytes: read back, every line of every file once, in order, with its
+    file and line number, as reading the files line by line gives them."""
+    folder = tmp_path_factory.mktemp("seeds")
+    expected: list[tuple[str, int, bytes]] = []
+    for i, lines in enumerate(files):
+        end = ends[i % len(ends)]
+        data = end.join(lines) + (end if last and lines else b"")
+        path = folder / f"s{i}.txt"
+        path.write_bytes((b"\xef\xbb\xbf" if bom and i == 0 else b"") + data)
+        with open(path, "rb") as f:
+            for k, raw in enumerate(f, 1):
+                raw = raw[3:] if bom and i == 0 and k == 1 else raw
+                if raw:  # (a file that is only a BOM has no line)
+                    expected.append((str(path), k, raw))
+    splits = seed_splits(folder, n)
+    got = [(p.source, k, raw) for split in splits for p in split
+           for k, raw in enumerate(io.BytesIO(p.data), p.first)]
+    assert got == expected
+    assert len(splits) <= n + len(files)
