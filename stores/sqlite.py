@@ -316,7 +316,7 @@ class SqliteStore(SqlStore):
                     conn.execute(f"INSERT INTO {self._qs} (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE "
                                  "SET value = excluded.value", (name, value))
             except sqlite3.Error as e:
-                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+                raise StoreError(_write_failed(self.path, e)) from None
 
     def states(self, prefix: str = "") -> dict[str, str]:
         try:
@@ -378,7 +378,7 @@ class SqliteStore(SqlStore):
             except sqlite3.Error as e:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+                raise StoreError(_write_failed(self.path, e)) from None
 
     # -------------------------------------------------------------- writes
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
@@ -391,7 +391,7 @@ class SqliteStore(SqlStore):
         except Exception as e:  # any failure (a value sqlite cannot hold, a full disk) leaves no open transaction
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise StoreError(f"sqlite store {self.path}: write failed: {e}") from None
+            raise StoreError(_write_failed(self.path, e)) from None
 
     def _write_row(self, conn: sqlite3.Connection, key: str, values: dict[str, Any]) -> None:
         side = self._sides()
@@ -447,6 +447,14 @@ def _holds_table(path: Path, table: str) -> bool:
             conn.close()
     except (sqlite3.Error, OSError):
         return True
+
+
+def _write_failed(path: Path, e: Exception) -> str:
+    """A failed write's line; a full disk says what to do (the same command goes on from where it stopped)."""
+    if "disk is full" in str(e) or "disk I/O error" in str(e):
+        return (f"sqlite store {path}: write failed: {e}; free space on its disk (or move storage.data.dir), then "
+                "run the same command again")
+    return f"sqlite store {path}: write failed: {e}"
 
 
 def _describe(path: Path, e: sqlite3.DatabaseError) -> str:

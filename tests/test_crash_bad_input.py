@@ -52,6 +52,7 @@ def test_full_disk_mid_updatedb_then_rerun_is_exact(tmp_path: Path) -> None:
     full = nutch2("updatedb", "B", "-crawlId", "full", *d, preexec_fn=small_disk)
     assert full.returncode == 1
     assert "write failed" in one_line(full) or "full" in one_line(full)
+    assert "free space on its disk (or move storage.data.dir), then run the same command" in one_line(full)
     rerun = nutch2("updatedb", "B", "-crawlId", "full", *d)
     assert rerun.returncode == 0, rerun.stderr
     same_rows(table(conf, "full"), table(conf, "ref"))
