@@ -184,6 +184,21 @@ def test_chinese_and_ranking_over_opensearch(os_server: SearchServer, web: TestW
     assert urls == [web.trap_url(SEARCHER_PHRASE_PAGES[1]), web.trap_url(SEARCHER_PHRASE_PAGES[0])]  # the phrase
 
 
+def test_words_over_title_and_text_are_marked_in_the_snippet(os_server: SearchServer, crawl: Crawl,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """"bird saffron": one word in the pages' titles, one in their text. OpenSearch's highlighters find no term
+    in the cross_fields query that matches such words, so these hits had no marked word (the search command: no
+    snippet at all); the highlight has its own query."""
+    first = SEARCHER_PHRASE.split()[0]
+    res = api(os_server, q=f"bird {first}", collapse=0).json()
+    assert res["numFound"] == 2, res
+    assert all(f"<mark>{first}</mark>" in h["snippet"] for h in res["hits"]), res["hits"]
+    capsys.readouterr()
+    assert cli("search", f"bird {first}", "-crawlId", CRAWL, "-opensearch", INDEX_URL, *crawl.defines) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 7 and f"*{first}*" in out[3] and f"*{first}*" in out[6], out
+
+
 def test_paging_over_opensearch(solr_server: SearchServer, os_server: SearchServer) -> None:
     total = api(os_server, q="http", collapse=0, rows=1).json()["numFound"]
     assert total == api(solr_server, q="http", collapse=0, rows=1).json()["numFound"] > 20

@@ -222,11 +222,16 @@ class OpenSearchClient:
         self._client.close()
 
 
-def text_query(text: str) -> dict[str, Any]:
+def text_query(text: str, highlight: bool = False) -> dict[str, Any]:
     """The query typed text becomes (query.clauses): every word must match, in any of the query fields with their
     weights, term by term as edismax does (cross_fields); the phrase of the plain words boosts (the phrase
     fields, no slop); phrases are phrase queries, field:word a match on that field, -x a must_not. No text:
-    every document (Solr's q.alt)."""
+    every document (Solr's q.alt).
+
+    `highlight`: the same words for the highlighter's highlight_query, each on its own (best_fields). OpenSearch's
+    highlighters find no term in a cross_fields query of two words or more, so a hit of "host page" had no
+    snippet at all."""
+    matching = "best_fields" if highlight else "cross_fields"
     words: list[str] = []
     must: list[dict[str, Any]] = []
     must_not: list[dict[str, Any]] = []
@@ -234,15 +239,16 @@ def text_query(text: str) -> dict[str, Any]:
         if len(group) == 1 and group[0].plain:
             words.append(group[0].text)
         elif len(group) == 1:
-            (must_not if group[0].negated else must).append(_match(group[0]))
+            (must_not if group[0].negated else must).append(_match(group[0], matching))
         else:
-            either = [{"bool": {"must_not": [_match(c)]}} if c.negated else _match(c) for c in group]
+            either = [{"bool": {"must_not": [_match(c, matching)]}} if c.negated else _match(c, matching)
+                      for c in group]
             must.append({"bool": {"should": either, "minimum_should_match": 1}})
     should: list[dict[str, Any]] = []
     if words:
         joined = " ".join(words)
-        must.insert(0, {"multi_match": {"query": joined, "fields": weighted(QUERY_FIELDS), "type": "cross_fields",
-                                        "operator": "and"}})
+        must.insert(0, {"multi_match": {"query": joined, "fields": weighted(QUERY_FIELDS), "type": matching,
+                                        "operator": "or" if highlight else "and"}})
         if len(words) > 1:
             should.append({"multi_match": {"query": joined, "fields": weighted(PHRASE_FIELDS), "type": "phrase",
                                            "slop": 0}})
@@ -255,7 +261,7 @@ def text_query(text: str) -> dict[str, Any]:
     return {"bool": query}
 
 
-def _match(c: Clause) -> dict[str, Any]:
+def _match(c: Clause, matching: str = "cross_fields") -> dict[str, Any]:
     """One clause as a match (or phrase) query: on its field, else over the query fields."""
     if c.field:
         if c.phrase:
@@ -263,5 +269,5 @@ def _match(c: Clause) -> dict[str, Any]:
         return {"match": {c.field: {"query": c.text, "operator": "and"}}}
     if c.phrase:
         return {"multi_match": {"query": c.text, "fields": weighted(QUERY_FIELDS), "type": "phrase"}}
-    return {"multi_match": {"query": c.text, "fields": weighted(QUERY_FIELDS), "type": "cross_fields",
+    return {"multi_match": {"query": c.text, "fields": weighted(QUERY_FIELDS), "type": matching,
                             "operator": "and"}}

@@ -52,7 +52,7 @@ def opensearch_body(req: SearchRequest) -> dict[str, Any]:
         "from": min(req.start, WINDOW), "size": max(0, min(req.rows, WINDOW - req.start)),
         "_source": HIT_FIELDS.split(","), "track_total_hits": True,
         "highlight": {"encoder": "html", "pre_tags": ["<em>"], "post_tags": ["</em>"],
-                      "max_analyzer_offset": ANALYZED,
+                      "max_analyzer_offset": ANALYZED, "highlight_query": text_query(req.words, highlight=True),
                       "fields": {MAIN_CONTENT: {**SNIPPET, "require_field_match": False},  # not queried: as Solr's
                                  "content": SNIPPET, "title": {"number_of_fragments": 0}}},
         "aggs": {"host": {"terms": {"field": "host", "size": FACET_HOSTS}}},

@@ -91,6 +91,7 @@ class Search(Tool[SearchArgs]):
                                "filter": [{"term": {"crawlId": solr_crawl_id(self.crawl_id)}}]}},
             "size": a.rows, "_source": ["id", "url", "title"], "track_total_hits": True,
             "highlight": {"pre_tags": ["<em>"], "post_tags": ["</em>"], "max_analyzer_offset": 51_200,
+                          "highlight_query": text_query(a.query, highlight=True),
                           "fields": {MAIN_CONTENT: {"fragment_size": 160, "number_of_fragments": 1},
                                      "content": {"fragment_size": 160, "number_of_fragments": 1},
                                      "title": {"number_of_fragments": 0}}}})
