@@ -177,6 +177,11 @@ class InjectorJob(Job):
         process or on another machine does not see the driver's files)."""
         return seed_splits(self.seeds, n)
 
+    map_unit = "seed lines"
+
+    def record_size(self, record: list[SeedLine]) -> int:
+        return len(record)
+
     def read(self, split: list[SeedPiece], store: DataStore) -> Iterable[list[SeedLine]]:
         """Chunks of storage.write.batch.size lines: each is one batched read of existing rows."""
         chunk: list[SeedLine] = []

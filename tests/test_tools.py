@@ -287,6 +287,16 @@ def test_every_job_shows_its_progress_off_a_terminal(tmp_path: Path) -> None:
                       for x in lines]
             assert counts == sorted(counts) and counts[-1] <= 1200 + 5000, counts
             assert sum(x.startswith(f"{job}: finished in") for x in p.stderr.splitlines()) == 1
+        # inject reads its seed lines in chunks: the line counts them, not the chunks
+        seeds = tmp_path / "many.txt"
+        seeds.write_text("".join(f"http://h{i % 50}.example/{i}\n" for i in range(20000)))
+        p = run("inject", seeds, "-crawlId", f"{crawl_id}s", "-D", "inject.address.check.seconds=0", *d)
+        assert p.returncode == 0, p.stderr
+        lines = [x for x in p.stderr.splitlines() if x.startswith("inject: map: ")]
+        counts = [int(re.fullmatch(r"inject: map: (\d+) seed lines, [\d.]+ seed lines/s \([\d.]+ avg\)", x)
+                      .group(1)) for x in lines]
+        assert counts and counts == sorted(counts) and counts[-1] <= 20000, p.stderr
+        assert counts[-1] > 1000, counts  # lines, not the 40 chunks of 500
     finally:
         requests.post(f"{solr}/update?commit=true", json={"delete": {"query": f"id:{crawl_id}!*"}}, timeout=30)
 

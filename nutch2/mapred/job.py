@@ -163,6 +163,7 @@ class Job:
     has_reduce = False  # a single reduce step (steps() says more)
     progress_line = True  # the runner shows records done and records/s (False: the job shows its own)
     map_phase = "map"  # what the progress line calls the map tasks' work
+    map_unit = "rows"  # what it counts in it (record_size of each record read)
 
     def __init__(self, conf: Configuration) -> None:
         self.conf = conf
@@ -184,6 +185,10 @@ class Job:
     def inputs(self, store: DataStore, n: int) -> list[Any]:
         """What each map task reads, as picklable descriptions: by default the store's partitions of query()."""
         return list(store.partitions(self.query(), n))
+
+    def record_size(self, record: Any) -> int:
+        """How many map_units a record read is (the progress line's count): one row by default."""
+        return 1
 
     def read(self, split: Any, store: DataStore) -> Iterable[Any]:
         """The records of one input (in the task): by default the rows of one partition of query()."""

@@ -57,13 +57,13 @@ class JobProgress:
     """The progress line of one job while its tasks run: `phase(name)` at each phase (map, reduce), `close()`
     at the end. `done` counts the records of every task of the runner so far (it only grows)."""
 
-    def __init__(self, job: str, phase: str, conf: Configuration, done: Callable[[], int]) -> None:
+    def __init__(self, job: str, phase: str, conf: Configuration, done: Callable[[], int], unit: str = "rows") -> None:
         self.job = job
         self._done = done
         self._progress = Progress(job, conf.get_float("log.progress.interval"), logger=log)
         redraw = conf.get_float("fetcher.progress.interval")
         self._tick = redraw if self._progress.tty else max(0.05, min(redraw, conf.get_float("log.progress.interval")))
-        self._phase = (phase, "rows", done(), Window())
+        self._phase = (phase, unit, done(), Window())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"progress-{job}", daemon=True)
         self._thread.start()

@@ -61,7 +61,7 @@ class Runner:
                   + "".join(f", reduce step {s}: {self._reducers(steps, s)} tasks" for s in range(len(steps))))
         spill = SpillDir(self.conf.get_str("mapreduce.cluster.local.dir"))
         results: list[Any] = []
-        watch = progress.JobProgress(job.name, job.map_phase, self.conf, self.records_done) \
+        watch = progress.JobProgress(job.name, job.map_phase, self.conf, self.records_done, job.map_unit) \
             if job.progress_line or not self.here else None
         try:
             parts = self._reducers(steps, 0)

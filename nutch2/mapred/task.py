@@ -39,7 +39,7 @@ def map_pairs(job: Job, split: Any, ctx: TaskContext) -> Iterator[tuple[Any, Any
     try:
         for record in job.read(split, ctx.store):
             stop.check()  # a stop request ends the task between records (the job is safe to run again)
-            ctx.records += 1
+            ctx.records += job.record_size(record)
             yield from job.map(record, ctx) or ()
         yield from job.map_close(ctx) or ()
     finally:
