@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import gzip
 import io
 import logging
 import math
@@ -81,6 +83,7 @@ def seed_splits(path: Path, n: int) -> list[list[SeedPiece]]:
             data = file.read_bytes()
         except OSError as e:
             raise NutchError(f"cannot read seed file {file}: {e.strerror}; check its permissions") from None
+        data = _text_of(file, data)
         if data.startswith(codecs.BOM_UTF8):  # files saved by Windows editors
             data = data[len(codecs.BOM_UTF8):]
         files.append((str(file), data))
@@ -99,6 +102,57 @@ def seed_splits(path: Path, n: int) -> list[list[SeedPiece]]:
                 splits.append([])
                 room = target
     return [split for split in splits if split] or [[]]
+
+
+def _text_of(file: Path, data: bytes) -> bytes:
+    """A seed file's lines: gzip and bzip2 files decompressed (as Hadoop's text input reads them); a file that is
+    not text fails before anything is injected."""
+    try:
+        if data.startswith(b"\x1f\x8b"):
+            data = gzip.decompress(data)
+        elif data.startswith(b"BZh"):
+            data = bz2.decompress(data)
+    except (OSError, EOFError, ValueError) as e:
+        raise NutchError(f"seed file {file} looks compressed but does not decompress ({e}); give it whole, or as "
+                         "plain text") from None
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Windows editors' "Unicode"
+        data = data.decode("utf-16", errors="replace").encode("utf-8")
+    _check_text(file, data[:65536])
+    return data
+
+
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r") + b"\x7f"
+
+
+def _check_text(file: Path, head: bytes) -> None:
+    """A file whose first bytes are more than 5 % control characters is not a seed list (a stray binary line
+    among URLs is a bad line, reported and skipped)."""
+    if head and len(head) - len(head.translate(None, _CONTROL)) > len(head) / 20:
+        raise NutchError(f"seed file {file} is not text (binary bytes); give a file with one URL per line (UTF-8 "
+                         "or UTF-16 text, plain, .gz or .bz2)")
+
+
+def check_seed_files(path: Path, empty_ok: bool = False) -> None:
+    """The seed path's files exist and read as text (their first 64 KB, decompressed): checked before a table is
+    made or a row written. `empty_ok`: a folder without files passes (a continuous crawl waits for them)."""
+    if empty_ok and path.is_dir() and not any(p.is_file() and not p.name.startswith(".") for p in path.iterdir()):
+        return
+    for file in seed_files(path):
+        try:
+            with open(file, "rb") as f:
+                magic = f.read(3)
+            opener = gzip.open if magic[:2] == b"\x1f\x8b" else bz2.open if magic == b"BZh" else open
+            with opener(file, "rb") as f:
+                head = f.read(65536)
+            if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                head = head.decode("utf-16", errors="replace").encode("utf-8")
+        except OSError as e:
+            raise NutchError(f"cannot read seed file {file}: {e.strerror or e}; check it (its permissions, or a "
+                             "compressed file cut short)") from None
+        except (EOFError, ValueError) as e:
+            raise NutchError(f"seed file {file} looks compressed but does not decompress ({e}); give it whole, or "
+                             "as plain text") from None
+        _check_text(file, head)
 
 
 def read_seeds(path: Path) -> Iterator[SeedLine]:
@@ -124,6 +178,11 @@ def _seed_text(raw: bytes, file: Path, n: int) -> str:
 _ESCAPED = re.compile("[\udc80-\udcff]")
 
 
+def _shown(text: str, limit: int = 200) -> str:
+    """A seed's text in a message: quoted, cut at `limit` characters (a line can be megabytes)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 class BadSeed(ValueError):
     """A seed line that cannot be injected; the message is the reason."""
 
@@ -136,14 +195,14 @@ def parse_seed(text: str) -> tuple[str, dict[str, str]] | None:
     url, *pairs = line.split("\t")
     url = url.strip()
     if any(c.isspace() for c in url):
-        raise BadSeed(f"URL contains whitespace: {url!r} (separate metadata with tabs)")
+        raise BadSeed(f"URL contains whitespace: {_shown(url)} (separate metadata with tabs)")
     meta: dict[str, str] = {}
     for pair in pairs:
         if not pair.strip():
             continue
         k, sep, v = pair.partition("=")
         if not sep or not k.strip():
-            raise BadSeed(f"metadata {pair!r} is not key=value")
+            raise BadSeed(f"metadata {_shown(pair)} is not key=value")
         meta[k.strip()] = v.strip()
     return url, meta
 
@@ -167,7 +226,7 @@ class InjectorJob(Job):
         self.dns_seconds = conf.get_float("inject.address.check.seconds")
         self.allow_local = conf.get_bool("inject.seeds.allow.local")
         DnsCache.from_conf(conf)  # a bad fetcher.dns.* value fails here, before a row is written (finish uses it)
-        seed_files(seeds)  # fail before the job starts when the path is wrong
+        check_seed_files(seeds)  # fail before the job starts when the path is wrong or a file is not text
 
     def map_setup(self, ctx: TaskContext) -> None:
         self._origins: set[tuple[str, int]] = set()  # hosts and ports of this task's seeds
@@ -241,9 +300,9 @@ class InjectorJob(Job):
             try:
                 norm = self.checker.normalize(url)
             except ValueError as e:
-                raise BadSeed(f"not a valid URL: {url!r} ({e})") from None
+                raise BadSeed(f"not a valid URL: {_shown(url)} ({e})") from None
             if norm is None:
-                raise BadSeed(f"not a valid URL: {url!r}")
+                raise BadSeed(f"not a valid URL: {_shown(url)}")
             if self.checker.filter(norm) is None:
                 ctx.incr("filtered")
                 return None

@@ -356,16 +356,21 @@ def test_a_bad_dns_property_fails_inject_before_any_row(tmp_path: Path, capsys: 
     assert not (tmp_path / "crawl").exists() or not rows(conf_for(tmp_path, "sqlite"), "baddns")
 
 
+def _text_bytes(b: bytes) -> bytes:
+    return bytes(x for x in b if (x >= 32 or x == 9) and x not in b"\x7fB\xfe\xff")
+
+
 @settings(max_examples=200, deadline=None)
-@given(files=st.lists(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=30), min_size=1,
-                      max_size=4),
+@given(files=st.lists(st.lists(st.binary(max_size=12).map(_text_bytes),
+                               max_size=30), min_size=1, max_size=4),
        ends=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=1, max_size=4), last=st.booleans(),
        bom=st.booleans(), n=st.integers(1, 6))
 def test_seed_splits_give_every_line_once_with_its_number(tmp_path_factory: pytest.TempPathFactory,
                                                          files: list[list[bytes]], ends: list[bytes], last: bool,
                                                          bom: bool, n: int) -> None:
     """The seed files cut into n splits of bytes: read back, every line of every file once, in order, with its
-    file and line number, as reading the files line by line gives them."""
+    file and line number, as reading the files line by line gives them. (Text lines: no control bytes, nothing
+    that opens as a bzip2 or UTF-16 file.)"""
     folder = tmp_path_factory.mktemp("seeds")
     expected: list[tuple[str, int, bytes]] = []
     for i, lines in enumerate(files):
@@ -383,3 +388,45 @@ def test_seed_splits_give_every_line_once_with_its_number(tmp_path_factory: pyte
            for k, raw in enumerate(io.BytesIO(p.data), p.first)]
     assert got == expected
     assert len(splits) <= n + len(files)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "utf-16"])
+def test_compressed_and_utf16_seed_files_inject_as_plain_ones(env, tmp_path: Path, kind: str) -> None:
+    """Hadoop's text input (Nutch's injector) reads .gz and .bz2 seed files; Windows editors save "Unicode" as
+    UTF-16 with a BOM."""
+    import bz2
+    import gzip
+
+    conf, store = env
+    text = "# seeds\r\nhttp://a.example/\r\nhttp://b.example/x\tnutch.score=2\r\n"
+    data = {"gzip": lambda: gzip.compress(text.encode()), "bzip2": lambda: bz2.compress(text.encode()),
+            "utf-16": lambda: text.encode("utf-16")}[kind]()
+    c = inject(conf, store, write(tmp_path, "seeds.bin", data))
+    assert (c.get("injected"), c.get("rejected")) == (2, 0)
+    assert urls(store) == ["http://a.example/", "http://b.example/x"]
+    assert row(store, "http://b.example/x").score == 2.0
+
+
+def test_a_file_that_is_not_text_fails_before_any_row(tmp_path: Path) -> None:
+    """A binary file given as seeds (or a compressed one cut short): one line naming it, no table made; long
+    bad lines of a text file are cut in their message."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "binary.bin").write_bytes(bytes(range(256)) * 40)
+    (tmp_path / "cut.gz").write_bytes(__import__("gzip").compress(b"http://a.example/\n" * 1000)[:60])
+    (tmp_path / "long.txt").write_text("http://a.example/" + "x" * 100_000 + " y\n")
+    env = {**os.environ, "NUTCH2_OPTS": ""}
+    for name, message in (("binary.bin", "is not text (binary bytes)"), ("cut.gz", "does not decompress")):
+        for command in (["inject", str(tmp_path / name)], ["crawl", str(tmp_path / name), "-rounds", "1"]):
+            p = subprocess.run([sys.executable, "-m", "nutch2", *command, "-crawlId", "nt", "-D",
+                                f"storage.data.dir={tmp_path / 'crawl'}", "-D", "http.agent.name=t"],
+                               capture_output=True, text=True, env=env, timeout=120)
+            assert p.returncode == 1 and message in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+            assert not list((tmp_path / "crawl").glob("nt_*")), command
+    p = subprocess.run([sys.executable, "-m", "nutch2", "inject", str(tmp_path / "long.txt"), "-crawlId", "nl",
+                        "-D", f"storage.data.dir={tmp_path / 'crawl'}"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 1 and "URL contains whitespace" in p.stderr and "(100019 characters)" in p.stderr
+    assert max(len(line) for line in p.stderr.splitlines()) < 400, p.stderr

@@ -110,9 +110,12 @@ class Crawl(Tool[CrawlArgs]):
         dead Solr or OpenSearch fail before anything is created or injected."""
         from nutch2.fetch.fetcher import fetcher_threads
         from nutch2.fetch.protocols import protocol_for
+        from nutch2.jobs.inject import check_seed_files
         from nutch2.parse.parseutil import PageParser
 
         a = self.args
+        if a.seeds is not None and (a.seeds.exists() or not a.continuous):  # before the crawl's table is made
+            check_seed_files(a.seeds, empty_ok=a.continuous)  # (a continuous crawl waits for its seed files)
         self.conf = with_opensearch(self.conf, a.opensearch, a.solr)  # every step's conf
         super().prepare()
         fetcher_threads(self.conf, a.threads)

@@ -63,11 +63,11 @@ class Inject(Tool[InjectArgs]):
     creates = True
 
     def prepare(self) -> None:
-        from nutch2.jobs.inject import seed_files
+        from nutch2.jobs.inject import check_seed_files
 
         super().prepare()
-        if self.args.seeds is not None:
-            seed_files(self.args.seeds)
+        if self.args.seeds is not None:  # before the table is made: a wrong path or a file that is not text
+            check_seed_files(self.args.seeds)
 
     def run(self, run: Run) -> int:
         with seed_path(self.args) as seeds:
