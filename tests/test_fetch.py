@@ -95,6 +95,22 @@ def test_empty_agent_name_fails_fast(web: TestWeb, tmp_path: Path, capsys: pytes
     assert Mark.FETCH.check(c.row(web.page_url(3, 1))) is None
 
 
+@pytest.mark.parametrize("name", ["Bot\nX-Evil: 1", "Робот"])
+def test_agent_name_a_header_cannot_carry_fails_fast(web: TestWeb, tmp_path: Path, name: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A name with a control character or a letter outside ASCII would fail every request of the crawl, each
+    counted as an exception: the fetch refuses it in one line before any request, as an empty name."""
+    c = Crawl(tmp_path, capsys, "badagent")
+    c.inject(web.page_url(3, 1))
+    batch = c.generate()
+    web.reset_log()
+    assert c.run("fetch", batch, **{"http.agent.name": name}) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "http.agent.name has the character" in err[0] and "printable ASCII" in err[0], err
+    assert web.requests() == []
+    assert Mark.FETCH.check(c.row(web.page_url(3, 1))) is None
+
+
 # ---------------------------------------------------------------------------- politeness
 
 
