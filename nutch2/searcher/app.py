@@ -184,12 +184,13 @@ def _is_api(request: Request) -> bool:
     return request.url.path.startswith("/api/") or request.url.path == "/api"
 
 
-def _error(request: Request, status: int, title: str, message: str) -> Response:
+def _error(request: Request, status: int, title: str, message: str,
+           link: tuple[str, str] | None = None) -> Response:
     if _is_api(request):
         return JSONResponse({"error": message}, status_code=status)
     s: Searcher = request.app.state.searcher
-    return s.templates.TemplateResponse(request, "error.html", _ctx(request, title=title, message=message),
-                                        status_code=status)
+    return s.templates.TemplateResponse(request, "error.html",
+                                        _ctx(request, title=title, message=message, link=link), status_code=status)
 
 
 def _ctx(request: Request, **values: Any) -> dict[str, Any]:
@@ -202,7 +203,7 @@ def _ctx(request: Request, **values: Any) -> dict[str, Any]:
 
 async def _on_param_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ParamError)
-    return _error(request, exc.status, "Cannot do that" if exc.status != 404 else "Not found", str(exc))
+    return _error(request, exc.status, "Cannot do that" if exc.status != 404 else "Not found", str(exc), exc.link)
 
 
 async def _on_index_error(request: Request, exc: Exception) -> Response:

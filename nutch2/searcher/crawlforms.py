@@ -26,9 +26,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from nutch2.crawldb.journal import Journal
-from nutch2.errors import StoreError
-from nutch2.searcher.jobapi import JobInfo, JobManager
+from nutch2.errors import ConfigError, StoreError
+from nutch2.fetch.agent import user_agent
+from nutch2.searcher.jobapi import JobConflict, JobInfo, JobManager
 from nutch2.searcher.params import ParamError, int_param
+from nutch2.stores.lease import held_leases
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,9 @@ log = logging.getLogger(__name__)
 FORM_PATHS = r"/crawl/(?:inject|start|jobs/[A-Za-z0-9_-]{1,64}/stop)"
 REFRESH_SECONDS = 2  # how often a running job's progress frame reloads itself
 MAX_SEED_LINES = 100_000
+AGENT = "http.agent.name"
+MAX_AGENT = 200  # characters of a crawler name typed into the form
+_FORM_ARGS = {"rounds", "topN", "index", "seedUrls"}  # what the crawl form sets
 
 
 class FormTokens:
@@ -97,13 +102,16 @@ class CrawlForms:
     def jobs_page(self, request: Request) -> Response:
         """The forms (inject, start a crawl) and the last jobs."""
         jobs = _manager(request)
-        return self._page(request, "crawljobs.html", jobs=[j.to_json() for j in jobs.all()[:20]],
-                          index_target=_index_target(jobs))
+        listed = jobs.all()
+        interrupted = None if any(j.state == "RUNNING" for j in listed) else _stopped_crawl(request)
+        return self._page(request, "crawljobs.html", jobs=[j.to_json() for j in listed[:20]],
+                          index_target=_index_target(jobs), agent=jobs.conf.get_str(AGENT).strip(),
+                          interrupted=interrupted)
 
     def job_page(self, request: Request) -> Response:
         info = _job(request)
         return self._page(request, "job.html", job=info.to_json(), stopping=info.stop_requested,
-                          refresh=REFRESH_SECONDS)
+                          refresh=REFRESH_SECONDS, conf=info.conf)
 
     def progress(self, request: Request) -> Response:
         """The job's state, counters and progress line; reloads itself while the job runs."""
@@ -111,7 +119,7 @@ class CrawlForms:
         job = info.to_json()
         return self._page(request, "jobprogress.html", job=job, stopping=info.stop_requested,
                           refresh=REFRESH_SECONDS if job["state"] == "RUNNING" else None,
-                          round=_crawl_round(request, info))
+                          round=_crawl_round(request, info), again=_again_fields(info))
 
     # ------------------------------------------------------------------------------------------ forms
 
@@ -140,7 +148,7 @@ class CrawlForms:
         args: dict[str, Any] = {"seedUrls": lines}
         if form.get("overwrite"):
             args["overwrite"] = True
-        info = jobs.submit("inject", args)
+        info = _submit(jobs, "inject", args)
         return RedirectResponse(f"/crawl/jobs/{info.id}", 303)
 
     async def start(self, request: Request) -> Response:
@@ -159,7 +167,10 @@ class CrawlForms:
         seeds = seed_lines(fields.get("seeds", ""))
         if seeds:
             args["seedUrls"] = seeds
-        info = jobs.submit("crawl", args)
+        conf = _agent_conf(jobs, fields.get("agent"))
+        if not seeds:
+            _check_crawl_db(request)
+        info = _submit(jobs, "crawl", args, conf)
         return RedirectResponse(f"/crawl/jobs/{info.id}", 303)
 
     async def stop(self, request: Request) -> Response:
@@ -167,6 +178,77 @@ class CrawlForms:
         info = _job(request)
         _manager(request).stop(info.id)
         return RedirectResponse(f"/crawl/jobs/{info.id}", 303)
+
+
+def _submit(jobs: JobManager, job: str, args: dict[str, Any], conf: dict[str, Any] | None = None) -> JobInfo:
+    """Start a job; while another runs, the error links to that job's page (where it is watched and stopped)."""
+    try:
+        return jobs.submit(job, args, conf)
+    except JobConflict:
+        running = next((j for j in jobs.all() if j.state == "RUNNING"), None)
+        if running is None:  # it ended meanwhile, or a command holds the crawl's lock: the message says which
+            raise
+        raise ParamError(f"job {running.id} ({running.type}) is still running; one job runs at a time: wait for it "
+                         "to end, or stop it on its page", 409,
+                         link=(f"/crawl/jobs/{running.id}", f"the running {running.type} job")) from None
+
+
+def _agent_conf(jobs: JobManager, typed: str | None) -> dict[str, Any] | None:
+    """The crawl's http.agent.name: the form's "Crawler name" when given, else the server's; refused (400, saying
+    what to type) when neither names the crawler or the name cannot be sent as a User-Agent."""
+    name = (typed or "").strip()
+    if len(name) > MAX_AGENT:
+        raise ParamError(f"the crawler name is {len(name)} characters long; give at most {MAX_AGENT}")
+    conf = {AGENT: name} if name and name != jobs.conf.get_str(AGENT).strip() else None
+    try:
+        user_agent(jobs.job_conf(conf))
+    except ConfigError as e:
+        if name:
+            raise ParamError(f"crawler name {name[:40]!r}: {e}") from None
+        raise ParamError("name your crawler: type its name in Crawler name (sites see it in the User-Agent header "
+                         "and robots.txt rules are matched against it, e.g. MyBot), or start the server with "
+                         "-D http.agent.name=MyBot to crawl under that name") from None
+    return conf
+
+
+def _check_crawl_db(request: Request) -> None:
+    """A crawl without seeds needs a crawl db with rows: said on the form's answer rather than by a failed job."""
+    try:
+        request.app.state.searcher.store.run(lambda store: Journal(store).crawl())
+    except StoreError as e:
+        if str(e).startswith("no crawl db"):
+            raise ParamError("this crawl holds no URLs yet: give seeds to inject first in the crawl form, or inject "
+                             "them with the Inject seeds form") from None
+        log.debug("crawl db not checked: %s", e)  # the job says what the store says
+
+
+def _stopped_crawl(request: Request) -> dict[str, Any] | None:
+    """The journal's crawl entry when a crawl stopped before its end (with the server, or on a stop request)."""
+    def stopped(store: Any) -> dict[str, Any] | None:
+        crawl = Journal(store).crawl()
+        return None if crawl is None or held_leases(store, "crawler") else crawl  # not a crawl command running now
+
+    try:
+        return request.app.state.searcher.store.run(stopped)
+    except StoreError as e:
+        log.debug("no stopped crawl shown: %s", e)
+        return None
+
+
+def _again_fields(info: JobInfo) -> dict[str, str] | None:
+    """The crawl form's fields that start an ended crawl job again (the same job goes on from where it stopped)."""
+    args = info.args
+    if info.type != "crawl" or info.state not in ("KILLED", "FAILED") or not set(args) <= _FORM_ARGS \
+            or not set(info.conf) <= {AGENT}:  # a job of the API the form cannot say again
+        return None
+    fields = {"rounds": str(args.get("rounds", 2)), "index": "server" if args.get("index") else "none"}
+    if args.get("topN"):
+        fields["topN"] = str(args["topN"])
+    if args.get("seedUrls"):
+        fields["seeds"] = "\n".join(args["seedUrls"])
+    if isinstance(info.conf.get(AGENT), str):
+        fields["agent"] = info.conf[AGENT]
+    return fields
 
 
 def _manager(request: Request) -> JobManager:
@@ -181,7 +263,9 @@ def _job(request: Request) -> JobInfo:
     job_id = request.path_params["job_id"]
     info = _manager(request).get(job_id)
     if info is None:
-        raise ParamError(f"no job {job_id[:64]!r}; the crawl's jobs page lists them (/crawl/jobs)", 404)
+        raise ParamError(f"no job {job_id[:64]!r} on this server: it knows the jobs started since it last started "
+                         "(a crawl stopped with the server goes on when you start it again)", 404,
+                         link=("/crawl/jobs", "the crawl's jobs"))
     return info
 
 

@@ -121,6 +121,7 @@ class JobInfo:
     stop_requested: bool = False
     thread: threading.Thread | None = None
     redactor: Redactor = field(default_factory=Redactor)
+    conf: dict[str, Any] = field(default_factory=dict)  # the properties the job set for itself, as sent
 
     def to_json(self) -> dict[str, Any]:
         end = self.finished if self.finished is not None else time.time()
@@ -266,7 +267,8 @@ class JobManager:
                                   f"wait for it (GET /api/jobs/{j.id}) or stop it")
             if tool.crawl_lock:
                 self._check_cli_lock(job, tool.creates)
-            info = JobInfo(secrets.token_urlsafe(12), job, self.crawl_id, shown, redactor=self.redactor)
+            info = JobInfo(secrets.token_urlsafe(12), job, self.crawl_id, shown, redactor=self.redactor,
+                           conf=dict(conf) if isinstance(conf, dict) else {})
             self._jobs[info.id] = info
             self._forget_old()
             stop.reset()

@@ -11,11 +11,13 @@ MAX_URL = 4096
 
 
 class ParamError(NutchError):
-    """A request parameter is missing or wrong (HTTP 400; 404 when `status` says so)."""
+    """A request parameter is missing or wrong (HTTP 400; 404 when `status` says so); `link` (href, text): where
+    an error page sends the user next."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, link: tuple[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.link = link
 
 
 def int_param(params: Mapping[str, str], name: str, default: int, lo: int, hi: int | None = None,
