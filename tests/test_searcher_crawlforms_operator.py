@@ -173,3 +173,27 @@ def test_after_a_restart_under_a_crawl_the_pages_say_how_to_go_on(browser, tmp_p
         notice = browser.find_element(By.ID, "interrupted").text
         assert notice.startswith("A crawl stopped in round 1 of 3"), notice
         assert browser.find_element(By.ID, "rounds").get_attribute("value") == "3"
+
+
+def test_too_many_seeds_or_too_large_a_seed_file_say_what_to_do(browser, server: SearchServer, tmp_path: Path,
+                                                               shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    # more lines than a job takes (10,000): counted and refused with the way out, in either form
+    many = "\n".join(f"http://127.0.1.1/p/{i}.html" for i in range(10_001))
+    for form, box, button in (("inject", "seeds", "inject"), ("crawl", "crawl-seeds", "start")):
+        fill_crawl_form(browser, server.url, agent="FormBot")
+        browser.execute_script("document.getElementById(arguments[0]).value = arguments[1]", box, many)
+        submit(browser, button)
+        text = body(browser)
+        assert "10001 seed lines are more than 10000; inject a seed file from the command line" in text, (form, text)
+    # a seed file past searcher.form.max: the answer names the limit and the command line
+    big = tmp_path / "seeds.txt"
+    big.write_text("\n".join(f"http://127.0.1.1/p/{i}.html" for i in range(60_000)) + "\n")
+    browser.get(f"{server.url}/crawl/jobs")
+    browser.find_element(By.ID, "seedFile").send_keys(str(big))
+    submit(browser, "inject")
+    text = body(browser)
+    assert "the form is larger than 1048576 bytes (searcher.form.max)" in text and "nutch2 inject FILE" in text, text
+    browser.save_screenshot(str(shots / "operator-seed-file-too-large.png"))
+    assert jobs(server) == []

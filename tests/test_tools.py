@@ -60,6 +60,11 @@ def test_arguments_are_checked_once_for_both_doors() -> None:
                        ({"batch": "b", "resume": True, "force": True}, "cannot be used together")):
         with pytest.raises(ArgError, match=words):
             from_json(fetch, bad)
+    # a list past the cap says so (it said "must be a non-empty list" of 10,001 seeds)
+    inject = TOOLS["inject"].Args
+    assert len(from_json(inject, {"seedUrls": ["http://a.example/"] * 10_000}).seedUrls) == 10_000
+    with pytest.raises(ArgError, match="seedUrls has 10001 items; at most 10000 are taken"):
+        from_json(inject, {"seedUrls": ["http://a.example/"] * 10_001})
     warc = TOOLS["warc"].Args
     with pytest.raises(ArgError, match="finite"):
         from_json(warc, {"outdir": "o", "all": True, "maxSize": float("nan")})

@@ -211,10 +211,13 @@ class AccessGuard:
             raise Refused(415, "send the request as JSON with Content-Type: application/json")
         limit = self.policy.form_max if form else self.policy.body_max
         length = headers.get("content-length")
+        too_large = (f"the form is larger than {limit} bytes (searcher.form.max): send fewer seeds, or inject a "
+                     "large seed file from the command line (nutch2 inject FILE)" if form
+                     else f"the request body is larger than {limit} bytes")
         if length is not None and (not length.strip().isdigit() or int(length) > limit):
-            raise Refused(413, f"the request body is larger than {limit} bytes")
+            raise Refused(413, too_large)
         try:
-            body = await asyncio.wait_for(_read_all(receive, limit), self.policy.body_timeout)
+            body = await asyncio.wait_for(_read_all(receive, limit, too_large), self.policy.body_timeout)
         except TimeoutError:
             raise Refused(408, f"the request body did not arrive within {self.policy.body_timeout:g} s") from None
         if not form and json_too_deep(body, self.policy.json_depth):
@@ -222,7 +225,7 @@ class AccessGuard:
         return body
 
 
-async def _read_all(receive: Any, limit: int) -> bytes:
+async def _read_all(receive: Any, limit: int, too_large: str) -> bytes:
     body = bytearray()
     while True:
         message = await receive()
@@ -230,7 +233,7 @@ async def _read_all(receive: Any, limit: int) -> bytes:
             raise Refused(400, "the client went away")
         body += message.get("body", b"")
         if len(body) > limit:
-            raise Refused(413, f"the request body is larger than {limit} bytes")
+            raise Refused(413, too_large)
         if not message.get("more_body", False):
             return bytes(body)
 

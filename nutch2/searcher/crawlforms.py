@@ -31,13 +31,14 @@ from nutch2.fetch.agent import user_agent
 from nutch2.searcher.jobapi import JobConflict, JobInfo, JobManager
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.stores.lease import held_leases
+from nutch2.tools.args import MAX_LIST
 
 log = logging.getLogger(__name__)
 
 # the form routes: the only POSTs AccessGuard takes as HTML forms (job ids are secrets.token_urlsafe(12))
 FORM_PATHS = r"/crawl/(?:inject|start|jobs/[A-Za-z0-9_-]{1,64}/stop)"
 REFRESH_SECONDS = 2  # how often a running job's progress frame reloads itself
-MAX_SEED_LINES = 100_000
+MAX_SEED_LINES = MAX_LIST  # as many as a job of the API takes
 AGENT = "http.agent.name"
 MAX_AGENT = 200  # characters of a crawler name typed into the form
 _FORM_ARGS = {"rounds", "topN", "index", "seedUrls"}  # what the crawl form sets

@@ -168,6 +168,9 @@ def flag_of(cls: type[ToolArgs], name: str) -> str:
     return name
 
 
+MAX_LIST = 10_000  # items of a list argument sent as JSON (the job API's seedUrls...)
+
+
 # ---------------------------------------------------------------- values
 def coerce(cls: type[ToolArgs], f: dataclasses.Field, o: Opt, base: type, raw: Any, text: bool) -> Any:
     """One value, from the command line (`text`: a string) or from JSON, checked against its declaration."""
@@ -229,8 +232,10 @@ def build(cls: type[ToolArgs], values: dict[str, Any], text: bool) -> ToolArgs:
         if is_list and raw == [] and not o.required:  # an optional positional list left empty
             continue
         if is_list:
-            if not isinstance(raw, list) or not raw or len(raw) > 10_000:
+            if not isinstance(raw, list) or not raw:
                 raise ArgError(f"{o.flag or o.metavar or f.name} must be a non-empty list")
+            if len(raw) > MAX_LIST:
+                raise ArgError(f"{o.flag or o.metavar or f.name} has {len(raw)} items; at most {MAX_LIST} are taken")
             kwargs[f.name] = [coerce(cls, f, o, base, r, text) for r in raw]
         else:
             kwargs[f.name] = coerce(cls, f, o, base, raw, text)
