@@ -197,3 +197,16 @@ def test_too_many_seeds_or_too_large_a_seed_file_say_what_to_do(browser, server:
     assert "the form is larger than 1048576 bytes (searcher.form.max)" in text and "nutch2 inject FILE" in text, text
     browser.save_screenshot(str(shots / "operator-seed-file-too-large.png"))
     assert jobs(server) == []
+
+
+def test_a_binary_file_chosen_as_seed_file_is_named(browser, server: SearchServer, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    picture = tmp_path / "photo.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 8)
+    browser.get(f"{server.url}/crawl/jobs")
+    browser.find_element(By.ID, "seedFile").send_keys(str(picture))
+    submit(browser, "inject")
+    text = browser.find_element(By.ID, "message").text
+    assert text == "'photo.png' is not a text file: choose a seed file of URLs, one a line", text
+    assert jobs(server) == []

@@ -140,7 +140,11 @@ class CrawlForms:
             text = typed if isinstance(typed, str) else ""
             upload = form.get("seedFile")
             if isinstance(upload, UploadFile) and upload.filename:
-                text += "\n" + (await upload.read()).decode("utf-8-sig", errors="replace")
+                data = await upload.read()
+                if b"\0" in data:  # a PDF, an image, an archive: no line of it is a seed
+                    raise ParamError(f"{upload.filename[:80]!r} is not a text file: choose a seed file of URLs, "
+                                     "one a line")
+                text += "\n" + data.decode("utf-8-sig", errors="replace")
         finally:
             await form.close()
         lines = seed_lines(text)
