@@ -105,6 +105,9 @@ def test_the_crawl_form_asks_for_the_crawler_name(browser, server: SearchServer,
     assert done["state"] == "FINISHED" and int(done["fetch.fetched"]) >= 1, done
     agents = {r.headers.get("User-Agent", r.headers.get("user-agent", "")) for r in web.requests()}
     assert agents and all(a.startswith("FormBot/") for a in agents), agents
+    # the form keeps the name typed last for the next crawl
+    browser.get(f"{server.url}/crawl/jobs")
+    assert browser.find_element(By.ID, "agent").get_attribute("value") == "FormBot"
 
 
 def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(

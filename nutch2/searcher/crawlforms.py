@@ -105,9 +105,11 @@ class CrawlForms:
         jobs = _manager(request)
         listed = jobs.all()
         interrupted = None if any(j.state == "RUNNING" for j in listed) else _stopped_crawl(request)
+        server_agent = jobs.conf.get_str(AGENT).strip()
+        last_agent = next((j.conf[AGENT] for j in listed if isinstance(j.conf.get(AGENT), str)), "")  # typed last
         return self._page(request, "crawljobs.html", jobs=[j.to_json() for j in listed[:20]],
-                          index_target=_index_target(jobs), agent=jobs.conf.get_str(AGENT).strip(),
-                          interrupted=interrupted)
+                          index_target=_index_target(jobs), server_agent=server_agent,
+                          agent=server_agent or last_agent, interrupted=interrupted)
 
     def job_page(self, request: Request) -> Response:
         info = _job(request)
