@@ -378,3 +378,30 @@ def test_unsupported_scheme(url: str) -> None:
 def test_garbage_url_never_raises(url: str) -> None:
     out = proto().fetch(url)
     assert out.code in (P.EXCEPTION, P.PROTO_NOT_FOUND) and out.args
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (b"HTTP/1.1 200 OK\r\nContent-Type: text/ht", "bad response: connection closed mid-headers"),
+    (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n", "bad response: connection closed mid-headers"),
+    (b"HTTP/1.1 200 OK\r\n", "bad response: connection closed mid-headers"),
+    (b"HTTP/1.1 200 OK", "bad response: connection closed mid-headers"),
+    (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-A: b\r\n", "bad response: connection closed mid-headers"),
+])
+def test_headers_cut_by_the_server_closing_are_a_failed_fetch(answer: bytes, reason: str) -> None:
+    """http.client takes the end of the stream for the end of the headers: a server that closes the connection before
+    the blank line ending them gave no whole answer, not an empty page (which would replace a good one's content)."""
+    from tests.hostile_server import HostileServer
+
+    with HostileServer({"/": lambda ex: ex.send(answer)}) as server:
+        out = proto().fetch(server.url("/"))
+    assert out.code == P.EXCEPTION and out.args == [reason]
+    assert out.content == b""
+
+
+def test_headers_ended_then_closed_is_an_empty_page() -> None:
+    """The blank line came: a server that then closes without a length sent an empty body, a whole answer."""
+    from tests.hostile_server import HostileServer
+
+    with HostileServer({"/": lambda ex: ex.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n")}) as server:
+        out = proto().fetch(server.url("/"))
+    assert out.code == P.SUCCESS and out.content == b"" and out.content_type == "text/html"

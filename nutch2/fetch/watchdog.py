@@ -11,6 +11,7 @@ which the caller keeps below the time left). One thread per process, no thread p
 
 from __future__ import annotations
 
+import http.client
 import os
 import socket
 import threading
@@ -130,6 +131,41 @@ WATCHDOG = Watchdog()
 os.register_at_fork(after_in_child=WATCHDOG._reset)  # a forked worker starts its own thread; no inherited lock
 
 
+class _LineEnds:
+    """The response's file while its status line and headers are read: notes a line the end of the stream cut."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+        self.cut = False
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self._fp.readline(limit)
+        if not line.endswith(b"\n") and (limit < 0 or len(line) < limit):  # a line too long is http.client's error
+            self.cut = True
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fp, name)
+
+
+class WholeHeadResponse(http.client.HTTPResponse):
+    """http.client takes the end of the stream for the end of the headers, so a server that closes the connection
+    midway through them would give a whole answer with no body (an empty page replacing a good one). Here that is
+    a RemoteDisconnected naming it (urllib3 wraps it, as it does a server that closed before the status line)."""
+
+    def begin(self) -> None:
+        inner, tracked = self.fp, _LineEnds(self.fp)
+        self.fp = tracked  # type: ignore[assignment]
+        try:
+            super().begin()
+        finally:
+            if self.fp is tracked:  # (None if something closed it meanwhile)
+                self.fp = inner
+        if tracked.cut:
+            self.close()
+            raise http.client.RemoteDisconnected("connection closed mid-headers")
+
+
 class _Guarded:
     """Mixed into urllib3's connections: hands each socket they open, and the one they reuse for a request, to
     the watchdog (an HTTPS socket is attached before its TLS handshake). With an `address_policy` (a subclass per
@@ -137,6 +173,7 @@ class _Guarded:
 
     sock: socket.socket | None
     address_policy: AddressPolicy | None = None
+    response_class = WholeHeadResponse
 
     def _new_conn(self) -> socket.socket:
         policy = self.address_policy

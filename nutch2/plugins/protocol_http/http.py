@@ -136,6 +136,7 @@ _REASONS: tuple[tuple[str, str], ...] = (
     ("linetoolong", "bad response: a header line over 64 KB"),
     ("got more than 100 headers", "bad response: more than 100 headers"),
     ("badstatusline", "bad response: no HTTP status line"),
+    ("connection closed mid-headers", "bad response: connection closed mid-headers"),
     ("connection reset", "connection reset"),
     ("remotedisconnected", "connection closed by server"),
     ("connection aborted", "connection aborted"),
