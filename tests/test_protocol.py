@@ -405,3 +405,16 @@ def test_headers_ended_then_closed_is_an_empty_page() -> None:
     with HostileServer({"/": lambda ex: ex.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n")}) as server:
         out = proto().fetch(server.url("/"))
     assert out.code == P.SUCCESS and out.content == b"" and out.content_type == "text/html"
+
+
+@pytest.mark.parametrize("location", ["http://[::1/", "http://u:secret@[::1/x", "http://host:99999/", "//h:x/"])
+def test_redirect_to_an_invalid_url_is_named(location: str) -> None:
+    """A Location that is no URL (urljoin raises, or its port is none) is a failed fetch saying so, never a Python
+    exception's name, and its text (which may hold credentials) is not repeated."""
+    from tests.hostile_server import HostileServer
+
+    with HostileServer({"/": lambda ex: ex.respond(301, headers={"Location": location})}) as server:
+        for redirect_max in (0, 2):
+            out = proto(redirect_max=redirect_max).fetch(server.url("/"))
+            assert out.code == P.EXCEPTION and out.args == ["301 redirect to an invalid URL"], redirect_max
+            assert out.http_code == 301

@@ -330,10 +330,13 @@ class HttpProtocol(ProtocolSession):
             code, args = ProtocolStatusCode.EXCEPTION, [error]
         elif code in (ProtocolStatusCode.MOVED, ProtocolStatusCode.TEMP_MOVED):
             location = resp.headers.get("Location")
+            target = _redirect_target(url, location)
             if not location:
                 code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status} redirect without Location"]
+            elif target is None:  # its text is not repeated: credentials in a URL that does not parse stay in it
+                code, args = ProtocolStatusCode.EXCEPTION, [f"{resp.status} redirect to an invalid URL"]
             else:
-                args = [strip_credentials(urljoin(url, location.strip()))]
+                args = [target]
         elif code != ProtocolStatusCode.SUCCESS:
             args = [str(resp.status)]
         headers = dict(resp.headers) if self.settings.store_headers else {}
@@ -453,6 +456,19 @@ class HttpProtocol(ProtocolSession):
                 del buf[limit:]
                 return True
         return False
+
+
+def _redirect_target(url: str, location: str | None) -> str | None:
+    """The absolute URL a Location names (without credentials), None when there is none or it does not parse
+    (``http://[::1/``: urljoin raises)."""
+    if not location:
+        return None
+    try:
+        target = urljoin(url, location.strip())
+        urlsplit(target).port  # noqa: B018 - raises on a port that is no number or out of range
+    except ValueError:
+        return None
+    return strip_credentials(target)
 
 
 def _proxy_manager(proxy: ProxySettings) -> urllib3.PoolManager:
