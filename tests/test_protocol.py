@@ -418,3 +418,21 @@ def test_redirect_to_an_invalid_url_is_named(location: str) -> None:
             out = proto(redirect_max=redirect_max).fetch(server.url("/"))
             assert out.code == P.EXCEPTION and out.args == ["301 redirect to an invalid URL"], redirect_max
             assert out.http_code == 301
+
+
+def test_a_last_modified_in_the_future_is_now() -> None:
+    """A Last-Modified in the year 9999 is taken as the time of the answer (RFC 9110 8.8.2.1), not kept: the row's
+    modified time would send If-Modified-Since 9999 for ever after, and no sitemap lastmod would be newer."""
+    from tests.hostile_server import HostileServer
+
+    def answer(date: str):  # noqa: ANN202 - a route
+        return lambda ex: ex.respond(200, HTML, {"Last-Modified": date})
+
+    routes = {"/future": answer("Fri, 31 Dec 9999 23:59:59 GMT"), "/past": answer(LAST_MODIFIED)}
+    with HostileServer(routes) as server:
+        before = int(time.time() * 1000)
+        future = proto().fetch(server.url("/future"))
+        after = int(time.time() * 1000)
+        past = proto().fetch(server.url("/past"))
+    assert future.code == P.SUCCESS and before <= future.last_modified <= after
+    assert past.last_modified == LAST_MODIFIED_MS

@@ -345,7 +345,7 @@ class HttpProtocol(ProtocolSession):
         return ProtocolOutput(
             code=code, args=args, http_code=resp.status, content=content,
             content_type=resp.headers.get("Content-Type"), headers=headers, final_url=url,
-            truncated=bool(cut), cut=cut, last_modified=http_date_ms(resp.headers.get("Last-Modified")),
+            truncated=bool(cut), cut=cut, last_modified=_last_modified(resp.headers.get("Last-Modified")),
         )
 
     def _get(self, url: str, cond: dict[str, str], guard: Guard,
@@ -456,6 +456,14 @@ class HttpProtocol(ProtocolSession):
                 del buf[limit:]
                 return True
         return False
+
+
+def _last_modified(value: str | None) -> int | None:
+    """The Last-Modified time in ms, no later than now (RFC 9110 8.8.2.1: a server whose clock or file dates are in
+    the future must send the time of its answer instead). A page dated in the future would keep that date: every
+    later fetch would ask If-Modified-Since a time no change comes after, and no sitemap lastmod would be newer."""
+    when = http_date_ms(value)
+    return None if when is None else min(when, int(time.time() * 1000))
 
 
 def _redirect_target(url: str, location: str | None) -> str | None:
