@@ -436,3 +436,14 @@ def test_a_last_modified_in_the_future_is_now() -> None:
         past = proto().fetch(server.url("/past"))
     assert future.code == P.SUCCESS and before <= future.last_modified <= after
     assert past.last_modified == LAST_MODIFIED_MS
+
+
+def test_conflicting_content_lengths_are_a_bad_response() -> None:
+    """Two Content-Length headers that disagree (a request smuggling shape) are named as a bad response, which the
+    host table counts as an answer, not as urllib3's exception."""
+    from tests.hostile_server import HostileServer
+
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Length: 200\r\n\r\n" + HTML
+    with HostileServer({"/": lambda ex: ex.send(answer)}) as server:
+        out = proto().fetch(server.url("/"))
+    assert out.code == P.EXCEPTION and out.args == ["bad response: conflicting Content-Length headers"]

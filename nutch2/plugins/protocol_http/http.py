@@ -137,6 +137,7 @@ _REASONS: tuple[tuple[str, str], ...] = (
     ("got more than 100 headers", "bad response: more than 100 headers"),
     ("badstatusline", "bad response: no HTTP status line"),
     ("connection closed mid-headers", "bad response: connection closed mid-headers"),
+    ("content-length contained multiple unmatching values", "bad response: conflicting Content-Length headers"),
     ("connection reset", "connection reset"),
     ("remotedisconnected", "connection closed by server"),
     ("connection aborted", "connection aborted"),
