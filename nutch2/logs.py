@@ -37,7 +37,19 @@ _state: dict[str, object] = {}
 _lock = threading.Lock()
 
 
-class _StderrHandler(logging.StreamHandler):
+# control characters a log line shows as escapes: a URL, header or reason a server sent (a Location with an ESC
+# sequence, a BEL) must not drive the terminal that shows stderr or the log file; tabs and line breaks stay
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n"}
+
+
+class _Printable(logging.Handler):
+    """Lines with their control characters as escapes (\\x1b), whatever a message quotes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).translate(_CONTROLS)
+
+
+class _StderrHandler(_Printable, logging.StreamHandler):
     """Writes to the current sys.stderr (tests swap it); a progress line on a terminal is cleared first."""
 
     def __init__(self) -> None:
@@ -56,7 +68,7 @@ class _StderrHandler(logging.StreamHandler):
         super().emit(record)
 
 
-class _LazyFolder:
+class _LazyFolder(_Printable):
     """A file handler that creates its folder when the first line is written (a command that logs nothing
     creates nothing), and stops writing with one warning when it cannot. With `after` (the data dir that holds
     the log folder), lines wait (the last 1000) until that folder exists: a command that fails before it made

@@ -409,6 +409,19 @@ def test_checkers_print_a_pages_control_characters_as_escapes(tmp_path: Path) ->
 
 
 @pytest.mark.timeout(60)
+def test_a_servers_control_characters_in_an_error_line_are_escapes(tmp_path: Path) -> None:
+    """A redirect target with terminal escapes, which parsechecker's error line quotes, reaches stderr as text (the
+    log lines escape control characters as result lines do)."""
+    evil = "/x\x1b]0;pwned\x07\x1b[2J"
+    with HostileServer({"/robots.txt": serve_robots_ok,
+                        "/r": lambda ex: ex.respond(301, headers={"Location": evil})}) as server:
+        p = nutch2("parsechecker", server.url("/r"), *defines(tmp_path, "sqlite"))
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "\x1b" not in p.stderr and "\x07" not in p.stderr, p.stderr
+    assert "failed: MOVED " + server.url("/x\\x1b]0;pwned\\x07\\x1b[2J") in p.stderr, p.stderr
+
+
+@pytest.mark.timeout(60)
 def test_responses_http_client_cannot_read_are_named_as_bad_responses(tmp_path: Path) -> None:
     """A 100 KB header line, 10,000 headers and an HTTP/0.9-style answer are failed fetches named for what was wrong
     with the answer, not "connection aborted"; the host table does not count them as connection failures."""
