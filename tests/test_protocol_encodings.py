@@ -425,3 +425,30 @@ def test_a_server_that_chooses_http11_and_a_proxy_get_http11(tls) -> None:
             assert [r.http_version for r in site.requests()] == ["1.1"]
         finally:
             proxy.close()
+
+
+def test_more_than_five_codings_in_a_row_are_refused_before_any_decoder_is_made() -> None:
+    """Content-Encoding naming gzip 1,300,000 times (100 headers of 64 KB, which http.client accepts) built a decoder
+    for each, GBs of memory, then recursed through them; more than five (curl's bound) are a failed fetch now, and
+    five still decode."""
+    body = HTML
+    for _ in range(5):
+        body = gzip.compress(body)
+    assert decode_all(decoder_for("gzip, " * 4 + "gzip"), body, 4096, 65536) == HTML
+    header = ", ".join(["gzip"] * 1_300_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodingError, match="more than 5 codings in a row"):
+            decoder_for(header)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MB
+
+    def many(ex: Exchange) -> None:
+        ex.respond(200, gzip.compress(body), {"Content-Encoding": "gzip, " * 2000 + "gzip"})
+
+    with HostileServer({"/many": many}) as server:
+        out = HttpProtocol(HttpSettings(agent="TestBot/1.0", timeout_ms=2000)).fetch(server.url("/many"))
+    assert out.code == P.EXCEPTION and out.http_code == 200
+    assert out.args == ["content decoding error: more than 5 codings in a row"]

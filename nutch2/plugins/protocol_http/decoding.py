@@ -11,7 +11,9 @@ only the codings that can be decoded here, so a server sends no other.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import sys
 import zlib
 from typing import Any
@@ -263,11 +265,17 @@ def accept_encoding() -> str:
     return ", ".join(["gzip", "deflate"] + [c for c in ("br", "zstd") if c in _DECODERS])
 
 
+MAX_CODINGS = 5  # codings in a row decoded at most (curl's bound since CVE-2022-32206)
+
+
 def decoder_for(content_encoding: str | None) -> Identity:
     """A decoder for a Content-Encoding header: its codings undone in reverse order; a body with a coding not
-    known here is kept as sent."""
-    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-    codings = [c for c in codings if c and c != "identity"]
+    known here is kept as sent. More than MAX_CODINGS in a row is a DecodingError: a header of a few MB naming a
+    coding a million times would otherwise build (and then recurse through) a decoder for each, GBs of memory."""
+    found = (m.group().strip().lower() for m in re.finditer(r"[^,]+", content_encoding or ""))
+    codings = list(itertools.islice((c for c in found if c and c != "identity"), MAX_CODINGS + 1))
+    if len(codings) > MAX_CODINGS:
+        raise DecodingError(f"content decoding error: more than {MAX_CODINGS} codings in a row")
     if not codings or any(c not in _DECODERS for c in codings):
         return Identity()
     decoders = [_DECODERS[c]() for c in reversed(codings)]

@@ -427,7 +427,10 @@ class HttpProtocol(ProtocolSession):
         if resp.status == 304:
             return b"", "", None
         limit = self.settings.content_limit
-        decoder = decoder_for(resp.headers.get("Content-Encoding"))
+        try:
+            decoder = decoder_for(resp.headers.get("Content-Encoding"))
+        except DecodingError as exc:  # codings no one applies (too many in a row): a failed fetch, nothing read
+            return b"", "", str(exc)
         if decoder.compressed and not 0 <= limit <= self.settings.inflate_limit:
             limit = self.settings.inflate_limit
         buf = bytearray()
