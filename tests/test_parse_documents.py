@@ -129,6 +129,16 @@ def test_mime_type_of_a_generic_content_type_is_sniffed() -> None:
     assert mime_type(b"%PDF-1.4", "http://h/x", "text/html; charset=utf-8", {}) == "text/html"  # declared wins
 
 
+@pytest.mark.parametrize("declared", ["\x00\x01garbage/;;;===\xff", "html", "text/html,text/html", "text /html", "/"])
+def test_a_content_type_that_is_no_mime_type_is_sniffed(declared: str) -> None:
+    """A server's Content-Type that names no type/subtype is treated as missing (Nutch's MimeUtil detects the type
+    then): an HTML page behind it is parsed, its links followed, instead of 'unsupported content type: garbage/'."""
+    page = b"<html><head><title>t</title></head><body><a href='/next'>n</a></body></html>"
+    assert mime_type(page, "http://h/x", declared, {}) == "text/html"
+    r = factory().parse(page, "http://h/x", declared, {})
+    assert r.status_major == ParseMajor.SUCCESS and r.title == "t"
+
+
 def test_parse_plugin_mapping(tmp_path: Path) -> None:
     # parse.plugin replaces the file: PDFs to parse-pdf only, even with a Tika server named
     f = factory(**{"tika.server.url": "http://127.0.0.1:1", "parse.plugin": "application/pdf=parse-pdf,*=parse-tika"})

@@ -156,10 +156,17 @@ def read_parse_plugins_xml(path: str) -> list[tuple[str, tuple[str, ...]]]:
     return mapping
 
 
+_MIME_TOKEN = r"[!#$%&'*+.^_`|~0-9a-z-]+"
+_MIME = re.compile(f"{_MIME_TOKEN}/{_MIME_TOKEN}")  # RFC 9110 8.3.1: type "/" subtype, both tokens
+
+
 def mime_type(content: bytes, url: str, content_type: str | None, headers: Mapping[str, str] | None) -> str | None:
-    """The bare lower-case MIME type: the declared one unless missing or generic, else sniffed, else by extension."""
+    """The bare lower-case MIME type: the declared one unless missing, generic or no type at all (``html``,
+    ``garbage/``, control characters: Nutch's MimeUtil then detects it too), else sniffed, else by extension."""
     value = content_type or header_value(dict(headers or {}), "Content-Type")
     declared = value.split(";", 1)[0].strip().lower() if value else ""
+    if declared and not _MIME.fullmatch(declared):
+        declared = ""
     if declared and declared not in GENERIC_TYPES:
         return declared
     return _sniff(content) or mimetypes.guess_type(urlsplit(url).path)[0] or (declared or None)
