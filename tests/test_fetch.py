@@ -140,7 +140,9 @@ def test_timelimit_ends_the_job_early_and_leaves_the_rest(web: TestWeb, tmp_path
     assert 0 < len(requested) < len(urls)
     table = c.rows()
     fetched = {k for k, p in table.items() if Mark.FETCH.check(p) == batch}
-    assert len(fetched) == len(requested)
+    # one host: one request at a time; the one in flight at the limit is cut and left for a later fetch (the
+    # server saw it, the row is untouched)
+    assert len(requested) - 1 <= len(fetched) <= len(requested), (requested, fetched)
     for k, p in table.items():
         if k not in fetched:
             assert p.status == CrawlStatus.INJECTED, k  # untouched
