@@ -376,6 +376,16 @@ def test_back_off_decays_after_successes() -> None:
     assert _answer(q, url, Feedback(Kind.THROTTLED, 429, 0, 5.0)) == 5.0
 
 
+def test_a_retry_after_is_waited_as_said_not_grown() -> None:
+    """A host answering 503 with `Retry-After: 1` to everything: each next request waits the 1 s it asks, not
+    1, 2, 4, 8... s (a 503 storm of 40 URLs took 20 minutes a round); without a Retry-After the back-off grows."""
+    q = _queues(**{"fetcher.server.delay": 0.5, "fetcher.exceptions.per.queue.delay": 1, "fetcher.max.crawl.delay": 30})
+    url = "http://h.example/"
+    assert [_answer(q, url, Feedback(Kind.THROTTLED, 503, 0, 1.0)) for _ in range(6)] == [1.0] * 6
+    q = _queues(**{"fetcher.server.delay": 0.5, "fetcher.exceptions.per.queue.delay": 1, "fetcher.max.crawl.delay": 30})
+    assert [_answer(q, url, Feedback(Kind.THROTTLED, 503, 0)) for _ in range(4)] == [1, 2, 4, 8]
+
+
 def test_a_bad_property_value_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for prop, value in (("fetcher.retry.max", -1), ("fetcher.threads.per.ip", -2),
                         ("fetcher.server.delay.adaptive.target.concurrency", 0), ("fetcher.max.exceptions.per.queue",

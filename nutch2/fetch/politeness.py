@@ -1,9 +1,9 @@
 """Politeness beyond the fixed delay (issue 38): what a host's answers do to the wait before its next request, and
 how many requests one machine gets at once.
 
-- **429 and 503** (Too Many Requests, Service Unavailable): the host's next request waits at least what its
-  `Retry-After` asked (seconds or an HTTP date), else the exponential back-off below; the URL is put back in its
-  queue and asked again in the same fetch, `fetcher.retry.max` times. A host asking for more than
+- **429 and 503** (Too Many Requests, Service Unavailable): the host's next request waits what its
+  `Retry-After` asked (seconds or an HTTP date, as said: not grown), else the exponential back-off below; the
+  URL is put back in its queue and asked again in the same fetch, `fetcher.retry.max` times. A host asking for more than
   `fetcher.max.crawl.delay` is treated as one whose Crawl-delay is too long: its URLs are left for a later round
   (recorded RETRY, no request).
 - **Failures** (other 5xx, no answer: timeouts, refused or reset connections) and 429/503 without Retry-After

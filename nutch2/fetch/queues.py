@@ -352,7 +352,9 @@ class FetchItemQueues:
             log.info("fetch: %s asked for %g s between requests (Retry-After), more than fetcher.max.crawl.delay: "
                      "its URLs are left for a later round", q.qid, fb.asked)
             return False
-        q.backoff = max(q.backoff, policy.failure_delay(q.failures), fb.asked or 0.0)
+        # a Retry-After is the host's own word on when to ask again: waited as said, not grown; without one the
+        # back-off doubles with each failure in a row
+        q.backoff = fb.asked if fb.asked is not None else max(q.backoff, policy.failure_delay(q.failures))
         q.longest = max(q.longest, q.backoff)
         if 0 <= policy.max_exceptions <= q.exceptions:
             q.dropped = ("above_exception_threshold", f"{q.exceptions} failed requests to the host "
