@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from nutch2.errors import ConfigError, StoreError
+from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, Gone, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
@@ -194,7 +194,10 @@ class CassandraStore(BufferedStore, EntryStorage):
                 return _Driver(cluster, cluster.connect())
             except Exception as e:  # NoHostAvailable, timeouts, DNS
                 cluster.shutdown()
-                raise StoreError(
+                # a server down or silent may come back (a task that opens the store after it went away mid-job:
+                # the command goes on once it answers); a name that does not resolve will not
+                gone = _transient(e) and not isinstance(e, socket.gaierror)
+                raise (StoreUnavailable if gone else StoreError)(
                     f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
                     "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
 
@@ -220,12 +223,14 @@ class CassandraStore(BufferedStore, EntryStorage):
                             lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
 
     def _prepare(self, cql: str) -> Any:
+        """The statement prepared on the server (once a process): retried and remembered as gone as a request is,
+        since a process's first request of each statement is its prepare (a task that starts while the server
+        is down or frozen)."""
         stmt = self._prepared.get(cql)
         if stmt is None:
-            try:
-                stmt = self._prepared[cql] = self.session.prepare(cql)
-            except Exception as e:
-                raise StoreError(f"Cassandra at {self.where}: {_failed(e)}") from None
+            stmt = self._prepared[cql] = with_retries(
+                lambda: self.session.prepare(cql), self.retries, _transient,
+                lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
         return stmt
 
     def _many(self, items: list[tuple[str, tuple]], write: bool = True) -> list[Any]:

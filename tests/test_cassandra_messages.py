@@ -36,3 +36,51 @@ def test_the_drivers_scheduler_at_exit_is_quiet_and_other_threads_are_not() -> N
     hook(args("Task Scheduler", ValueError("a real bug")))
     hook(args("fetcher-1", RuntimeError("cannot schedule new futures after shutdown")))
     assert shown == ["Task Scheduler", "fetcher-1"]
+
+
+def test_a_statement_prepared_while_the_server_is_gone_is_retried_and_resumable() -> None:
+    """A task's first request of each statement is its prepare: a task that starts while the server is down or
+    frozen failed there with a plain StoreError at once (no retry, no `-resume` advice from the CLI); it is now
+    retried as a request is, raised as StoreUnavailable and remembered, so the task's later calls fail at once."""
+    import pytest
+
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.base import Gone
+    from nutch2.stores.cassandra import CassandraStore
+
+    class NoHostAvailable(Exception):
+        pass
+
+    class Session:
+        calls = 0
+
+        def prepare(self, cql: str) -> object:
+            Session.calls += 1
+            raise NoHostAvailable("Unable to connect to any servers")
+
+    store = CassandraStore.__new__(CassandraStore)
+    store.where, store.retries, store.gone, store._prepared, store.session = "h:9042", 2, Gone(), {}, Session()
+    with pytest.raises(StoreUnavailable, match="Cassandra at h:9042: no host available; is the server up"):
+        store._prepare("SELECT 1")
+    assert Session.calls == 3  # tried, then its 2 retries
+    with pytest.raises(StoreUnavailable):
+        store._prepare("SELECT 2")
+    assert Session.calls == 3 and store._prepared == {}
+
+
+def test_a_server_that_refuses_a_store_opened_mid_job_is_unavailable_not_misconfigured() -> None:
+    """A task that opens the store after the server went away: StoreUnavailable (the CLI names the command that
+    goes on once it answers), not a plain StoreError."""
+    import socket
+
+    import pytest
+
+    pytest.importorskip("cassandra")
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.cassandra import CassandraStore
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailable, match=f"cannot reach Cassandra at 127.0.0.1:{port}"):
+        CassandraStore("t_webpage", ["127.0.0.1"], port, "k", "{}", "ONE", "ONE", "datacenter1", 4, 2.0, retries=0)
