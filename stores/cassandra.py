@@ -222,6 +222,22 @@ class CassandraStore(BufferedStore, EntryStorage):
         return with_retries(lambda: self.session.execute(stmt, list(params)), self.retries, _transient,
                             lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
 
+    def _rows(self, cql: str, params: Iterable[Any] = ()) -> Iterator[Any]:
+        """The rows of a SELECT, page by page (the driver's fetch size), each page a request retried as _run's is.
+        (Iterating the driver's result set fetches its later pages itself, outside the retries: a server gone
+        mid-scan ended the task with the driver's own exception, a traceback.)"""
+        stmt = self._prepare(cql)
+        values = list(params)
+        state = None
+        while True:
+            page = with_retries(lambda s=state: self.session.execute(stmt, values, paging_state=s), self.retries,
+                                _transient, lambda e: StoreError(f"Cassandra at {self.where}: read failed: "
+                                                                 f"{_failed(e)}"), gone=self.gone)
+            yield from page.current_rows
+            state = page.paging_state
+            if state is None:
+                return
+
     def _prepare(self, cql: str) -> Any:
         """The statement prepared on the server (once a process): retried and remembered as gone as a request is,
         since a process's first request of each statement is its prepare (a task that starts while the server
@@ -360,7 +376,7 @@ class CassandraStore(BufferedStore, EntryStorage):
                 cql, params = cql + " AND key >= ?", [*params, start]
             if end is not None and end.startswith(prefix):
                 cql, params = cql + " AND key < ?", [*params, end]
-            for row in self._run(cql, params):
+            for row in self._rows(cql, params):
                 if limit is not None and n >= limit:
                     return
                 n += 1
@@ -373,7 +389,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             cql, params = cql + " AND prefix >= ?", [*params, prefix_of(start)]
         if end is not None:
             cql, params = cql + " AND prefix < ?", [*params, end]
-        return [r[0] for r in self._run(cql, params)]
+        return [r[0] for r in self._rows(cql, params)]
 
     def partitions(self, query: Query, n: int) -> list[Partition]:
         """Of an indexed query, shard sets; of the table, n equal token ranges (lo, hi] over the Murmur3 ring."""
@@ -388,7 +404,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         cql = f"SELECT {self._cols(names)} FROM {self.q} WHERE token(prefix) > ? AND token(prefix) <= ?"
         if limit is not None:
             cql += f" LIMIT {int(limit)}"
-        for row in self._run(cql, (lo, hi)):
+        for row in self._rows(cql, (lo, hi)):
             self.rows_read += 1
             yield self._page(names, row)
 
@@ -523,7 +539,7 @@ class CassandraStore(BufferedStore, EntryStorage):
                 cql, params = cql + " AND key < ?", [*params, end]
         else:
             cql, params = cql + " AND term >= ? AND term <= ?", [*params, lo, hi]
-        for term, key, stamp in self._run(cql, params):
+        for term, key, stamp in self._rows(cql, params):
             if (start is None or key >= start) and (end is None or key < end):
                 yield Entry(index, bucket, term, key), stamp or 0
 
@@ -535,7 +551,7 @@ class CassandraStore(BufferedStore, EntryStorage):
              for e, s in stale), key=lambda item: item[0])))
 
     def buckets(self, index: str) -> list[str]:
-        return [r[0] for r in self._run(f"SELECT bucket FROM {self.qb} WHERE idx = ?", (index,))]
+        return [r[0] for r in self._rows(f"SELECT bucket FROM {self.qb} WHERE idx = ?", (index,))]
 
     def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
         rows = self._get_many(keys, (*fields, "w"))
@@ -580,7 +596,7 @@ class CassandraStore(BufferedStore, EntryStorage):
     def states(self, prefix: str = "") -> dict[str, str]:
         """(name is the partition key: no range of names to select, the prefix is applied here)"""
         try:
-            return {r[0]: r[1] for r in self._run(f'SELECT name, value FROM "{self.keyspace}"."{self.table}_state"')
+            return {r[0]: r[1] for r in self._rows(f'SELECT name, value FROM "{self.keyspace}"."{self.table}_state"')
                     if r[0].startswith(prefix)}
         except StoreError as e:
             if "unconfigured table" in str(e).lower():

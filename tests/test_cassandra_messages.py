@@ -84,3 +84,46 @@ def test_a_server_that_refuses_a_store_opened_mid_job_is_unavailable_not_misconf
         port = s.getsockname()[1]
     with pytest.raises(StoreUnavailable, match=f"cannot reach Cassandra at 127.0.0.1:{port}"):
         CassandraStore("t_webpage", ["127.0.0.1"], port, "k", "{}", "ONE", "ONE", "datacenter1", 4, 2.0, retries=0)
+
+
+def test_a_server_gone_between_the_pages_of_a_scan_is_a_store_error_not_a_traceback() -> None:
+    """A scan's later pages were fetched by the driver's own result iterator, outside the retries: Cassandra
+    killed mid `readdb -dump` of 24000 rows ended it with a traceback (RuntimeError: NoHostAvailable ...), frozen
+    it held the dump 90 s. Each page is now a request of its own, retried, then StoreUnavailable."""
+    import pytest
+
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.base import Gone
+    from nutch2.stores.cassandra import CassandraStore
+
+    class NoHostAvailable(Exception):
+        pass
+
+    class Page:
+        """The driver's ResultSet: the page in hand; iterating it goes on to fetch the next page."""
+
+        def __init__(self, rows: list[tuple], state: bytes | None) -> None:
+            self.current_rows, self.paging_state = rows, state
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            yield from self.current_rows
+            if self.paging_state is not None:
+                raise NoHostAvailable("Unable to complete the operation against any hosts")
+
+    class Session:
+        def prepare(self, cql: str) -> str:
+            return cql
+
+        def execute(self, stmt: str, params: list, paging_state: bytes | None = None) -> Page:
+            if paging_state is None:
+                return Page([("a.com:http/", 1), ("b.com:http/", 1)], b"next")
+            raise NoHostAvailable("Unable to complete the operation against any hosts")
+
+    store = CassandraStore.__new__(CassandraStore)
+    store.where, store.retries, store.gone, store._prepared, store.session = "h:9042", 1, Gone(), {}, Session()
+    store.q, store.rows_read = '"k"."t"', 0
+    seen = []
+    with pytest.raises(StoreUnavailable, match="Cassandra at h:9042: read failed: no host available"):
+        for page in store._scan_tokens(-5, 5, ("status",), None):
+            seen.append(page.status)
+    assert len(seen) == 2
