@@ -197,9 +197,12 @@ class CassandraStore(BufferedStore, EntryStorage):
                 # a server down or silent may come back (a task that opens the store after it went away mid-job:
                 # the command goes on once it answers); a name that does not resolve will not
                 gone = _transient(e) and not isinstance(e, socket.gaierror)
+                short = _short(e)
+                check = ("is it up and not overloaded? (docker/services.sh status cassandra)" if short.startswith(
+                    "no answer") else "check storage.cassandra.contact.points and storage.cassandra.port, or start "
+                         "it: docker/services.sh start cassandra")
                 raise (StoreUnavailable if gone else StoreError)(
-                    f"cannot reach Cassandra at {self.where} ({_short(e)}); check storage.cassandra.contact.points "
-                    "and storage.cassandra.port, or start it: docker/services.sh start cassandra") from None
+                    f"cannot reach Cassandra at {self.where} ({short}); {check}") from None
 
         # the process's driver for this cluster (stores/pool.py): later opens reuse its connections and statements
         driver = pool.shared("cassandra", settings, connect, lambda d: d.cluster.shutdown())
@@ -717,10 +720,13 @@ def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
     if "Connection refused" in text:
         return "connection refused"
+    # before "no host available": a frozen server accepts connections and never answers them, and the driver
+    # says so inside its NoHostAvailable ("Timed out creating connection"); it is up, and starting it is no fix
+    if "timeout" in text.lower() or "timed out" in text.lower() or \
+            type(e).__name__ in ("OperationTimedOut", "ReadTimeout", "WriteTimeout"):
+        return "no answer within storage.cassandra.timeout, retries included"
     if "Unable to connect" in text or "NoHostAvailable" in type(e).__name__:
         return "no host available"
-    if "timeout" in text.lower() or type(e).__name__ in ("OperationTimedOut", "ReadTimeout", "WriteTimeout"):
-        return "no answer within storage.cassandra.timeout, retries included"
     return text[:300]
 
 

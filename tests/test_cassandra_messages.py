@@ -127,3 +127,44 @@ def test_a_server_gone_between_the_pages_of_a_scan_is_a_store_error_not_a_traceb
         for page in store._scan_tokens(-5, 5, ("status",), None):
             seen.append(page.status)
     assert len(seen) == 2
+
+
+def test_a_frozen_server_met_at_connect_is_named_silent_not_down() -> None:
+    """kill -STOP of Cassandra, then a task opens the store: the driver's NoHostAvailable holds a connect that
+    timed out. The line said 'no host available; is the server up? (docker/services.sh start cassandra)' of a
+    server that is up and frozen; it now says no answer came, and to check its status."""
+
+    class NoHostAvailable(Exception):
+        pass
+
+    frozen = NoHostAvailable("('Unable to connect to any servers', {'127.0.0.1:9042': OperationTimedOut('errors=Timed "
+                             "out creating connection (10.0 seconds), last_host=None')})")
+    assert _failed(frozen).startswith("no answer within storage.cassandra.timeout")
+    refused = NoHostAvailable("('Unable to connect to any servers', {'127.0.0.1:9042': ConnectionRefusedError(111, "
+                              "\"Tried connecting to [('127.0.0.1', 9042)]. Last error: Connection refused\")})")
+    assert _failed(refused).startswith("connection refused; is the server up?")
+    gone = NoHostAvailable("('Unable to complete the operation against any hosts', {<Host: 127.0.0.1:9042 "
+                           "datacenter1>: ConnectionShutdown('[Errno 104] Connection reset by peer')})")
+    assert _failed(gone).startswith("no host available; is the server up?")
+
+
+def test_a_frozen_server_at_connect_is_not_told_to_start() -> None:
+    """A store opened while the server is frozen: the line says no answer came and to check its status, not to
+    check the contact points or start it."""
+    import socket
+
+    import pytest
+
+    pytest.importorskip("cassandra")
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.cassandra import CassandraStore
+
+    with socket.socket() as frozen:  # accepts connections (the kernel's backlog), never answers
+        frozen.bind(("127.0.0.1", 0))
+        frozen.listen(8)
+        port = frozen.getsockname()[1]
+        with pytest.raises(StoreUnavailable) as e:
+            CassandraStore("t_webpage", ["127.0.0.1"], port, "k", "{}", "ONE", "ONE", "datacenter1", 4, 1.0,
+                           retries=0)
+    assert str(e.value) == (f"cannot reach Cassandra at 127.0.0.1:{port} (no answer within storage.cassandra.timeout, "
+                            "retries included); is it up and not overloaded? (docker/services.sh status cassandra)")
