@@ -33,6 +33,7 @@ with bounded concurrency (execute_concurrent).
 from __future__ import annotations
 
 import math
+import re
 import socket
 import threading
 import time
@@ -223,7 +224,15 @@ class CassandraStore(BufferedStore, EntryStorage):
         if write:
             stmt.consistency_level = self.write_cl
         return with_retries(lambda: self.session.execute(stmt, list(params)), self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
+                            lambda e: StoreError(self._message("", e)), gone=self.gone)
+
+    def _message(self, what: str, e: Exception) -> str:
+        """A failed request's line; a missing table (a mistyped -crawlId, a crawl never injected) as sqlite says
+        it."""
+        if re.search(r"\b(unconfigured table \w+|(table|keyspace) \w+ does not exist)", str(e)):
+            return (f"no crawl db {self.table} in Cassandra at {self.where} (keyspace {self.keyspace}); run `nutch2 "
+                    "inject` first or check -crawlId/storage.cassandra.keyspace")
+        return f"Cassandra at {self.where}: {what + ' failed: ' if what else ''}{_failed(e)}"
 
     def _rows(self, cql: str, params: Iterable[Any] = ()) -> Iterator[Any]:
         """The rows of a SELECT, page by page (the driver's fetch size), each page a request retried as _run's is.
@@ -234,8 +243,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         state = None
         while True:
             page = with_retries(lambda s=state: self.session.execute(stmt, values, paging_state=s), self.retries,
-                                _transient, lambda e: StoreError(f"Cassandra at {self.where}: read failed: "
-                                                                 f"{_failed(e)}"), gone=self.gone)
+                                _transient, lambda e: StoreError(self._message("read", e)), gone=self.gone)
             yield from page.current_rows
             state = page.paging_state
             if state is None:
@@ -249,7 +257,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         if stmt is None:
             stmt = self._prepared[cql] = with_retries(
                 lambda: self.session.prepare(cql), self.retries, _transient,
-                lambda e: StoreError(f"Cassandra at {self.where}: {_failed(e)}"), gone=self.gone)
+                lambda e: StoreError(self._message("", e)), gone=self.gone)
         return stmt
 
     def _many(self, items: list[tuple[str, tuple]], write: bool = True) -> list[Any]:
@@ -271,7 +279,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         what = "write" if write else "read"
         return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: {what} failed: {_failed(e)}"),
+                            lambda e: StoreError(self._message(what, e)),
                             gone=self.gone)
 
     # -------------------------------------------------------------- schema
@@ -447,7 +455,7 @@ class CassandraStore(BufferedStore, EntryStorage):
             return Aggregate.of(pairs, total, low, high, hosts)
 
         return with_retries(count, self.retries, _transient,
-                            lambda e: StoreError(f"Cassandra at {self.where}: read failed: {_failed(e)}"),
+                            lambda e: StoreError(self._message("read", e)),
                             gone=self.gone)
 
     def _range_rows(self, stmt: Any, ranges: list[tuple[int, int]]) -> Iterator[list[Any]]:
@@ -527,7 +535,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
         if stmts:
             with_retries(run, self.retries, _transient,
-                         lambda e: StoreError(f"Cassandra at {self.where}: write failed: {_failed(e)}"),
+                         lambda e: StoreError(self._message("write", e)),
                          gone=self.gone)
 
     def scan_entries(self, index: str, bucket: str, shard: int, lo: str, hi: str, start: str | None,

@@ -182,17 +182,22 @@ def test_a_postgres_table_dropped_by_hand_is_named_in_one_line(tmp_path: Path,
 
 
 @pytest.mark.integration
-def test_an_hbase_crawl_id_with_no_table_says_no_crawl_db(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """A mistyped -crawlId on HBase: the sqlite store's 'no crawl db' line, not the gateway's exception."""
-    if "hbase" not in SERVICE_STORES:
+@pytest.mark.parametrize("store,where,check", [
+    ("hbase", "HBase at ", "hbase.thrift.host"),
+    ("cassandra", "Cassandra at ", "storage.cassandra.keyspace"),
+])
+def test_a_crawl_id_with_no_table_says_no_crawl_db(tmp_path: Path, capsys: pytest.CaptureFixture[str], store: str,
+                                                   where: str, check: str) -> None:
+    """A mistyped -crawlId on HBase or Cassandra: the sqlite store's 'no crawl db' line, not the server's
+    exception (IOError(...TableNotFoundException...), Error from server: code=2200 [Invalid query] ...)."""
+    if store not in SERVICE_STORES:
         if os.environ.get("CI"):
-            pytest.fail("CI runs without the HBase store enabled")
-        pytest.skip("the HBase store is not enabled (NUTCH2_TEST_STORES)")
+            pytest.fail(f"CI runs without the {store} store enabled")
+        pytest.skip(f"the {store} store is not enabled (NUTCH2_TEST_STORES)")
     crawl_id = f"nt{uuid.uuid4().hex[:8]}"
-    for command in (["readdb", "-stats"], ["generate"]):
+    for command in (["readdb", "-stats"], ["generate"], ["parse", "-all"]):
         capsys.readouterr()
-        assert cli(*command, "-crawlId", crawl_id, *defines(tmp_path, "hbase")) == 1
+        assert cli(*command, "-crawlId", crawl_id, *defines(tmp_path, store)) == 1
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and f"error: no crawl db {crawl_id}_webpage in HBase at " in err[0] and \
-            err[0].endswith("; run `nutch2 inject` first or check -crawlId/hbase.thrift.host"), err
+        assert len(err) == 1 and f"error: no crawl db {crawl_id}_webpage in {where}" in err[0] and \
+            err[0].endswith(f"; run `nutch2 inject` first or check -crawlId/{check}"), err
