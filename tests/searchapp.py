@@ -131,3 +131,47 @@ def chrome(download_dir: Path):
                 "--lang=en-US"):
         opts.add_argument(arg)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+# ---------------------------------------------------------------- the crawl forms in a browser
+def frame_values(browser) -> dict[str, str]:
+    """The progress frame's state and counters, read inside the frame (it reloads itself: read again on a miss)."""
+    from selenium.common.exceptions import NoSuchElementException, NoSuchFrameException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    try:
+        browser.switch_to.default_content()
+        browser.switch_to.frame(browser.find_element(By.ID, "progress"))
+        out = {"state": browser.find_element(By.ID, "state").text}
+        for td in browser.find_elements(By.CSS_SELECTOR, "td[data-counter]"):
+            out[td.get_attribute("data-counter")] = td.text
+        rounds = browser.find_elements(By.ID, "round")
+        if rounds:
+            out["round"] = rounds[0].text
+        return out
+    except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
+        return {}
+    finally:
+        browser.switch_to.default_content()
+
+
+def wait_frame(browser, until, what: str, timeout: float = 120.0) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    seen: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        seen = frame_values(browser)
+        if seen and until(seen):
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"the progress frame never showed {what}; last: {seen}")
+
+
+def submit(browser, button_id: str) -> None:
+    """Click a form's button and wait for the page its POST answers with."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    button = browser.find_element(By.ID, button_id)
+    button.click()
+    WebDriverWait(browser, 30).until(staleness_of(button))

@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from tests.crawlutil import defines
-from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
+from tests.searchapp import SOLR, SearchServer, require_solr, submit, wait_frame, wipe_solr
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -173,49 +173,6 @@ class Attacker:
         self.httpd.server_close()
 
 
-def _frame_values(browser) -> dict[str, str]:
-    """The progress frame's state and counters, read inside the frame (it reloads itself: read again on a miss)."""
-    from selenium.common.exceptions import NoSuchElementException, NoSuchFrameException, StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-
-    try:
-        browser.switch_to.default_content()
-        browser.switch_to.frame(browser.find_element(By.ID, "progress"))
-        out = {"state": browser.find_element(By.ID, "state").text}
-        for td in browser.find_elements(By.CSS_SELECTOR, "td[data-counter]"):
-            out[td.get_attribute("data-counter")] = td.text
-        rounds = browser.find_elements(By.ID, "round")
-        if rounds:
-            out["round"] = rounds[0].text
-        return out
-    except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
-        return {}
-    finally:
-        browser.switch_to.default_content()
-
-
-def _wait_frame(browser, until, what: str, timeout: float = 120.0) -> dict[str, str]:
-    deadline = time.monotonic() + timeout
-    seen: dict[str, str] = {}
-    while time.monotonic() < deadline:
-        seen = _frame_values(browser)
-        if seen and until(seen):
-            return seen
-        time.sleep(0.3)
-    raise AssertionError(f"the progress frame never showed {what}; last: {seen}")
-
-
-def submit(browser, button_id: str) -> None:
-    """Click a form's button and wait for the page its POST answers with."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    button = browser.find_element(By.ID, button_id)
-    button.click()
-    WebDriverWait(browser, 30).until(staleness_of(button))
-
-
 def test_browser_login_inject_crawl_watch_stop(browser, server: SearchServer, web: TestWeb, shots: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -231,7 +188,7 @@ def test_browser_login_inject_crawl_watch_stop(browser, server: SearchServer, we
     browser.save_screenshot(str(shots / "crawlforms-inject.png"))
     submit(browser, "inject")
     assert re.search(r"/crawl/jobs/[\w-]{16}$", browser.current_url), browser.find_element(By.TAG_NAME, "body").text
-    done = _wait_frame(browser, lambda v: v["state"] != "RUNNING", "the inject job's end")
+    done = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the inject job's end")
     assert done["state"] == "FINISHED", done  # (the upload test injected two of them before)
     assert int(done["inject.injected"]) + int(done.get("inject.known", 0)) == len(seeds), done
     # start a 2-round crawl, 100 URLs a round, indexed into the server's Solr
@@ -246,9 +203,9 @@ def test_browser_login_inject_crawl_watch_stop(browser, server: SearchServer, we
     info = requests.get(f"{server.url}/api/jobs/{job_id}", auth=AUTH, timeout=30).json()
     assert info["type"] == "crawl" and info["args"] == {"rounds": 2, "topN": 100, "index": True}, info
     # its progress changes on the page, with no reload of the page (the frame reloads itself, no script)
-    first = _wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
+    first = wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
     assert first["state"] == "RUNNING" and first.get("round") == "1", first
-    later = _wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) > int(first["fetch.fetched"]),
+    later = wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) > int(first["fetch.fetched"]),
                         "more fetched pages")
     assert later["state"] == "RUNNING", later
     browser.save_screenshot(str(shots / "crawlforms-running.png"))
@@ -257,7 +214,7 @@ def test_browser_login_inject_crawl_watch_stop(browser, server: SearchServer, we
     submit(browser, "stop")  # the form's answer: the job's page again
     assert browser.current_url.endswith(f"/crawl/jobs/{job_id}")
     assert not browser.find_elements(By.ID, "stop")  # asked once
-    stopped = _wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
+    stopped = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
     assert stopped["state"] == "KILLED", stopped
     assert 1 <= int(stopped["fetch.fetched"]) < len(seeds), stopped
     browser.save_screenshot(str(shots / "crawlforms-stopped.png"))

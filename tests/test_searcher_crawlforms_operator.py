@@ -14,8 +14,7 @@ import pytest
 import requests
 
 from tests.crawlutil import defines
-from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
-from tests.test_searcher_crawlforms import _wait_frame, submit
+from tests.searchapp import SOLR, SearchServer, require_solr, submit, wait_frame, wipe_solr
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -101,7 +100,7 @@ def test_the_crawl_form_asks_for_the_crawler_name(browser, server: SearchServer,
     fill_crawl_form(browser, server.url, agent="FormBot", seeds=web.seed_url)
     submit(browser, "start")
     assert browser.find_element(By.ID, "conf").text == '{"http.agent.name": "FormBot"}'
-    done = _wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
+    done = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
     assert done["state"] == "FINISHED" and int(done["fetch.fetched"]) >= 1, done
     agents = {r.headers.get("User-Agent", r.headers.get("user-agent", "")) for r in web.requests()}
     assert agents and all(a.startswith("FormBot/") for a in agents), agents
@@ -119,7 +118,7 @@ def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(
     fill_crawl_form(browser, server.url, agent="FormBot", rounds="-1", seeds=seeds)
     submit(browser, "start")
     first = browser.current_url
-    _wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
+    wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
     # another tab starts a crawl meanwhile: refused, with a link to the crawl that runs
     browser.switch_to.new_window("tab")
     try:
@@ -135,7 +134,7 @@ def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(
     assert len(jobs(server)) == 1
     # stop it; the ended crawl's frame offers to start it again, with the same arguments and crawler name
     submit(browser, "stop")
-    stopped = _wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
+    stopped = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
     assert stopped["state"] == "KILLED", stopped
     browser.switch_to.frame(browser.find_element(By.ID, "progress"))
     browser.save_screenshot(str(shots / "operator-stopped.png"))
@@ -146,7 +145,7 @@ def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(
     listed = jobs(server)
     assert [j["state"] for j in listed][1:] == ["KILLED"] and listed[0]["args"] == listed[1]["args"], listed
     assert browser.find_element(By.ID, "conf").text == '{"http.agent.name": "FormBot"}'
-    done = _wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end", timeout=240)
+    done = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end", timeout=240)
     assert done["state"] == "FINISHED", done
     assert int(done.get("fetch.skipped_already_fetched", 0)) >= 1, done  # it went on from where it stopped
 
@@ -161,7 +160,7 @@ def test_after_a_restart_under_a_crawl_the_pages_say_how_to_go_on(browser, tmp_p
         fill_crawl_form(browser, first.url, agent="FormBot", rounds="3", seeds=seeds)
         submit(browser, "start")
         job_page = browser.current_url
-        _wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
+        wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
     # the server stopped under the crawl (SIGINT) and started again on the same port
     port = first.url.rsplit(":", 1)[1]
     args = ["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *defines(tmp_path, "sqlite", **{"http.agent.name": ""})]
