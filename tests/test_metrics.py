@@ -80,6 +80,42 @@ def test_measures_travel_as_counters_and_stay_out_of_summary_lines() -> None:
     assert value(samples(generate_latest(reg).decode()), "nutch2_fetch_queues") == 0
 
 
+def test_a_long_lived_run_keeps_its_counters_bounded_and_its_totals_exact() -> None:
+    """A continuous crawl is one run for weeks: one Counters kept per job it ran grew its memory and each metrics
+    scrape's work without end. Past a bound the ended jobs are added up per name, and the totals stay exact."""
+    from nutch2.config import Configuration
+    from nutch2.tools.base import Run
+    from nutch2.tools.metrics import JobCollector, JobTotals
+
+    run = Run(emit=lambda _line: None)
+    step = run.child()  # the crawl's steps count through a child run
+    for _ in range(2000):
+        for job in ("generate", "fetch", "parse", "updatedb"):
+            c = step.job_counters(job)
+            c.incr("done")
+            measures.observe(c, "fetch_latency", 0.2)
+            step.summary(c)
+    live = step.job_counters("fetch")  # a job under way stays apart, counted live
+    live.incr("done", 5)
+    assert len(run.jobs()) < 100
+    assert run.counters_json()["fetch"] == {"done": 2005}
+    assert run.counters_json()["parse"] == {"done": 2000}
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {})
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    reg = CollectorRegistry()
+    reg.register(JobCollector(conf, run.jobs, JobTotals()))
+    found = samples(generate_latest(reg).decode())
+    assert value(found, "nutch2_job_runs_total", job="fetch") == 2001
+    assert value(found, "nutch2_job_runs_total", job="updatedb") == 2000
+    assert value(found, "nutch2_job_counter_total", job="fetch", counter="done") == 2005
+    assert value(found, "nutch2_fetch_latency_seconds_count") == 8000
+    ended = JobTotals()  # the server's totals of a job that ended
+    ended.add(run.jobs())
+    assert ended.runs["generate"] == 2000 and ended.counts["generate"]["done"] == 2000
+    step.stopped()  # the job under way is still the last one
+
+
 # ---------------------------------------------------------------------------------------------------- the server
 def _wait(url: str, job_id: str, auth: Any = None, timeout: float = 240.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout

@@ -34,6 +34,8 @@ class Counters:
     """Thread-safe named counters, printed as one summary line at the end of a job (like Hadoop's). The counters
     of tasks running in this process count in `as_dict()` while they run (the job API shows them live)."""
 
+    runs = 1  # jobs these counters are of (FoldedCounters: several ended jobs of one name)
+
     def __init__(self, job: str) -> None:
         self.job = job
         self._c: dict[str, int] = defaultdict(int)
@@ -94,6 +96,27 @@ class Counters:
         parts = " ".join(f"{k}={v}" for k, v in sorted(self.as_dict().items()) if not is_measure(k))
         ended = "stopped after" if stopped else "finished in"
         return f"{self.job}: {ended} {self.elapsed():.1f} s: {parts or 'nothing done'}"
+
+
+class FoldedCounters(Counters):
+    """The counters of ended jobs of one name added up, with their number and seconds: what a long-lived run (a
+    continuous crawl, for weeks) keeps of its older jobs instead of one Counters per job. Never changed once made,
+    so a reader holding it counts it whole."""
+
+    def __init__(self, job: str, parts: Iterable[Counters]) -> None:
+        super().__init__(job)
+        self.runs = 0
+        self.seconds = 0.0
+        for part in parts:
+            self.runs += part.runs
+            self.seconds += part.elapsed()
+            for name, n in part.as_dict().items():
+                if not name.startswith("g."):  # a gauge is a running job's only (0 once it ended)
+                    self._c[name] += n
+        self.ended = self.started
+
+    def elapsed(self) -> float:
+        return self.seconds
 
 
 MAX_MESSAGES = 1000  # lines a task in another process keeps for the driver to print

@@ -11,6 +11,7 @@ command that resumes).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
@@ -19,7 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.mapred.frameworks import make_runner
-from nutch2.mapred.job import Counters
+from nutch2.mapred.job import Counters, FoldedCounters
 from nutch2.mapred.measures import is_measure
 from nutch2.plugin import Plugins
 from nutch2.stores import BatchLock, crawl_lock, open_store
@@ -29,6 +30,7 @@ from nutch2.tools.args import ToolArgs
 log = logging.getLogger(__name__)
 
 _KEEP_LINES = 1000  # output lines a run keeps for the job API
+_KEEP_JOBS = 50  # ended jobs whose counters a run keeps apart; older ones are added up per job name
 # control characters a result line shows as escapes: a page's title, text or headers must not drive the terminal
 # (ESC sequences, BEL, a carriage return that hides what came before); tabs and line breaks stay
 _CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n"}
@@ -39,7 +41,9 @@ class Run:
 
     def __init__(self, emit: Callable[[str], None] | None = None) -> None:
         self._emit = emit
-        self._counters: list[Counters] = []  # every job's own, in order (crawl runs many)
+        self._reported: set[int] = set()  # ids of the jobs in _counters whose summary was shown
+        self._counters: list[Counters] = []  # every job's own, in order (crawl runs many); older ended ones folded
+        self._lock = threading.Lock()  # changes to _counters (the pipelined crawl's steps run in two threads)
         self.values: dict[str, Any] = {}
         self.lines: list[str] = []
         self.message = ""  # the last summary or result line: what the job API shows as the job's message
@@ -49,23 +53,49 @@ class Run:
         result lines not shown."""
         sub = Run(emit=lambda _line: None)
         sub._counters = self._counters
+        sub._lock = self._lock
+        sub._reported = self._reported
         sub.values = self.values
         return sub
 
     def job_counters(self, job: str) -> Counters:
         """New counters for one job of this run (its summary line shows them alone)."""
         counters = Counters(job)
-        self._counters.append(counters)
+        with self._lock:
+            self._counters.append(counters)
         return counters
 
     def summary(self, counters: Counters) -> None:
         """The one summary line of a job."""
-        if not any(c is counters for c in self._counters):
-            self._counters.append(counters)
+        with self._lock:
+            if not any(c is counters for c in self._counters):
+                self._counters.append(counters)
         if counters.ended is None:  # a job no runner ran: it ends with its summary (the metrics' seconds)
             counters.ended = time.monotonic()
         self.message = counters.summary()
         log.info(self.message)
+        self._reported.add(id(counters))
+        self._fold()
+
+    def _fold(self) -> None:
+        """Keep the run's counters bounded: a continuous crawl runs jobs for weeks, and one Counters per job grew
+        its memory (and each metrics scrape's work) without end. Past _KEEP_JOBS ended jobs whose summary was
+        shown, the oldest are added up into one FoldedCounters per job name; the totals, runs and seconds that
+        the job API and the metrics show stay the same. The list is swapped in one step, so a reader's copy
+        holds either the parts or their sum."""
+        with self._lock:
+            done = [c for c in self._counters if id(c) in self._reported and not isinstance(c, FoldedCounters)]
+            if len(done) <= _KEEP_JOBS:
+                return
+            old = {id(c) for c in done[:len(done) - _KEEP_JOBS]}
+            groups: dict[str, list[Counters]] = {}
+            for c in self._counters:
+                if id(c) in old or isinstance(c, FoldedCounters):
+                    groups.setdefault(c.job, []).append(c)
+            folded: list[Counters] = [FoldedCounters(job, parts) for job, parts in groups.items()]
+            self._counters[:] = folded + [c for c in self._counters
+                                          if id(c) not in old and not isinstance(c, FoldedCounters)]
+            self._reported -= old
 
     def stopped(self) -> None:
         """The summary line of the job a stop cut short (the last one this run started), if it started one."""

@@ -62,7 +62,7 @@ class JobTotals:
 
     def add(self, jobs: Iterable[Counters]) -> None:
         for c in jobs:
-            self.runs[c.job] = self.runs.get(c.job, 0) + 1
+            self.runs[c.job] = self.runs.get(c.job, 0) + c.runs
             self.seconds[c.job] = self.seconds.get(c.job, 0.0) + c.elapsed()
             total = self.counts.setdefault(c.job, {})
             for name, n in c.as_dict().items():
@@ -95,7 +95,7 @@ class JobCollector:
             live = list(self.live())
         gauges: dict[str, int] = {}
         for c in live:
-            runs[c.job] = runs.get(c.job, 0) + 1
+            runs[c.job] = runs.get(c.job, 0) + c.runs
             seconds[c.job] = seconds.get(c.job, 0.0) + c.elapsed()
             total = counts.setdefault(c.job, {})
             for name, n in c.as_dict().items():
