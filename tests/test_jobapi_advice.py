@@ -3,7 +3,13 @@ the job to submit, -force as its arg; what is no job stays as it is."""
 
 from __future__ import annotations
 
-from nutch2.searcher.jobapi import as_job_advice
+from pathlib import Path
+
+from nutch2.config import Configuration
+from nutch2.errors import StoreUnavailable
+from nutch2.searcher.jobapi import JobInfo, JobManager, as_job_advice
+from nutch2.tools.base import Run
+from nutch2.tools.crawl import Crawl, CrawlArgs
 
 
 def test_a_command_to_copy_becomes_the_job_to_submit() -> None:
@@ -22,3 +28,32 @@ def test_a_command_to_copy_becomes_the_job_to_submit() -> None:
 def test_what_is_no_job_stays() -> None:
     for text in ("start it with `nutch2 server -port 3`", "see `nutch2 nope x`", "try `nutch2 fetch -bogus`"):
         assert as_job_advice(text) == text
+
+
+class _StoreGoesAway(Crawl):
+    """A crawl whose store stops answering (a PostgreSQL restart) after `started` jobs of it began."""
+
+    started = 1
+
+    def execute(self, run: Run) -> int:
+        for _ in range(self.started):
+            run.job_counters("generate")
+        raise StoreUnavailable("cannot reach PostgreSQL at postgresql://db/nutch2 (connection refused)")
+
+
+def test_a_job_whose_store_went_away_mid_crawl_says_how_it_goes_on(tmp_path: Path) -> None:
+    """The CLI says "once it answers again, run `...` to go on"; a job of the API said only that the store is
+    unreachable, and an operator of a continuous crawl job was not told that submitting it again goes on."""
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {"storage.data.dir": str(tmp_path)})
+    manager = JobManager(conf, "news")
+    args = CrawlArgs(continuous=True)
+    info = JobInfo("j1", "crawl", "news", {"continuous": True})
+    manager._run(info, _StoreGoesAway(conf, "news", args))
+    assert info.state == "FAILED"
+    assert info.msg == ("nutch2 crawl: error: cannot reach PostgreSQL at postgresql://db/nutch2 (connection "
+                        "refused); once it answers again, submit the same job to go on")
+    tool = _StoreGoesAway(conf, "news", args)
+    tool.started = 0  # down before any job began: nothing to go on from, the line alone
+    info = JobInfo("j2", "crawl", "news", {"continuous": True})
+    manager._run(info, tool)
+    assert info.msg == "nutch2 crawl: error: cannot reach PostgreSQL at postgresql://db/nutch2 (connection refused)"

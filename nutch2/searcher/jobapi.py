@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, NutchError, StoreLockedError, WorkerDied, error_line
+from nutch2.errors import ConfigError, NutchError, StoreLockedError, StoreUnavailable, WorkerDied, error_line
 from nutch2.index.opensearch import redacted, target_of_url
 from nutch2.logs import clear_progress, last_progress
 from nutch2.mapred import processes, stop
@@ -306,7 +306,10 @@ class JobManager:
         except WorkerDied as e:
             code, state, msg = 1, "FAILED", f"{error_line(info.type, e)}: {_resume_advice(tool)}"
         except NutchError as e:
-            code, state, msg = 1, "FAILED", as_job_advice(error_line(info.type, e))
+            line = error_line(info.type, e)
+            if isinstance(e, StoreUnavailable) and info.run.jobs():  # the store went away mid-job, as the CLI says
+                line = f"{line}; once it answers again, {_resume_advice(tool)}"
+            code, state, msg = 1, "FAILED", as_job_advice(line)
         except Exception as e:  # noqa: BLE001 - a bug must not take the server down; its traceback is logged
             log.error(f"job {info.id} ({info.type}) failed: {traceback.format_exc()}")
             code, state, msg = 1, "FAILED", f"nutch2 {info.type}: internal error: {type(e).__name__}"
