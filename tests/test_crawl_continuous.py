@@ -156,6 +156,75 @@ def test_a_continuous_crawl_waits_when_its_seed_folder_is_emptied_or_gone(tmp_pa
         assert proc.returncode == 130 and f"crawl: no seed file in {seeds} (yet); crawling the rows there are" in err
 
 
+def test_a_waiting_continuous_crawl_takes_rows_another_command_injected(tmp_path: Path) -> None:
+    """A month-long continuous crawl waits for its next row (30 days off with the default interval); an operator
+    runs `nutch2 inject` beside it. The crawl waited out the 30 days before fetching the new row."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    crawl_id = "inj" + uuid.uuid4().hex[:6]
+    d = defines(tmp_path, "sqlite", **{"crawl.continuous.poll.seconds": 0.3})
+    with TestWeb(hosts=1, pages_per_host=1, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
+                                                                          traps=False) as other:
+        (seeds / "a.txt").write_text(web.seed_url + "\n")
+        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_for(lambda: "nothing is due; the next row comes due" in _log(tmp_path), 90)
+            more = tmp_path / "more.txt"  # not in the crawl's seed folder: another command's inject
+            more.write_text(other.seed_url + "\n")
+            injected = nutch2("inject", more, "-crawlId", crawl_id, *d)
+            assert injected.returncode == 0 and "injected=1" in injected.stderr, injected.stderr[-2000:]
+            assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the injected row was not crawled"
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert "crawl: rows came due meanwhile (another command's inject or updatedb); going on" in err
+
+
+def test_a_waiting_continuous_crawl_outlasts_a_store_that_stops_answering(tmp_path: Path, monkeypatch,
+                                                                          caplog) -> None:
+    """While it waits, the crawl looks at the store every poll (for rows other commands add); a PostgreSQL
+    restart then must not end a crawl that has nothing in flight: it says so once and looks again."""
+    import logging
+
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores import open_store
+    from nutch2.tools import crawl as crawl_tool
+    from nutch2.tools.base import Run
+    from nutch2.webpage import WebPage
+
+    conf = conf_for(tmp_path, "memory", **{"crawl.continuous.poll.seconds": 0.2})
+    since = int(time.time() * 1000)
+    with open_store(conf, "w") as store:
+        store.put("com.example:http/far", WebPage(fetch_time=since + 10**9))  # the next due row, days off
+        store.flush()
+    calls = {"n": 0}
+
+    def flaky(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] in (2, 3):  # the polls while the server restarts
+            raise StoreUnavailable("cannot reach PostgreSQL at postgresql://db/nutch2 (connection refused)")
+        if calls["n"] == 4:  # meanwhile another command injected a row, due now
+            with open_store(conf, "w") as other:
+                other.put("com.example:http/new", WebPage(fetch_time=int(time.time() * 1000)))
+                other.flush()
+        return open_store(*args, **kw)
+
+    monkeypatch.setattr(crawl_tool, "open_store", flaky)
+    tool = crawl_tool.Crawl(conf, "w", crawl_tool.CrawlArgs(continuous=True))
+    tool.seeds_seen = None
+    caplog.set_level(logging.INFO, logger="nutch2")
+    tool.wait_for_work(Run(emit=lambda _line: None), since=since)
+    said = [r.getMessage() for r in caplog.records]
+    assert said.count("crawl: cannot reach PostgreSQL at postgresql://db/nutch2 (connection refused); looking "
+                      "again every 0.2 s while waiting") == 1
+    assert "crawl: the store answers again; waiting on" in said
+    assert said[-1] == "crawl: rows came due meanwhile (another command's inject or updatedb); going on"
+
+
 def _log(tmp: Path) -> str:
     logs = list((tmp / "crawl").rglob("hadoop.log"))
     return "".join(p.read_text(errors="replace") for p in logs)

@@ -37,12 +37,13 @@ from nutch2.crawldb.journal import (
     reached,
     rounds_phrase,
 )
-from nutch2.errors import NutchError
+from nutch2.errors import NutchError, StoreUnavailable
 from nutch2.mapred import stop
 from nutch2.mapred.frameworks import framework, make_runner
 from nutch2.marks import Mark
 from nutch2.plugin import POINTS
 from nutch2.stores import crawler_lease, open_store
+from nutch2.stores.query import Due, Query
 from nutch2.tools.args import ArgError, ToolArgs, metrics_file_opt, metrics_port_opt, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.batch import Fetch, FetchArgs, Generate, GenerateArgs, Parse, ParseArgs, UpdateArgs, UpdateDb
@@ -188,11 +189,12 @@ class Crawl(Tool[CrawlArgs]):
                 return
             log.info(f"crawl: round {r}{self.rounds_text()}")
             self.record_crawl({"round": r, "rounds": self.rounds_value()})
+            asked = int(time.time() * 1000)  # rows that come due after this, generate may not have seen
             if self.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks)) != 0:
                 if not a.continuous:
                     log.info("crawl: nothing left to fetch, stopping")
                     return
-                self.wait_for_work(run)
+                self.wait_for_work(run, since=asked)
                 continue
             batch = run.values["batchId"]
             self.record_crawl({"round": r, "rounds": self.rounds_value(), "batch": batch})
@@ -269,9 +271,11 @@ class Crawl(Tool[CrawlArgs]):
         except OSError:
             return {}
 
-    def wait_for_work(self, run: Run) -> None:
+    def wait_for_work(self, run: Run, since: int | None = None) -> None:
         """Nothing is due: wait until a row comes due (the due index), a seed file is added or changed (it is
-        injected), or STOP; a stop (a signal, the time limit) raises Stopped."""
+        injected), or STOP; a stop (a signal, the time limit) raises Stopped. `since` (ms): when the generate that
+        found nothing began; a row whose fetch time falls after it and is due now (another command's inject or
+        updatedb made it) ends the wait too, and is looked for at every poll."""
         poll = max(0.2, self.conf.get_float("crawl.continuous.poll.seconds"))
         stop_file = self.stop_file()
         with open_store(self.conf, self.crawl_id, create=False) as store:
@@ -285,6 +289,7 @@ class Crawl(Tool[CrawlArgs]):
             log.info(f"crawl: nothing is due; the next row comes due at {at} (in {max(0, due - now) / 1000:.0f} s); "
                      "waiting (STOP or SIGTERM ends the crawl)")
         checked = time.monotonic()
+        unanswered = False
         while True:
             if stop.requested():
                 raise stop.Stopped()
@@ -301,8 +306,22 @@ class Crawl(Tool[CrawlArgs]):
                     self.seeds_seen = seen
                     self.inject(run)
                     return
-                with open_store(self.conf, self.crawl_id, create=False) as store:  # rows another command added
-                    due = store.next_fetch_time(int(time.time() * 1000) - 1) if due is None else due
+                try:
+                    with open_store(self.conf, self.crawl_id, create=False) as store:  # rows another command added
+                        if unanswered:
+                            log.info("crawl: the store answers again; waiting on")
+                            unanswered = False
+                        now = int(time.time() * 1000)
+                        if since is not None and (due is None or now < due) and \
+                                store.has_rows(Query(("fetch_time",), due=Due(now, after=since))):
+                            log.info("crawl: rows came due meanwhile (another command's inject or updatedb); "
+                                     "going on")
+                            return
+                        due = store.next_fetch_time(now - 1) if due is None else due
+                except StoreUnavailable as e:  # nothing is in flight while the crawl waits: look again later
+                    if not unanswered:
+                        log.warning(f"crawl: {e}; looking again every {poll:g} s while waiting")
+                        unanswered = True
             time.sleep(min(0.2, poll))
 
     def inject(self, run: Run) -> None:

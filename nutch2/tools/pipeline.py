@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from typing import Any, Protocol
 
 from nutch2.crawldb.journal import FETCHED, INDEXED, PARSED, UPDATED, reached
@@ -51,7 +52,7 @@ class Crawl(Protocol):
     def rounds_text(self) -> str: ...
     def rounds_value(self) -> int: ...
     def record_crawl(self, value: dict | None) -> None: ...
-    def wait_for_work(self, run: Run) -> None: ...
+    def wait_for_work(self, run: Run, since: int | None = None) -> None: ...
 
 
 class Tail(threading.Thread):
@@ -125,6 +126,7 @@ def rounds(crawl: Crawl, run: Run) -> None:
                 return
             log.info(f"crawl: round {r}{crawl.rounds_text()}")
             crawl.record_crawl({"round": r, "rounds": crawl.rounds_value()})
+            asked = int(time.time() * 1000)  # rows that come due after this, generate may not have seen
             try:
                 code = crawl.step(run, Generate, GenerateArgs(topN=top_n, num_tasks=a.num_tasks))
             finally:
@@ -137,7 +139,7 @@ def rounds(crawl: Crawl, run: Run) -> None:
                 if not a.continuous:
                     log.info("crawl: nothing left to fetch, stopping")
                     return
-                crawl.wait_for_work(run)
+                crawl.wait_for_work(run, since=asked)
                 continue
             batch = run.values["batchId"]
             crawl.record_crawl({"round": r, "rounds": crawl.rounds_value(), "batch": batch})
