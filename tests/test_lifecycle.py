@@ -253,6 +253,21 @@ def test_a_step_asked_before_the_one_it_needs_fails_naming_it(web: TestWeb, tmp_
     assert nutch2("parse", batch, "-crawlId", "early", *d).returncode == 0
 
 
+def test_generate_with_nothing_due_says_when_the_next_row_is(web: TestWeb, tmp_path: Path) -> None:
+    """A crawl whose rows are all fetched: generate says when the next comes due (the due index knows), not 'or
+    the table has no rows (inject seeds first)', which a waiting continuous crawl logged every round."""
+    d = defines(tmp_path, "sqlite", **{"db.update.additions.allowed": "false"})
+    assert nutch2("inject", seed_file(tmp_path, web.seed_url), "-crawlId", "when", *d).returncode == 0
+    batch = nutch2("generate", "-crawlId", "when", *d).stdout.strip()
+    for step in ("fetch", "parse", "updatedb"):
+        assert nutch2(step, batch, "-crawlId", "when", *d).returncode == 0
+    again = nutch2("generate", "-crawlId", "when", *d)
+    assert again.returncode == 1
+    due = time.strftime("%Y-%m-%d", time.localtime(time.time() + 30 * 86400))
+    assert f"0 URLs selected for fetching: no row is due before {due} " in again.stderr, again.stderr
+    assert "inject seeds first" not in again.stderr
+
+
 def test_generate_with_nothing_selected_says_why(web: TestWeb, tmp_path: Path) -> None:
     d = defines(tmp_path, "sqlite")
     seeds = seed_file(tmp_path, web.seed_url)

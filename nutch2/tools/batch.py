@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -101,17 +103,18 @@ def generate(conf: Configuration, crawl_id: str | None, run: Run, top_n: int | N
         pending = [r.batch_id for r in lifecycle.unfinished(store)]
         crawl = next((holder_text(rec) for _, rec in held_leases(store, "crawler")  # another command's crawl
                       if rec.get("pid") != os.getpid()), None)
+        due = store.next_fetch_time(int(time.time() * 1000)) if counters.get("generated") == 0 else None
     run.summary(counters)
     if counters.get("generated") == 0:
-        log.info(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending, crawl)}")
+        log.info(f"generate: 0 URLs selected for fetching: {why_nothing(counters, pending, crawl, due)}")
         return None
     log.info(f"generate: batch id {job.batch_id}: {counted(counters.get('generated'), 'URL')}")
     return job.batch_id
 
 
-def why_nothing(c: Counters, pending: list[str], crawl: str | None = None) -> str:
+def why_nothing(c: Counters, pending: list[str], crawl: str | None = None, due: int | None = None) -> str:
     """Why generate selected nothing, from its counters and the batches still under way (`crawl`: the crawl
-    command running on this crawl id, which goes on with them)."""
+    command running on this crawl id, which goes on with them; `due`: when the next row comes due, ms)."""
     reasons = []
     if n := c.get("already_generated"):
         where = f" (batch {', '.join(pending[:3])}{' ...' if len(pending) > 3 else ''})" if pending else ""
@@ -124,8 +127,13 @@ def why_nothing(c: Counters, pending: list[str], crawl: str | None = None) -> st
             ("low_score", "scores", "score", "below generate.min.score")):
         if n := c.get(name):
             reasons.append(f"{n} {one if n == 1 else many} {text}")
-    return "; ".join(reasons) if reasons else ("no row is due (db.fetch.interval.default; -adddays D looks ahead), "
-                                               "or the table has no rows (inject seeds first)")
+    if reasons:
+        return "; ".join(reasons)
+    if due is not None and due > time.time() * 1000:  # the due index knows (generate counted no row not due)
+        at = datetime.fromtimestamp(due / 1000).strftime("%Y-%m-%d %H:%M:%S")
+        return f"no row is due before {at} (db.fetch.interval.default; -adddays D looks ahead)"
+    return ("no row is due (db.fetch.interval.default; -adddays D looks ahead), or the table has no rows (inject "
+            "seeds first)")
 
 
 # ---------------------------------------------------------------- fetch
