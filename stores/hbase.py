@@ -349,7 +349,10 @@ class HBaseStore(BufferedStore, EntryStorage):
     # -------------------------------------------------------------- index entries (EntryStorage)
     def _ensure_index_table(self, conn: Any) -> None:
         if not self._index_table:
-            if self.iname not in conn.tables():  # a table made before the index existed
+            tables = conn.tables()
+            if self.iname not in tables:  # a table made before the index existed
+                if self.tname not in tables:  # no crawl at all (a mistyped -crawlId): nothing is made for it
+                    raise _TableMissing(f"TableNotFoundException: {self.tname.decode()}")
                 _create_table(conn, self.iname, INDEX_FAMILIES)
             self._index_table = True
 
@@ -495,9 +498,12 @@ class HBaseStore(BufferedStore, EntryStorage):
         def run(t: Any) -> Any:
             conn = t.connection
             if not self._state_known:
-                if self.sname not in conn.tables():  # a table made before the state table existed
+                tables = conn.tables()
+                if self.sname not in tables:  # a table made before the state table existed
                     if not create:
                         return None
+                    if self.tname not in tables:  # no crawl at all (a mistyped -crawlId): nothing is made for it
+                        raise _TableMissing(f"TableNotFoundException: {self.tname.decode()}")
                     _create_table(conn, self.sname, {"s": FAMILY})
                 self._state_known = True  # asked once per store: a journal or lease step is one round trip
             return fn(conn.table(self.sname))
@@ -712,12 +718,17 @@ def _drop_entries(table: Any, stale: list[tuple[bytes, int]]) -> None:
         batch.send()
 
 
+class _TableMissing(Exception):
+    """The crawl's webpage table is not there (said as HBase says it, so that _message names it)."""
+
+
 def _create_table(conn: Any, name: bytes, families: dict[str, dict[str, Any]]) -> bool:
-    """Create a table; False when another process created it first."""
+    """Create a table; False when another process created it first (the gateway says so with AlreadyExists, or
+    with an IOError naming the master's TableExistsException when both asked at once)."""
     try:
         conn.create_table(name, families)
     except Exception as e:
-        if type(e).__name__ != "AlreadyExists":
+        if type(e).__name__ != "AlreadyExists" and "TableExistsException" not in str(e):
             raise
         return False
     return True

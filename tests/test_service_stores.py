@@ -201,3 +201,12 @@ def test_a_crawl_id_with_no_table_says_no_crawl_db(tmp_path: Path, capsys: pytes
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"error: no crawl db {crawl_id}_webpage in {where}" in err[0] and \
             err[0].endswith(f"; run `nutch2 inject` first or check -crawlId/{check}"), err
+    if store == "hbase":  # nothing made for the crawl that is not there (generate's tasks made its index table)
+        import happybase
+
+        conf = make_conf(tmp_path, "hbase")
+        conn = happybase.Connection(conf.get_str("hbase.thrift.host"), conf.get_int("hbase.thrift.port"))
+        try:
+            assert not [t for t in conn.tables() if t.startswith(crawl_id.encode())], conn.tables()
+        finally:
+            conn.close()
