@@ -168,10 +168,22 @@ def wait_frame(browser, until, what: str, timeout: float = 120.0) -> dict[str, s
 
 def submit(browser, button_id: str) -> None:
     """Click a form's button and wait for the page its POST answers with."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.ui import WebDriverWait
 
     button = browser.find_element(By.ID, button_id)
     button.click()
-    WebDriverWait(browser, 30).until(staleness_of(button))
+
+    def gone(_browser) -> bool:  # the old page's button is gone: the answer is loaded
+        try:
+            button.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:  # chromium's own word for it, met mid-navigation (CI, 2026-12-07)
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+
+    WebDriverWait(browser, 30).until(gone)
