@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -121,9 +123,7 @@ def test_a_continuous_crawl_waits_when_its_seed_folder_is_emptied_or_gone(tmp_pa
     with TestWeb(hosts=1, pages_per_host=2, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
                                                                           traps=False) as other:
         (seeds / "a.txt").write_text(web.seed_url + "\n")
-        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+        with _continuous(seeds, crawl_id, d) as proc:
             assert wait_for(lambda: "nothing is due" in _log(tmp_path), 90)
             (seeds / "a.txt").rename(tmp_path / "a.txt")  # emptied
             assert wait_for(lambda: "no seed file in" in _log(tmp_path), 30)
@@ -133,26 +133,14 @@ def test_a_continuous_crawl_waits_when_its_seed_folder_is_emptied_or_gone(tmp_pa
             (tmp_path / "away").rename(seeds)
             (seeds / "b.txt").write_text(other.seed_url + "\n")  # back, with a new file
             assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the new seed was not crawled"
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            err = _sigterm(proc)
             assert proc.returncode == 130, err[-3000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         (seeds / "b.txt").unlink()  # restarted with an empty folder: it starts, and waits
         waits = _log(tmp_path).count("nothing is due")
-        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+        with _continuous(seeds, crawl_id, d) as proc:
             assert wait_for(lambda: proc.poll() is not None or _log(tmp_path).count("nothing is due") > waits, 90)
             assert proc.poll() is None
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            err = _sigterm(proc)
         assert proc.returncode == 130 and f"crawl: no seed file in {seeds} (yet); crawling the rows there are" in err
 
 
@@ -166,21 +154,14 @@ def test_a_waiting_continuous_crawl_takes_rows_another_command_injected(tmp_path
     with TestWeb(hosts=1, pages_per_host=1, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
                                                                           traps=False) as other:
         (seeds / "a.txt").write_text(web.seed_url + "\n")
-        proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
+        with _continuous(seeds, crawl_id, d) as proc:
             assert wait_for(lambda: "nothing is due; the next row comes due" in _log(tmp_path), 90)
             more = tmp_path / "more.txt"  # not in the crawl's seed folder: another command's inject
             more.write_text(other.seed_url + "\n")
             injected = nutch2("inject", more, "-crawlId", crawl_id, *d)
             assert injected.returncode == 0 and "injected=1" in injected.stderr, injected.stderr[-2000:]
             assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the injected row was not crawled"
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            err = _sigterm(proc)
         assert "crawl: rows came due meanwhile (another command's inject or updatedb); going on" in err
 
 
@@ -223,6 +204,25 @@ def test_a_waiting_continuous_crawl_outlasts_a_store_that_stops_answering(tmp_pa
                       "again every 0.2 s while waiting") == 1
     assert "crawl: the store answers again; waiting on" in said
     assert said[-1] == "crawl: rows came due meanwhile (another command's inject or updatedb); going on"
+
+
+@contextmanager
+def _continuous(seeds: Path, crawl_id: str, d: list[str]) -> Iterator[subprocess.Popen[str]]:
+    """`crawl seeds -continuous` running in the background; killed at the end unless the test ended it."""
+    proc = subprocess.Popen(crawl_command(seeds, crawl_id, d, "-continuous"), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _sigterm(proc: subprocess.Popen[str]) -> str:
+    """Stop it as a service manager does; its stderr."""
+    proc.send_signal(signal.SIGTERM)
+    return proc.communicate(timeout=30)[1]
 
 
 def _log(tmp: Path) -> str:
