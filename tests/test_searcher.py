@@ -495,6 +495,18 @@ def test_queries_reach_solr_without_wildcards_regexes_fuzzy_or_ranges(typed: str
     assert parse_query(typed)[0] == sent
 
 
+@pytest.mark.parametrize(("typed", "sent"), [
+    ("page AND", "page"), ("page OR", "page"), ("page NOT", "page"), ("AND page", "page"), ("OR page ||", "page"),
+    ("page AND site:a.com", "page"), ("NOT java", "NOT java"), ("OR", "OR"), ("a AND b", "a AND b"),
+])
+def test_an_operator_that_joins_nothing_is_dropped(typed: str, sent: str) -> None:
+    """`page AND` typed halfway finds the pages `page` finds, not only those with the word `and` as well."""
+    from nutch2.searcher.search import SearchRequest, parse_query
+
+    assert parse_query(typed)[0] == sent
+    assert SearchRequest.from_params({"q": typed}).words == sent
+
+
 # ------------------------------------------------------------------------------------------- over OpenSearch
 HOSTILE_QUERIES = ["{!join from=id to=id fromIndex=nutch}x", '_query_:"{!lucene}x"', '_val_:"sum(1,1)"',
                    "crawlId:other", "id:other*", "*", "*:*", "?", "/.*/", "url:/.*/", "a*", "*ache", "qu?x",

@@ -22,7 +22,7 @@ MAIN_CONTENT = "main_content"  # parse-boilerplate's field: a page's article wit
 SNIPPET_FIELDS = (MAIN_CONTENT, "content")  # where a hit's snippet comes from, the first that has one
 
 _TOKEN = re.compile(r'(-?)(?:([A-Za-z_][\w.]*):)?("[^"]*"|\S+)')
-_OPERATORS = ("AND", "&&", "OR", "||", "NOT")
+OPERATORS = ("AND", "&&", "OR", "||", "NOT")
 
 
 def snippet_of(highlights: Mapping[str, list[str]]) -> str:
@@ -62,7 +62,7 @@ def clauses(text: str) -> list[list[Clause]]:
     groups: list[list[Clause]] = []
     joining = negate = False
     for i, (sign, field, value) in enumerate(tokens):
-        operator = not sign and not field and value in _OPERATORS and i + 1 < len(tokens)
+        operator = not sign and not field and value in OPERATORS and i + 1 < len(tokens)
         if operator and value in ("AND", "&&", "OR", "||") and groups:
             joining = value in ("OR", "||")
             continue

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from markupsafe import Markup, escape
 
 from nutch2.index.opensearch import OpenSearchQueryError, OpenSearchUnavailable
-from nutch2.index.query import MAIN_CONTENT, PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, snippet_of, weighted
+from nutch2.index.query import MAIN_CONTENT, OPERATORS, PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, snippet_of, weighted
 from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, crawl_counts, crawl_filter, row_key_of
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.urls.tableutil import unreverse_url
@@ -133,10 +133,20 @@ def split_filters(q: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
             raise ParamError(f"{m.group(1)}: needs a host or domain name, e.g. {m.group(1).lower()}:example.com")
         (hosts if m.group(1).lower() == "host" else sites).append(name)
         return " "
-    words = " ".join(_FILTER.sub(take, q).split())
+    words = _joined(_FILTER.sub(take, q).split())
     if len(hosts) + len(sites) > MAX_FILTERS:
         raise ParamError(f"at most {MAX_FILTERS} host: and site: filters in one query")
     return words, tuple(dict.fromkeys(hosts)), tuple(dict.fromkeys(sites))
+
+
+def _joined(words: list[str]) -> str:
+    """The words without an operator that joins nothing: `page AND` (typed halfway, or left after a host:
+    filter was taken out) is `page`, not `page` and the word `and`. An operator alone stays a word."""
+    while len(words) > 1 and words[-1] in OPERATORS:
+        words.pop()
+    while len(words) > 1 and words[0] in OPERATORS[:-1]:  # a leading NOT negates what follows
+        words.pop(0)
+    return " ".join(words)
 
 
 _PHRASE = re.compile(r'"[^"]*"')
