@@ -31,6 +31,7 @@ from nutch2.webpage import WebPage
 log = logging.getLogger(__name__)
 
 MAX_INTERVAL = 2**31 - 1  # Nutch's fetchInterval is an int of seconds
+SHOWN_REJECTED = 20  # bad seed lines the job's result names (every one is logged)
 
 
 @dataclass
@@ -225,11 +226,14 @@ class InjectorJob(Job):
         self.chunk = max(1, conf.get_int("storage.write.batch.size"))
         self.dns_seconds = conf.get_float("inject.address.check.seconds")
         self.allow_local = conf.get_bool("inject.seeds.allow.local")
+        self.rejected: list[str] = []  # after the job: the first SHOWN_REJECTED bad lines, "file:line: reason"
+        self.refused_hosts: list[str] = []  # after the job: seed hosts the address guard keeps refusing
         DnsCache.from_conf(conf)  # a bad fetcher.dns.* value fails here, before a row is written (finish uses it)
         check_seed_files(seeds)  # fail before the job starts when the path is wrong or a file is not text
 
     def map_setup(self, ctx: TaskContext) -> None:
         self._origins: set[tuple[str, int]] = set()  # hosts and ports of this task's seeds
+        self._rejected: list[str] = []  # this task's first SHOWN_REJECTED reasons, for the job API's result
 
     def inputs(self, store: DataStore, n: int) -> list[Any]:
         """The seed files' lines, read here on the driver and shipped to the tasks as bytes (a task in another
@@ -265,15 +269,17 @@ class InjectorJob(Job):
         return ()
 
     def result(self, ctx: TaskContext) -> Any:
-        return sorted(self._origins)
+        return sorted(self._origins), self._rejected
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         """The seeds' hosts that resolve to this machine's network: the address guard lets them through (the
         user chose them), recorded in the crawl once every row is written. The hosts are resolved as the fetcher
         resolves them (its DNS cache, fetcher.dns.*)."""
-        origins = {tuple(o) for part in results for o in part}
+        origins = {tuple(o) for part, _ in results for o in part}
+        self.rejected = [line for _, rejected in results for line in rejected][:SHOWN_REJECTED]
         found, late = guarded_seeds(origins, self.dns_seconds, DnsCache.from_conf(self.conf))  # type: ignore[arg-type]
         if found and not self.allow_local:
+            self.refused_hosts = found
             log.info(f"inject: the address guard keeps refusing the seed host{'' if len(found) == 1 else 's'} "
                      f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''} (this machine's or its network's: "
                      "inject.seeds.allow.local is false, as for the job API); list them in fetcher.address.allow")
@@ -310,6 +316,8 @@ class InjectorJob(Job):
         except (BadSeed, ValueError) as e:
             ctx.log(f"{where}: {e}; line skipped")
             ctx.incr("rejected")
+            if len(self._rejected) < SHOWN_REJECTED:
+                self._rejected.append(f"{where}: {e}")
             return None
 
     def _numbers(self, meta: dict[str, str]) -> tuple[float | None, int | None]:

@@ -57,3 +57,28 @@ def test_a_job_whose_store_went_away_mid_crawl_says_how_it_goes_on(tmp_path: Pat
     info = JobInfo("j2", "crawl", "news", {"continuous": True})
     manager._run(info, tool)
     assert info.msg == "nutch2 crawl: error: cannot reach PostgreSQL at postgresql://db/nutch2 (connection refused)"
+
+
+def test_an_inject_job_names_the_seed_lines_it_rejected(tmp_path: Path) -> None:
+    """A terminal sees every bad seed line logged; a client of the job API saw only rejected=2 in the counters,
+    not which lines or why. The result names them (the first 20), and the seed hosts the address guard refuses."""
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {
+        "storage.data.dir": str(tmp_path), "inject.address.check.seconds": 5, "http.agent.name": "SeedBot"})
+    manager = JobManager(conf, "seeds")
+    info = manager.submit("inject", {"seedUrls": ["http://a.example/ok", "http://b.example/with space",
+                                                  "http://127.0.0.1:9/", "http://c.example/\tnutch.score=x"]})
+    assert info.thread is not None
+    info.thread.join(60)
+    shown = info.to_json()
+    assert shown["state"] == "FINISHED", shown
+    assert shown["counters"]["inject"]["rejected"] == 2
+    rejected = shown["result"]["rejectedLines"]
+    assert rejected == ["seedUrls[1]: URL contains whitespace: 'http://b.example/with space' (separate metadata with "
+                        "tabs)", "seedUrls[3]: nutch.score is not a number"]
+    assert shown["result"]["refusedHosts"] == ["127.0.0.1:9"]
+    # a crawl job injects the request's seeds the same way
+    info = manager.submit("crawl", {"seedUrls": ["http://d.example/a b"], "rounds": 1})
+    assert info.thread is not None
+    info.thread.join(60)
+    assert info.to_json()["result"]["rejectedLines"] == [
+        "seedUrls[0]: URL contains whitespace: 'http://d.example/a b' (separate metadata with tabs)"]

@@ -59,7 +59,7 @@ from nutch2.tools.index import (
     solr_opt,
     with_opensearch,
 )
-from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, seed_path
+from nutch2.tools.seeds import Inject, InjectArgs, SeedsArgs, as_sent, seed_path
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +328,12 @@ class Crawl(Tool[CrawlArgs]):
         if self.args.seeds is None and not self.args.seedUrls:
             return  # no seeds given: the table's rows are crawled
         with seed_path(self.args) as seeds:
-            self.step(run, Inject, InjectArgs(seeds=seeds))
+            try:
+                self.step(run, Inject, InjectArgs(seeds=seeds))
+            finally:  # lines of the request's seeds named as the client sent them
+                lines = run.values.get("rejectedLines", [])
+                run.values.update({"rejectedLines": [as_sent(x, seeds, True) for x in lines]} if lines and
+                                  self.args.seedUrls else {})
 
     def record_crawl(self, value: dict | None) -> None:
         with open_store(self.conf, self.crawl_id, create=False) as store:

@@ -46,6 +46,15 @@ def seed_path(args: SeedsArgs) -> Iterator[Path]:
         yield path
 
 
+def as_sent(line: str, seeds: Path, sent: bool) -> str:
+    """A rejected line's "file:N: reason" as the client knows it: seedUrls[N-1] when the seeds came in the request
+    (the file they were written to is the server's)."""
+    where, _, reason = line.partition(": ")
+    if sent and where.startswith(f"{seeds}:"):
+        return f"seedUrls[{int(where.rsplit(':', 1)[1]) - 1}]: {reason}"
+    return line
+
+
 @dataclass
 class InjectArgs(SeedsArgs):
     overwrite: bool = opt("-overwrite", "replace rows of URLs already in the table", default=False)
@@ -84,6 +93,10 @@ class Inject(Tool[InjectArgs]):
         for name in ("injected", "filtered", "rejected", "known"):
             counters.incr(name, 0)  # the summary always says all four
         run.summary(counters)
+        if job.rejected:  # the job API's result names them (a terminal has seen each line logged)
+            run.values["rejectedLines"] = [as_sent(line, seeds, a.seedUrls is not None) for line in job.rejected]
+        if job.refused_hosts:
+            run.values["refusedHosts"] = job.refused_hosts
         c = counters
         if c.get("injected") + c.get("known") + c.get("updated") == 0:
             raise NutchError("inject: no URL was injected; check the seed lines and conf/regex-urlfilter.txt")
