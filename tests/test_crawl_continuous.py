@@ -61,7 +61,8 @@ def test_a_continuous_crawl_refetches_due_pages_takes_new_seeds_and_stops(tmp_pa
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     crawl_id = "cont" + uuid.uuid4().hex[:6]
-    props = {"db.fetch.interval.default": 5, "crawl.continuous.poll.seconds": 0.5, "http.timeout": 5000}
+    props = {"db.fetch.interval.default": 5, "crawl.continuous.poll.seconds": 0.5, "http.timeout": 5000,
+             "crawl.continuous.gather.seconds": 0}  # rounds back to back: the crawl waits for the next row
     d = defines(tmp_path, "sqlite", **props)
     with TestWeb(hosts=2, pages_per_host=2, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
                                                                           traps=False) as other, \
@@ -257,3 +258,29 @@ def test_a_time_limit_ends_a_slow_crawl_and_the_same_command_finishes_it(tmp_pat
         reachable = {u for u in web.crawl_model(rounds=5).all_requested() if passes_filters(conf, u)}
         assert {reverse_url(u) for u in reachable} <= set(table)
         assert all(table[reverse_url(u)].status == CrawlStatus.FETCHED for u in reachable)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_continuous_crawl_gathers_rows_that_come_due_one_by_one(tmp_path: Path, pipeline: bool) -> None:
+    """A page due every second made a round (4 jobs) of its own every time it came due: ~4,300 jobs an hour of a
+    soak on PostgreSQL. After a round that took every due row, the next starts crawl.continuous.gather.seconds
+    after that round began; a seed file dropped meanwhile is still taken at once."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    crawl_id = "gather" + uuid.uuid4().hex[:6]
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "crawl.continuous.gather.seconds": 6,
+                                       "crawl.continuous.poll.seconds": 0.3, "crawl.pipeline": pipeline})
+    with TestWeb(hosts=1, pages_per_host=1, traps=False) as web, TestWeb(hosts=1, pages_per_host=1,
+                                                                          traps=False) as other:
+        seed_path = web.seed_url.split(str(web.port), 1)[1]
+        (seeds / "a.txt").write_text(web.seed_url + "\n")
+        with _continuous(seeds, crawl_id, d) as proc:
+            assert wait_for(lambda: len(web.requests(host=0, path=seed_path)) >= 3, 90)
+            times = sorted(r.arrived for r in web.requests(host=0, path=seed_path))
+            gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+            assert min(gaps) >= 4.5, times  # due after 1 s, gathered for 6
+            assert "crawl: 1 row was due; the next round in " in _log(tmp_path)
+            (seeds / "b.txt").write_text(other.seed_url + "\n")
+            assert wait_for(lambda: other.requests(host=0, path="/"), 60), "the new seed was not crawled"
+            err = _sigterm(proc)
+        assert proc.returncode == 130, err[-3000:]

@@ -38,6 +38,7 @@ from nutch2.crawldb.journal import (
     rounds_phrase,
 )
 from nutch2.errors import NutchError, StoreUnavailable
+from nutch2.logs import counted
 from nutch2.mapred import stop
 from nutch2.mapred.frameworks import framework, make_runner
 from nutch2.marks import Mark
@@ -197,11 +198,14 @@ class Crawl(Tool[CrawlArgs]):
                 self.wait_for_work(run, since=asked)
                 continue
             batch = run.values["batchId"]
+            generated = next(c.get("generated") for c in reversed(run.jobs()) if c.job == "generate")
             self.record_crawl({"round": r, "rounds": self.rounds_value(), "batch": batch})
             self.run_batch(run, batch, resume=False)
             if a.hostdbupdate:  # the host table of this round's rows, for the next round's generate
                 self.step(run, UpdateHostDb, UpdateHostDbArgs(num_tasks=a.num_tasks))
             r += 1
+            if a.continuous and generated < top_n:
+                self.gather(run, asked / 1000, generated)
 
     def reach_time_limit(self) -> None:
         """-timeLimit's timer: the crawl stops where it is, as on a stop request."""
@@ -271,29 +275,43 @@ class Crawl(Tool[CrawlArgs]):
         except OSError:
             return {}
 
-    def wait_for_work(self, run: Run, since: int | None = None) -> None:
+    def gather(self, run: Run, started: float, generated: int) -> None:
+        """A continuous crawl's round took every due row (fewer than topN): the next one starts no sooner than
+        crawl.continuous.gather.seconds after this one began (`started`, epoch seconds), so that rows coming due
+        one by one are fetched together, not each in a round of its own. Seeds, STOP and signals still count."""
+        left = started + self.conf.get_float("crawl.continuous.gather.seconds") - time.time()
+        if left >= 0.5:
+            log.info(f"crawl: {counted(generated, 'row')} {'was' if generated == 1 else 'were'} due; the next round "
+                     f"in {left:.0f} s takes the rows that come due meanwhile (crawl.continuous.gather.seconds)")
+            self.wait_for_work(run, until=time.monotonic() + left)
+
+    def wait_for_work(self, run: Run, since: int | None = None, until: float | None = None) -> None:
         """Nothing is due: wait until a row comes due (the due index), a seed file is added or changed (it is
         injected), or STOP; a stop (a signal, the time limit) raises Stopped. `since` (ms): when the generate that
         found nothing began; a row whose fetch time falls after it and is due now (another command's inject or
-        updatedb made it) ends the wait too, and is looked for at every poll."""
+        updatedb made it) ends the wait too, and is looked for at every poll. `until` (time.monotonic()): a wait
+        that ends then, whatever is due (gather)."""
         poll = max(0.2, self.conf.get_float("crawl.continuous.poll.seconds"))
         stop_file = self.stop_file()
-        with open_store(self.conf, self.crawl_id, create=False) as store:
-            now = int(time.time() * 1000)
-            due = store.next_fetch_time(now)
-        if due is None:
-            log.info("crawl: nothing is due and no row comes due within 400 days; waiting for seed files "
-                     f"(STOP or SIGTERM ends the crawl; {stop_file})")
-        else:
-            at = datetime.fromtimestamp(due / 1000).strftime("%Y-%m-%d %H:%M:%S")
-            log.info(f"crawl: nothing is due; the next row comes due at {at} (in {max(0, due - now) / 1000:.0f} s); "
-                     "waiting (STOP or SIGTERM ends the crawl)")
+        due: int | None = None
+        if until is None:
+            with open_store(self.conf, self.crawl_id, create=False) as store:
+                now = int(time.time() * 1000)
+                due = store.next_fetch_time(now)
+            if due is None:
+                log.info("crawl: nothing is due and no row comes due within 400 days; waiting for seed files "
+                         f"(STOP or SIGTERM ends the crawl; {stop_file})")
+            else:
+                at = datetime.fromtimestamp(due / 1000).strftime("%Y-%m-%d %H:%M:%S")
+                log.info(f"crawl: nothing is due; the next row comes due at {at} (in {max(0, due - now) / 1000:.0f} "
+                         "s); waiting (STOP or SIGTERM ends the crawl)")
         checked = time.monotonic()
         unanswered = False
         while True:
             if stop.requested():
                 raise stop.Stopped()
-            if stop_file.exists() or (due is not None and time.time() * 1000 >= due):
+            if stop_file.exists() or (due is not None and time.time() * 1000 >= due) or \
+                    (until is not None and time.monotonic() >= until):
                 return  # the rounds' loop says why it goes on or ends
             if time.monotonic() - checked >= poll:
                 checked = time.monotonic()
@@ -306,6 +324,8 @@ class Crawl(Tool[CrawlArgs]):
                     self.seeds_seen = seen
                     self.inject(run)
                     return
+                if until is not None:  # a gather: the rounds' loop generates what came due
+                    continue
                 try:
                     with open_store(self.conf, self.crawl_id, create=False) as store:  # rows another command added
                         if unanswered:

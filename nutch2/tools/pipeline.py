@@ -142,6 +142,7 @@ def rounds(crawl: Crawl, run: Run) -> None:
                 crawl.wait_for_work(run, since=asked)
                 continue
             batch = run.values["batchId"]
+            generated = next(c.get("generated") for c in reversed(run.jobs()) if c.job == "generate")
             crawl.record_crawl({"round": r, "rounds": crawl.rounds_value(), "batch": batch})
             try:
                 crawl.step(run, Fetch, FetchArgs(batch=batch, threads=a.threads, num_tasks=a.num_tasks))
@@ -153,6 +154,9 @@ def rounds(crawl: Crawl, run: Run) -> None:
             tail = Tail(crawl, run, batch)
             tail.start()
             r += 1
+            if a.continuous and generated < top_n:  # every due row was taken: the batch's tail, then a gather
+                tail, _ = None, tail.end()
+                crawl.gather(run, asked / 1000, generated)
     finally:
         if tail is not None:
             _end_after(tail)
