@@ -249,6 +249,27 @@ def test_503s_back_off_exponentially_and_drop_the_host(tmp_path: Path, capsys: p
         assert got.get("hosts_dropped") == 1, got
 
 
+def test_a_host_failing_every_request_is_dropped_after_failures_in_a_row(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A host answering every request 503 without Retry-After held the fetch fetcher.retry.max + 1 requests a URL,
+    the back-off growing to 30 s: 40 URLs on such hosts took 20 minutes of one round. With the defaults it is dropped
+    after fetcher.max.failures.in.row.per.queue (8) failures in a row, its other URLs RETRY without a request; a host
+    that fails as often but with successes between keeps being fetched."""
+    def flaky(host: str, path: str, n: int) -> Reply:
+        return Reply(503 if n == 1 else 200)  # each URL's first request fails, its retry succeeds
+
+    with Site(lambda host, path, n: Reply(503)) as down, Site(flaky) as flaky_site:
+        c = Crawl(tmp_path, capsys, **{"fetcher.exceptions.per.queue.delay": 0.05})
+        failing = [down.url(f"/{i}") for i in range(6)]
+        recovering = [flaky_site.url(f"/{i}") for i in range(6)]
+        got = c.fetch(c.batch(failing + recovering))
+        assert len(down.pages()) == 8, [h.path for h in down.pages()]  # 2 URLs, 4 requests each
+        assert [c.status(u) for u in failing] == [CrawlStatus.RETRY] * 6
+        assert got.get("failures_in_row") == 4 and got.get("hosts_dropped") == 1, got  # 4 URLs never requested
+        assert [c.status(u) for u in recovering] == [CrawlStatus.FETCHED] * 6
+        assert len(flaky_site.pages()) == 12
+
+
 def test_retry_after_beyond_max_crawl_delay_leaves_the_host_for_later(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """Retry-After: 120 with fetcher.max.crawl.delay 5: as a too long Crawl-delay, the host's URLs are not requested

@@ -9,7 +9,9 @@ how many requests one machine gets at once.
 - **Failures** (other 5xx, no answer: timeouts, refused or reset connections) and 429/503 without Retry-After
   space the host's requests exponentially: `fetcher.exceptions.per.queue.delay` after the first, doubled with each
   one in a row, bounded by `fetcher.max.crawl.delay` (MAX_BACKOFF when that is -1). After a success the back-off
-  halves, back to the host's own delay. `fetcher.max.exceptions.per.queue` failures drop the host for this fetch.
+  halves, back to the host's own delay. `fetcher.max.exceptions.per.queue` failures drop the host for this fetch,
+  and so do `fetcher.max.failures.in.row.per.queue` in a row (a host that keeps answering 503 without Retry-After,
+  or never answers, would otherwise hold the fetch ~4 requests a URL, 30 s apart).
 - **Adaptive delay** (`fetcher.server.delay.adaptive`, Scrapy's AutoThrottle): the host's delay follows its
   latency toward latency / `fetcher.server.delay.adaptive.target.concurrency`, between fetcher.server.min.delay
   and fetcher.server.delay, never below a robots.txt Crawl-delay or a back-off.
@@ -102,6 +104,7 @@ class Politeness:
     adaptive: bool = False  # fetcher.server.delay.adaptive
     target_concurrency: float = 1.0  # fetcher.server.delay.adaptive.target.concurrency
     threads_per_ip: int = 0  # fetcher.threads.per.ip (0: off)
+    max_failures_in_row: int = 8  # fetcher.max.failures.in.row.per.queue (-1: off)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> Politeness:
@@ -110,7 +113,7 @@ class Politeness:
                    conf.get_float("fetcher.exceptions.per.queue.delay"),
                    conf.get_int("fetcher.max.exceptions.per.queue"), conf.get_bool("fetcher.server.delay.adaptive"),
                    conf.get_float("fetcher.server.delay.adaptive.target.concurrency"),
-                   conf.get_int("fetcher.threads.per.ip"))
+                   conf.get_int("fetcher.threads.per.ip"), conf.get_int("fetcher.max.failures.in.row.per.queue"))
 
     def too_long(self, delay: float) -> bool:
         """A wait a host asks for (robots.txt Crawl-delay, Retry-After) beyond fetcher.max.crawl.delay: its URLs are

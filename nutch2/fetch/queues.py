@@ -362,6 +362,12 @@ class FetchItemQueues:
             log.info("fetch: %s dropped after %d failed requests (fetcher.max.exceptions.per.queue): its URLs are "
                      "left for a later round", q.qid, q.exceptions)
             return False
+        if 0 <= policy.max_failures_in_row <= q.failures:
+            q.dropped = ("failures_in_row", f"{q.failures} failed requests in a row to the host "
+                         "(fetcher.max.failures.in.row.per.queue): left for a later round")
+            log.info("fetch: %s dropped after %d failed requests in a row (fetcher.max.failures.in.row.per.queue): "
+                     "its URLs are left for a later round", q.qid, q.failures)
+            return False
         if fb.kind is Kind.THROTTLED and item.retries < policy.retry_max:
             item.retries += 1
             q.retried += 1
