@@ -170,6 +170,11 @@ def test_expressions_are_evaluated_safely() -> None:
         HostExpr("1e999", EXPR_NAMES, "x").number(values)
     with pytest.raises(ConfigError, match="arithmetic on str and int"):  # a string of gigabytes, from a URL's ?expr=
         HostExpr("host * 1000000000", EXPR_NAMES, "x").holds(values)
+    # thousands of operators in a row, from a URL's ?expr=: Python's parser or the evaluation would run out of stack
+    for deep in ("1+" * 5000 + "1", "!" * 8000 + "1", "-" * 8000 + "1", "1+" * 990 + "1"):
+        with pytest.raises(ConfigError, match="nests deeper than 100 levels"):
+            HostExpr(deep, EXPR_NAMES, "x").holds(values)
+    assert HostExpr(" and ".join(["fetched > 1"] * 500), EXPR_NAMES, "x").holds(values)  # long, but flat
 
 
 def test_bad_expressions_are_one_line_errors(tmp_path: Path) -> None:
@@ -215,7 +220,8 @@ def test_hosts_page_lists_the_host_table(tmp_path: Path) -> None:
         assert page.status_code == 200 and "h0.example" not in page.text
         assert page.text.index("h1.example") < page.text.index("h2.example")
         assert "&#39;&lt;b&gt;&#39;" in page.text and "'<b>'" not in page.text  # the expression echoed, escaped
-        for params in ({"expr": "__import__('os')"}, {"sort": "<x>"}):
+        for params in ({"expr": "__import__('os')"}, {"sort": "<x>"}, {"expr": "!" * 8000 + "1"},
+                       {"expr": "1+" * 5000 + "1"}):
             bad = requests.get(url, params=params, timeout=30)
             assert bad.status_code == 400 and bad.text.count('role="alert"') == 1 and "<x>" not in bad.text
 

@@ -40,6 +40,10 @@ class HostExpr:
             tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as e:
             raise self._error(f"it does not parse ({e.msg})") from None
+        except (RecursionError, MemoryError):  # the parser's own stack: thousands of operators in a row
+            raise self._error(f"it nests deeper than {MAX_DEPTH} levels") from None
+        if _depth(tree) > MAX_DEPTH:  # evaluating it would exhaust Python's stack
+            raise self._error(f"it nests deeper than {MAX_DEPTH} levels")
         known = set(names)
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id not in known and node.id not in ("true", "false"):
@@ -70,6 +74,19 @@ class HostExpr:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise self._error(f"it gives {value!r}, not a finite number")
         return value
+
+
+MAX_DEPTH = 100  # levels of operators an expression may nest (evaluation recurses once a level)
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deep the tree nests, counted without recursion."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 _ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.BinOp, ast.Compare, ast.Name, ast.Load,
