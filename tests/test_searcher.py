@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markupsafe import Markup
 
 from nutch2.errors import ConfigError
 from nutch2.fetch.headers import header_block_problem, stored_headers
@@ -62,6 +63,16 @@ def test_snippet_keeps_only_our_marks() -> None:
     assert str(snippet_markup("</em>a <em>b <em>c")) == "a <mark>b c</mark>"
     assert str(snippet_markup("<img src=x onerror=alert(1)>")) == "&lt;img src=x onerror=alert(1)&gt;"
     assert str(snippet_markup("  two\n  lines ")) == "two lines"
+
+
+def test_a_snippet_is_at_most_300_characters_around_its_first_match() -> None:
+    """A page without a sentence end is one highlighter "sentence" of up to 51,200 characters."""
+    long = "lorem &amp; ipsum " * 2000 + "<em>crawler</em> and " + "dolor " * 2000
+    shown = str(snippet_markup(long))
+    assert shown.startswith("…lorem") and shown.endswith("dolor…") and "<mark>crawler</mark>" in shown
+    assert 250 < len(Markup(shown.replace("<mark>", "").replace("</mark>", "")).unescape()) <= 300 + 2
+    assert str(snippet_markup("words " * 1000)).startswith("words words")  # no match: the start
+    assert str(snippet_markup("<em>a</em> " * 1000)).count("<mark>") > 50  # every mark kept whole
 
 
 def _lookup(held: dict[str, str]) -> Lookup:

@@ -1,0 +1,196 @@
+"""A crawl of pages written to attack the Searcher, looked at in headless Chromium: titles, text, URLs, anchors,
+meta fields and headers carry HTML and script (each of which would set `window.pwned` or ask a listener of ours
+for a URL), right-to-left overrides and zero-width characters, null bytes, a title of 200,000 characters and a
+page of 2 MB of text without a sentence end. Every page of the app (search, snippets, info, cached copies, the
+crawl's page, hosts, the job pages) shows them as text: no script runs and the listener is asked nothing."""
+
+from __future__ import annotations
+
+import html
+import http.server
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from tests.crawlutil import cli, defines
+from tests.searchapp import SOLR, SearchServer, require_solr, wipe_solr
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+CRAWL = "attack"
+WORD = "zorbix"  # every page has it
+HOST, BEACON_HOST = "127.0.1.201", "127.0.1.202"
+RLO, ZERO_WIDTH = "\u202e", "\u200b\u200d\ufeff"
+
+
+class Beacon:
+    """A listener the pages' scripts would call: every request it gets is a script (or an image) that ran."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        paths = self.paths
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                paths.append(self.path)
+                self.send_response(204)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.end_headers()
+
+            do_POST = do_GET  # noqa: N815
+
+        self.server = http.server.ThreadingHTTPServer((BEACON_HOST, 0), Handler)
+        self.url = f"http://{BEACON_HOST}:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def payloads(beacon: str, tag: str) -> str:
+    """Markup that runs script (or loads from the beacon) wherever it is taken as HTML, in any context."""
+    return " ".join([
+        f"<script>window.pwned='{tag}';fetch('{beacon}/s/{tag}')</script>",
+        f"\"><img src=x onerror=\"window.pwned='{tag}';fetch('{beacon}/i/{tag}')\">",
+        f"'><svg onload=\"window.pwned='{tag}';fetch('{beacon}/v/{tag}')\">",
+        f"<img src='{beacon}/img/{tag}'>",
+        f"</title></textarea></style><script>window.pwned='{tag}';fetch('{beacon}/c/{tag}')</script>",
+    ])
+
+
+def attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def hostile_pages(beacon: str) -> dict[str, tuple[str, str, str, list[tuple[str, str]]]]:
+    """path -> (title, body, head, extra headers)"""
+    p = lambda tag: payloads(beacon, tag)  # noqa: E731
+    pages = {
+        "/title.html": (f"{WORD} title {p('title')}", f"{WORD} {attr(p('text'))}",
+                        f'<meta name="description" content="{attr(p("description"))}">'
+                        f'<meta name="keywords" content="{WORD},{attr(p("keywords"))}">', []),
+        "/rtl.html": (f"{WORD} rtl {RLO}lmth.exe{ZERO_WIDTH} zero{ZERO_WIDTH}width", f"{WORD} {RLO}gnp.evil", "", []),
+        "/long.html": (f"{WORD} long " + "A" * 200_000, f"{WORD} a page with a long title", "", []),
+        "/null.html": (f"{WORD} null\0byte", f"{WORD} null\0 bytes \0 here", "", []),
+        # 2 MB of text and no sentence end: the highlighter's "sentence" is all it reads of the page
+        "/big.html": (f"{WORD} big", f"{WORD} " + "lorem ipsum dolor sit " * 100_000 + WORD, "", []),
+        "/headers.html": (f"{WORD} headers", f"{WORD} headers", "", [("X-Evil", p("header"))]),
+        "/base.html": (f"{WORD} base", f"{WORD} <a href='title.html'>rel</a>",
+                       f"<base href='javascript:fetch(\"{beacon}/base\")//'>", []),
+        "/refresh.html": (f"{WORD} refresh", f"{WORD} refresh",
+                          f"<meta http-equiv=refresh content=\"0;url=javascript:fetch('{beacon}/refresh')\">", []),
+        "/charset.html": (f"{WORD} charset", f"{WORD} charset", '<meta charset="<script>x</script>">', []),
+    }
+    links = "".join(f'<a href="{path}">{WORD} {attr(p("anchor" + str(i)))}</a>\n' for i, path in enumerate(pages))
+    links += (f'<a href="javascript:fetch(\'{beacon}/js\')">{WORD} js</a>'
+              f'<a href="data:text/html,<script>fetch(\'{beacon}/data\')</script>">{WORD} data</a>'
+              f'<a href="/q.html?a=%22%3E%3Cscript%3Efetch(\'{beacon}/query\')%3C/script%3E">{WORD} query</a>'
+              '<a href="/redirect">redirect</a>')
+    pages["/q.html"] = (f"{WORD} query", f"{WORD} a URL with a query", "", [])
+    pages["/"] = (f"{WORD} home", links, "", [])
+    return pages
+
+
+@pytest.fixture(scope="module")
+def beacon() -> Beacon:
+    return Beacon()
+
+
+@pytest.fixture(scope="module")
+def web(beacon: Beacon) -> Iterator[str]:
+    pages = hostile_pages(beacon.url)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path == "/redirect":
+                self.send_response(302)
+                self.send_header("Location", f"javascript:fetch('{beacon.url}/location')")
+                self.end_headers()
+                return
+            page = pages.get(self.path.split("?")[0])
+            if page is None:
+                self.send_error(404)
+                return
+            title, body, head, headers = page
+            data = f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p></body></html>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://{HOST}:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(web: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchServer]:
+    solr = require_solr()
+    wipe_solr(CRAWL)
+    tmp = tmp_path_factory.mktemp("attack")
+    d = [*defines(tmp, "sqlite", **{"http.content.limit": -1}), "-crawlId", CRAWL]
+    (tmp / "seeds.txt").write_text(web + "\n")
+    assert cli("crawl", tmp / "seeds.txt", "-rounds", "2", "-solr", solr, *d) == 0
+    assert cli("updatehostdb", *d) == 0
+    assert cli("readdb", "-stats", *d) == 0
+    with SearchServer(["-solr", SOLR, "-jobs", *d], tmp / "server.log") as s:
+        yield s
+    wipe_solr(CRAWL)
+
+
+def hits(server: SearchServer) -> list[dict]:
+    answer = requests.get(f"{server.url}/api/search", params={"q": WORD, "rows": 100, "collapse": 0}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["hits"]
+
+
+def test_snippets_are_short_even_of_a_page_without_sentence_ends(server: SearchServer) -> None:
+    found = {urllib.parse.urlsplit(h["url"]).path: h for h in hits(server)}
+    assert {"/", "/big.html", "/title.html", "/rtl.html", "/long.html", "/null.html"} <= set(found)
+    for path, hit in found.items():
+        text = html.unescape(hit["snippet"].replace("<mark>", "").replace("</mark>", ""))
+        assert len(text) <= 400, (path, len(text))  # the highlighter gave /big.html 51,200 characters
+    assert f"<mark>{WORD}</mark>" in found["/big.html"]["snippet"]
+
+
+def test_browser_runs_nothing_the_crawl_brought(browser, server: SearchServer, beacon: Beacon, web: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    q = urllib.parse.quote
+    views = ["/", f"/search?q={WORD}", f"/search?q={WORD}&collapse=0", f"/search?q={WORD}&collapse=0&start=10",
+             f"/search?q={q(payloads(beacon.url, 'query'))}", "/crawl", "/hosts", "/crawl/jobs", f"/rss?q={WORD}"]
+    for url in [h["url"] for h in hits(server)] + [web + "redirect"]:
+        views += [f"/info?url={q(url, safe='')}", f"/cached?url={q(url, safe='')}"]
+    # a job whose arguments carry the same markup, and its pages
+    answer = requests.post(f"{server.url}/api/jobs", timeout=30,
+                           json={"type": "inject", "args": {"seedUrls": [payloads(beacon.url, "seed")]}})
+    assert answer.status_code == 201, answer.text
+    views += [f"/crawl/jobs/{answer.json()['id']}", f"/crawl/jobs/{answer.json()['id']}/progress"]
+
+    ran = []
+    for view in views:
+        browser.get(server.url + view)
+        time.sleep(0.2)
+        frames = len(browser.find_elements(By.TAG_NAME, "iframe"))
+        for frame in [None, *range(frames)]:
+            if frame is not None:
+                browser.switch_to.frame(frame)
+            if browser.execute_script("return window.pwned || null"):
+                ran.append((view, frame))
+            browser.switch_to.default_content()
+        assert not browser.find_elements(By.TAG_NAME, "script"), view
+        if view.startswith("/search?q=zorbix"):  # every snippet short, shown as text
+            for snippet in browser.find_elements(By.CSS_SELECTOR, "p.snippet"):
+                assert len(snippet.text) <= 400 and not snippet.find_elements(By.CSS_SELECTOR, ":not(mark)")
+    time.sleep(1)
+    assert ran == [] and beacon.paths == []
