@@ -194,3 +194,16 @@ def test_browser_runs_nothing_the_crawl_brought(browser, server: SearchServer, b
                 assert len(snippet.text) <= 400 and not snippet.find_elements(By.CSS_SELECTOR, ":not(mark)")
     time.sleep(1)
     assert ran == [] and beacon.paths == []
+
+
+def test_a_lone_surrogate_in_a_job_is_400_and_the_job_list_still_answers(server: SearchServer) -> None:
+    """`"\\ud800"` is valid JSON but no text: the job started, its answer was a 500, and every GET /api/jobs after
+    it was a 500 until the server restarted (its arguments could not be written as JSON)."""
+    before = requests.get(f"{server.url}/api/jobs", timeout=30).json()["jobs"]
+    for body in ('{"type": "readdb", "args": {"url": "http://a.example/\\ud800"}}',
+                 '{"type": "readdb", "args": {"stats": true, "\\udfff": 1}}'):
+        answer = requests.post(f"{server.url}/api/jobs", data=body, timeout=30,
+                               headers={"Content-Type": "application/json"})
+        assert answer.status_code == 400 and "lone surrogate" in answer.json()["error"], answer.text
+    listing = requests.get(f"{server.url}/api/jobs", timeout=30)
+    assert listing.status_code == 200 and len(listing.json()["jobs"]) == len(before)

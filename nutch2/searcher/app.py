@@ -445,9 +445,15 @@ async def _json_body(request: Request) -> Any:
     """The JSON body; AccessGuard already checked its type, size and depth."""
     body = await request.body()
     try:
-        return json.loads(body or b"null")
+        value = json.loads(body or b"null")
     except (ValueError, RecursionError) as e:
         raise ParamError(f"the body is not valid JSON: {str(e)[:200]}") from None
+    try:  # "\ud800" is valid JSON but no text: a job holding it could never be shown as JSON again
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParamError("the body is not valid JSON: a string holds a lone surrogate (\\ud800-\\udfff), "
+                         "which is no character") from None
+    return value
 
 
 async def api_jobs_create(request: Request) -> Response:
