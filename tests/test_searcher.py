@@ -124,6 +124,14 @@ def test_snapshot_points_links_at_cached_copies_and_resources_at_the_crawl() -> 
                    'c{d:url("data:image/png;base64,AAAA")} @import "data:,";')
 
 
+def test_snapshot_keeps_a_text_run_over_10_mb() -> None:
+    """libxml2 drops a text node over 10 MB unless asked for huge trees: the copy was an empty page."""
+    text = "lorem ipsum dolor " * 700_000  # 12.6 MB, no tag
+    out = snapshot_html(f"<html><head><title>t</title></head><body><p>{text}</p></body></html>",
+                        "http://s.test/", _lookup({}))
+    assert len(out) > len(text) and out.count("lorem ipsum") == 700_000
+
+
 def test_search_parameters() -> None:
     req = SearchRequest.from_params({"q": "  open   source ", "start": "20", "rows": "500"}, "news")
     assert (req.q, req.start, req.rows, req.host, req.text) == ("open source", 20, 100, None, "open source")

@@ -129,7 +129,8 @@ def snapshot_html(markup: str, fetched_from: str, lookup: Lookup) -> str:
 
     markup = _XML_DECL.sub("", markup, count=1)
     try:
-        doc = lxml.html.document_fromstring(markup)
+        # huge_tree: libxml2 otherwise drops a text run over 10 MB (a page fetched with http.content.limit raised)
+        doc = lxml.html.document_fromstring(markup, parser=lxml.html.HTMLParser(huge_tree=True))
     except (etree.ParserError, ValueError):
         return "<!DOCTYPE html><html><body></body></html>"
     base = fetched_from
