@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import http.server
+import socket
 import threading
 import time
 import urllib.parse
@@ -24,6 +25,7 @@ CRAWL = "attack"
 WORD = "zorbix"  # every page has it
 HOST, BEACON_HOST = "127.0.1.201", "127.0.1.202"
 RLO, ZERO_WIDTH = "\u202e", "\u200b\u200d\ufeff"
+HEADER_TIMEOUT = 2  # seconds: searcher.header.timeout, also how long an answer may wait on its reader
 
 
 class Beacon:
@@ -75,8 +77,8 @@ def hostile_pages(beacon: str) -> dict[str, tuple[str, str, str, list[tuple[str,
         "/rtl.html": (f"{WORD} rtl {RLO}lmth.exe{ZERO_WIDTH} zero{ZERO_WIDTH}width", f"{WORD} {RLO}gnp.evil", "", []),
         "/long.html": (f"{WORD} long " + "A" * 200_000, f"{WORD} a page with a long title", "", []),
         "/null.html": (f"{WORD} null\0byte", f"{WORD} null\0 bytes \0 here", "", []),
-        # 2 MB of text and no sentence end: the highlighter's "sentence" is all it reads of the page
-        "/big.html": (f"{WORD} big", f"{WORD} " + "lorem ipsum dolor sit " * 100_000 + WORD, "", []),
+        # 6.6 MB of text and no sentence end: the highlighter's "sentence" is all it reads of the page
+        "/big.html": (f"{WORD} big", f"{WORD} " + "lorem ipsum dolor sit " * 300_000 + WORD, "", []),
         "/headers.html": (f"{WORD} headers", f"{WORD} headers", "", [("X-Evil", p("header"))]),
         "/base.html": (f"{WORD} base", f"{WORD} <a href='title.html'>rel</a>",
                        f"<base href='javascript:fetch(\"{beacon}/base\")//'>", []),
@@ -143,7 +145,8 @@ def server(web: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Searc
     assert cli("crawl", tmp / "seeds.txt", "-rounds", "2", "-solr", solr, *d) == 0
     assert cli("updatehostdb", *d) == 0
     assert cli("readdb", "-stats", *d) == 0
-    with SearchServer(["-solr", SOLR, "-jobs", *d], tmp / "server.log") as s:
+    with SearchServer(["-solr", SOLR, "-jobs", *d, "-D", f"searcher.header.timeout={HEADER_TIMEOUT}"],
+                      tmp / "server.log") as s:
         yield s
     wipe_solr(CRAWL)
 
@@ -207,3 +210,39 @@ def test_a_lone_surrogate_in_a_job_is_400_and_the_job_list_still_answers(server:
         assert answer.status_code == 400 and "lone surrogate" in answer.json()["error"], answer.text
     listing = requests.get(f"{server.url}/api/jobs", timeout=30)
     assert listing.status_code == 200 and len(listing.json()["jobs"]) == len(before)
+
+
+def test_a_client_that_stops_reading_its_answer_is_cut_off(server: SearchServer, web: str) -> None:
+    """The cached copy of the 6.6 MB page is more than the sockets' buffers hold: a client that asks for it and
+    reads nothing held its connection (and the answer, and the route's task) for as long as it liked, so that a few
+    addresses could hold every connection of the server; a client that reads slowly gets all of it."""
+    path = f"/cached/raw?url={urllib.parse.quote(web + 'big.html', safe='')}"
+    full = len(requests.get(server.url + path, timeout=60).content)
+    assert full > 6_000_000
+    host, port = urllib.parse.urlsplit(server.url).netloc.split(":")
+
+    def ask(rcvbuf: int) -> socket.socket:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.connect((host, int(port)))
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        return sock
+
+    def read_all(sock: socket.socket, pause: float = 0.0) -> int:
+        got = 0
+        sock.settimeout(30)
+        try:
+            while chunk := sock.recv(262144):
+                got += len(chunk)
+                time.sleep(pause)
+        except ConnectionResetError:
+            pass
+        sock.close()
+        return got
+
+    stalled = ask(4096)
+    steady = ask(262144)
+    assert read_all(steady, pause=0.1) > full  # the headers and the whole copy, read a little at a time
+    time.sleep(HEADER_TIMEOUT * 3 + 2)  # the stalled answer did not move for more than the deadline
+    assert read_all(stalled) < full  # cut off: what was left in the socket's buffers, not the copy
+    assert requests.get(f"{server.url}/api/jobs", timeout=30).status_code == 200

@@ -18,8 +18,9 @@ In order, for each request:
    token, which binds it to the login the guard puts in `scope["state"]["login"]`.
 
 Slow request headers are cut by `GuardedH11Protocol` (uvicorn's HTTP/1.1 protocol with a header deadline), since
-they never reach the app; it also caps the connections one client address holds at once, so that no client can
-take the server's whole connection cap (searcher.max.connections) with requests it never finishes. Refusals are
+they never reach the app, and so is a client that stops reading its answer (the same deadline, while the answer it
+is sent waits on it); it also caps the connections one client address holds at once, so that no client can take
+the server's whole connection cap (searcher.max.connections) with requests it never finishes. Refusals are
 short JSON or text lines that echo nothing from the request.
 """
 
@@ -282,7 +283,9 @@ async def _refuse(scope: dict[str, Any], send: Any, r: Refused) -> None:
 def guarded_protocol(header_timeout: float, per_client: int = 0) -> type:
     """uvicorn's h11 protocol with a deadline for each request's line and headers: a client that has not sent
     them within `header_timeout` seconds of the connection (or of the previous response) is answered 408 and
-    cut off (idle keep-alive connections are closed quietly). `per_client` > 0: a client address holding that many
+    cut off (idle keep-alive connections are closed quietly). A client that leaves its answer unread for
+    `header_timeout` seconds (the answer waiting on it does not move) is cut off too: it would hold its connection, the
+    route's task and the unsent answer for as long as it likes. `per_client` > 0: a client address holding that many
     connections has a further one answered 503 and closed at once."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -291,6 +294,7 @@ def guarded_protocol(header_timeout: float, per_client: int = 0) -> type:
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _write_timer: asyncio.TimerHandle | None = None
         _partial = False
         _peer: str | None = None
 
@@ -318,8 +322,31 @@ def guarded_protocol(header_timeout: float, per_client: int = 0) -> type:
             super().on_response_complete()
             self._arm()
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._write_timer is None:
+                self._watch_writes(None)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._write_timer is not None:
+                self._write_timer.cancel()
+                self._write_timer = None
+
+        def _watch_writes(self, before: int | None) -> None:
+            """While writing is paused: cut the client off when its answer did not move for header_timeout."""
+            left = self.transport.get_write_buffer_size()
+            if before is not None and left >= before:
+                self._write_timer = None
+                self.transport.abort()  # close() would wait for the unread answer to leave
+                return
+            self._write_timer = self.loop.call_later(header_timeout, self._watch_writes, left)
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if self._write_timer is not None:
+                self._write_timer.cancel()
+                self._write_timer = None
             if self._peer is not None:
                 left = held.get(self._peer, 1) - 1
                 if left > 0:
