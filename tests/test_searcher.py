@@ -704,3 +704,35 @@ def test_the_guard_takes_forms_only_on_the_form_routes() -> None:
     for path in ("/api/jobs", "/crawl/jobs", "/crawl/start/x", "/crawl/jobs/a/b/stop", "/crawl/jobs/a/stopx"):
         assert _guarded(path, form, b"csrf=x")[0] == 415, path  # every other route stays JSON only
     assert _guarded("/api/jobs", "application/json", b"{}")[0] == 204
+
+
+def test_a_client_is_an_ipv4_address_or_an_ipv6_network() -> None:
+    """Whoever has one IPv6 address has its /64: per address, a login back-off and the connection cap were 2^64."""
+    from nutch2.searcher.access import client_of
+
+    assert client_of("203.0.113.7") == "203.0.113.7" and client_of("::ffff:203.0.113.7") == "203.0.113.7"
+    assert client_of("2001:db8:1:2:aaaa::1") == client_of("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
+    assert client_of("2001:db8:1:3::1") != client_of("2001:db8:1:2::1")
+    assert client_of("") == "" and client_of("unix-socket") == "unix-socket"
+
+
+def test_failed_logins_from_one_ipv6_network_share_a_back_off() -> None:
+    import asyncio
+
+    from nutch2.searcher.access import AccessGuard
+
+    creds = Credentials(users={"ann": hash_password("right-password", n=2**4)})
+    guard = AccessGuard(None, AccessPolicy.build([], creds))
+    wrong = "Basic " + base64.b64encode(b"ann:wrong-password").decode()
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    for i in range(FREE_FAILURES):  # each try from another address of one /64
+        scope = {"type": "http", "method": "GET", "path": "/", "scheme": "http", "client": (f"2001:db8::{i + 1}", 5),
+                 "headers": [(b"host", b"127.0.0.1:8081"), (b"authorization", wrong.encode())]}
+        asyncio.run(guard(scope, None, send))
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [401] * FREE_FAILURES
+    with pytest.raises(Backoff):  # the next address of that network waits as one client would
+        creds.check(wrong, "2001:db8::/64")

@@ -80,6 +80,20 @@ def normalize_host(host: str) -> str:
         return host
 
 
+def client_of(address: str) -> str:
+    """The client a per-client limit (login back-off, connections held) counts: an IPv4 address, or an IPv6
+    address's /64, since whoever has one IPv6 address has the 2^64 of its network to take turns with."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
+
+
 def split_host_header(value: str) -> tuple[str, int | None] | None:
     """`name[:port]` or `[v6][:port]` -> (name, port); None when it is not a Host value."""
     value = value.strip()
@@ -182,7 +196,7 @@ class AccessGuard:
         creds = self.policy.credentials
         if not creds.required:
             return ""
-        client = (scope.get("client") or ("",))[0]
+        client = client_of(str((scope.get("client") or ("",))[0]))
         authorization = headers.get("authorization")
         for waited in (False, True):
             try:
@@ -301,7 +315,7 @@ def guarded_protocol(header_timeout: float, per_client: int = 0) -> type:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             peer = transport.get_extra_info("peername")
-            address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            address = client_of(str(peer[0])) if isinstance(peer, tuple) and peer else ""
             if per_client > 0 and held.get(address, 0) >= per_client:
                 body = b"too many connections from this address\n"
                 transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"

@@ -10,9 +10,9 @@ Checking a password costs a scrypt (tens of milliseconds), so a login cannot be 
 - a scrypt runs off the event loop (the caller runs `verify` in a thread), at most SCRYPT_SLOTS at a time;
 - an unknown user name costs the same scrypt as a known one (against a hash no password matches), so the time
   of the answer does not tell which names exist;
-- a client (an address) whose attempts failed FREE_FAILURES times in a row waits, before it may try again, a
-  back-off that doubles with each further failure (BACKOFF_FIRST .. BACKOFF_MAX seconds): meanwhile its attempts
-  are answered 429 at once, without a scrypt.
+- a client (an address, or an IPv6 address's /64: access.client_of) whose attempts failed FREE_FAILURES times in
+  a row waits, before it may try again, a back-off that doubles with each further failure (BACKOFF_FIRST ..
+  BACKOFF_MAX seconds): meanwhile its attempts are answered 429 at once, without a scrypt.
 """
 
 from __future__ import annotations
