@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
@@ -70,6 +71,7 @@ def attr(text: str) -> str:
 def hostile_pages(beacon: str) -> dict[str, tuple[str, str, str, list[tuple[str, str]]]]:
     """path -> (title, body, head, extra headers)"""
     p = lambda tag: payloads(beacon, tag)  # noqa: E731
+    mark = lambda tag: f"window.pwned='{tag}';fetch('{beacon}/m/{tag}')"  # noqa: E731
     pages = {
         "/title.html": (f"{WORD} title {p('title')}", f"{WORD} {attr(p('text'))}",
                         f'<meta name="description" content="{attr(p("description"))}">'
@@ -85,6 +87,13 @@ def hostile_pages(beacon: str) -> dict[str, tuple[str, str, str, list[tuple[str,
         "/refresh.html": (f"{WORD} refresh", f"{WORD} refresh",
                           f"<meta http-equiv=refresh content=\"0;url=javascript:fetch('{beacon}/refresh')\">", []),
         "/charset.html": (f"{WORD} charset", f"{WORD} charset", '<meta charset="<script>x</script>">', []),
+        # markup lxml and a browser parse differently (mutation XSS): the snapshot must hold even so
+        "/mutation.html": (f"{WORD} mutation", f"{WORD} <svg><style><img src=x onerror=\"{mark('svg')}\"></style></svg>"
+                           f"<math><mtext><table><mglyph><style><img src=x onerror=\"{mark('math')}\">"
+                           f"</style></mglyph></table></mtext></math>"
+                           f"<iframe srcdoc=\"<script>{mark('srcdoc')}</script>\"></iframe>"
+                           f"<noembed><p title=\"</noembed><img src=x onerror={mark('noembed')}>\"></p></noembed>",
+                           "", []),
     }
     links = "".join(f'<a href="{path}">{WORD} {attr(p("anchor" + str(i)))}</a>\n' for i, path in enumerate(pages))
     links += (f'<a href="javascript:fetch(\'{beacon}/js\')">{WORD} js</a>'
@@ -246,3 +255,19 @@ def test_a_client_that_stops_reading_its_answer_is_cut_off(server: SearchServer,
     time.sleep(HEADER_TIMEOUT * 3 + 2)  # the stalled answer did not move for more than the deadline
     assert read_all(stalled) < full  # cut off: what was left in the socket's buffers, not the copy
     assert requests.get(f"{server.url}/api/jobs", timeout=30).status_code == 200
+
+
+def test_browser_the_snapshot_holds_without_its_sandbox(browser, server: SearchServer, web: str,
+                                                        tmp_path: Path) -> None:
+    """The cached copy's CSP and sandbox stop scripts; the snapshot must not need them: loaded as a plain file,
+    markup that lxml reads as text and a browser as elements (an img onerror inside an svg's style, an iframe's
+    srcdoc) ran there."""
+    path = f"/cached/raw?url={urllib.parse.quote(web + 'mutation.html', safe='')}"
+    copy = requests.get(server.url + path, timeout=60)
+    assert copy.status_code == 200 and "sandbox" in copy.headers["Content-Security-Policy"]
+    plain = tmp_path / "copy.html"
+    plain.write_bytes(copy.content)
+    browser.get(plain.as_uri())
+    time.sleep(0.5)
+    assert browser.execute_script("return window.pwned || null") is None
+    assert "onerror" not in copy.text and "srcdoc" not in copy.text

@@ -6,8 +6,9 @@
 - images, stylesheets, fonts and other resources (img, link rel=stylesheet/icon, style url() and @import,
   video/audio/source, background attributes) come from the crawl (`/cached/resource?url=`) when it stored them,
   else from nowhere (`data:,`): the CSP of the snapshot allows no remote source at all;
-- scripts, `<base>`, `<meta http-equiv=refresh>`, `srcset`, event handler attributes and form actions are
-  dropped (the sandbox would stop them anyway).
+- scripts, `<base>`, `<meta http-equiv=refresh>`, `srcset`, `srcdoc`, event handler attributes, form actions,
+  SVG `<animate>`/`<set>` and the `<style>` of svg and math (markup to a browser, text to lxml) are dropped (the
+  sandbox would stop them anyway).
 `rewrite_css` does the same to a stored stylesheet's url() and @import. What the crawl holds is asked of
 `Lookup`, one store read per distinct URL, at most MAX_LOOKUPS per page.
 """
@@ -139,15 +140,20 @@ def snapshot_html(markup: str, fetched_from: str, lookup: Lookup) -> str:
         if href and href.strip():
             base = urljoin(fetched_from, href.strip())
             break
-    for el in list(doc.iter("base", "script", "noscript", "object", "embed", "applet")):
+    # animate and set can make an SVG link javascript:; a style inside svg or math is raw text to lxml but markup
+    # to a browser (which would then see the img onerror=... lxml took for text): the browser must not see it
+    for el in list(doc.iter("base", "script", "noscript", "object", "embed", "applet", "animate", "set")):
         el.drop_tree()
+    for el in list(doc.iter("style")):
+        if any(up.tag in ("svg", "math") for up in el.iterancestors()):
+            el.drop_tree()
     for el in list(doc.iter("meta")):
         if (el.get("http-equiv") or "").strip().lower() in ("refresh", "set-cookie", "content-security-policy"):
             el.drop_tree()
     for el in doc.iter():
         if not isinstance(el.tag, str):
             continue
-        for attr in [a for a in el.attrib if a.lower().startswith("on") or a.lower() in ("srcset", "ping")]:
+        for attr in [a for a in el.attrib if a.lower().startswith("on") or a.lower() in ("srcset", "ping", "srcdoc")]:
             del el.attrib[attr]
     links = list(doc.iterlinks())
     styles: dict[int, object] = {}
