@@ -637,6 +637,29 @@ def test_jobs_of_a_server_on_opensearch_index_there(tmp_path: Path) -> None:
                   "failed") == "index into <opensearch> and <opensearch>; OpenSearch at <opensearch> failed"
 
 
+def test_a_solr_password_is_in_no_message(tmp_path: Path) -> None:
+    """-solr http://user:password@host/solr/core (Solr's basic auth): every failure, the server's start line and
+    its log named the URL with the password, where OpenSearch's showed ***."""
+    from nutch2.index.solr import SolrClient, SolrUnavailable
+    from nutch2.searcher.jobapi import Redactor
+    from nutch2.searcher.search import SolrBackend
+
+    url = "http://ann:s3cret@127.0.0.1:9/solr/nutch"  # nothing listens on port 9
+    client = SolrClient(url, 5)
+    assert client.url == url  # what requests are sent with
+    with pytest.raises(SolrUnavailable) as e:
+        client.ping()
+    assert "s3cret" not in str(e.value) and "http://ann:***@127.0.0.1:9/solr/nutch" in str(e.value)
+    assert SolrBackend(client).url == "http://ann:***@127.0.0.1:9/solr/nutch"
+    jobs = JobManager(make_conf(tmp_path), "c", url, None)
+    assert jobs.build("index", {"all": True})[1].solr == url  # jobs index with the password
+    r = Redactor(url)
+    assert r.text(f"{e.value} ({url})").startswith("Solr at <solr> failed") and r.text(url) == "<solr>"
+    p = subprocess.run([sys.executable, "-m", "nutch2.cli", "search", "crawler", "-solr", url],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "s3cret" not in p.stderr + p.stdout and "ann:***@" in p.stderr, p.stderr
+
+
 def test_form_tokens_are_per_login_and_per_server_start() -> None:
     from nutch2.searcher.crawlforms import FormTokens
 

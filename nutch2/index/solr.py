@@ -9,6 +9,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, raised_in
+from nutch2.index.opensearch import redacted
 
 DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
 
@@ -72,6 +73,7 @@ class SolrClient:
         except ImportError:
             raise ConfigError("pysolr is not installed: pip install 'nutch2[solr]'") from None
         self.url = url
+        self.shown = redacted(url)  # as messages name it: a password in the URL (Solr's basic auth) is not shown
         self._pysolr = pysolr
         self._solr = pysolr.Solr(url, always_commit=False, timeout=timeout)
 
@@ -94,12 +96,12 @@ class SolrClient:
             reason = re.sub(r"^(?:org\.apache\.solr\.[\w.]+|[\w.]+Exception):\s*", "", reason)
             reason = reason.split(" Was expecting")[0]
             reason = reason[:300]
-            return SolrQueryError(f"Solr at {self.url} rejected the request to {action}: {reason}", reason)
+            return SolrQueryError(f"Solr at {self.shown} rejected the request to {action}: {reason}", reason)
         else:
             cause = re.sub(r"<[^>]+>", " ", raw)
             cause = " ".join(cause.split())[:240]
             hint = "check the Solr log and the configset in conf/solr"
-        return SolrUnavailable(f"Solr at {self.url} failed to {action}: {cause}; {hint}")
+        return SolrUnavailable(f"Solr at {self.shown} failed to {action}: {cause}; {hint}")
 
     def _call(self, action: str, fn: Any, *args: Any, **kw: Any) -> Any:
         try:
@@ -120,8 +122,8 @@ class SolrClient:
         answer = self._call(action, fn, *args, **kw)
         if not isinstance(answer, str) or "responseHeader" not in answer:
             seen = " ".join(re.sub(r"<[^>]+>", " ", str(answer)).split())[:80]
-            raise SolrUnavailable(f"Solr at {self.url} failed to {action}: the answer is not Solr's ({seen!r}); check "
-                                  "that -solr / solr.server.url names a Solr core")
+            raise SolrUnavailable(f"Solr at {self.shown} failed to {action}: the answer is not Solr's ({seen!r}); "
+                                  "check that -solr / solr.server.url names a Solr core")
 
     def ping(self) -> None:
         self._solr_answer("answer a ping", self._solr.ping)

@@ -75,8 +75,8 @@ class Redactor:
         known: list[tuple[str, str]] = []
         if files_dir is not None:
             known += [(f"{p}/", "") for p in {str(files_dir.resolve()), str(files_dir)}]
-        if solr:
-            known.append((solr.rstrip("/"), "<solr>"))
+        if solr:  # as given, and without its password as messages name it
+            known += [(url, "<solr>") for url in {solr.rstrip("/"), redacted(solr).rstrip("/")}]
         if opensearch:  # as given, without its password, and the cluster's URL messages name
             target = target_of_url(opensearch)
             for url in {opensearch.rstrip("/"), redacted(opensearch).rstrip("/"), f"{target.url}/{target.index}"}:

@@ -324,7 +324,7 @@ class SolrBackend:
 
     def __init__(self, client: SolrClient) -> None:
         self.client = client
-        self.url = client.url
+        self.url = client.shown
 
     def search(self, req: SearchRequest) -> SearchResult:
         return search(self.client, req)

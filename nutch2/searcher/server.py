@@ -192,8 +192,8 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     files = conf.get_str("server.files.dir").strip()
     manager = None
     if opts.jobs:
-        manager = JobManager(conf, crawl_id, None if opensearch else index.url, Path(files) if files else None,
-                             opensearch_url(conf, opensearch) if opensearch else None)
+        manager = JobManager(conf, crawl_id, None if opensearch else solr_url(conf, solr),
+                             Path(files) if files else None, opensearch_url(conf, opensearch) if opensearch else None)
     app = create_app(conf, crawl_id, index, manager, policy=policy)
     sock = bind(opts.host, opts.port)
     bound = sock.getsockname()[1]

@@ -48,7 +48,7 @@ class SolrIndexWriter(IndexWriter):
             self.solr.commit()
 
     def describe(self) -> str:
-        return f"{self.spec.id} (Solr at {self.url})"
+        return f"{self.spec.id} (Solr at {self.solr.shown})"
 
     def destination(self) -> str:
         return self.url.rstrip("/")
