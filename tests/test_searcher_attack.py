@@ -271,3 +271,17 @@ def test_browser_the_snapshot_holds_without_its_sandbox(browser, server: SearchS
     time.sleep(0.5)
     assert browser.execute_script("return window.pwned || null") is None
     assert "onerror" not in copy.text and "srcdoc" not in copy.text
+
+
+def test_websocket_upgrades_do_not_lock_a_client_out(server: SearchServer) -> None:
+    """The app has no WebSocket route, but uvicorn handed an Upgrade: websocket request to its WebSocket protocol
+    (wsproto is installed with uvicorn's extras), and the connection never left the per-client count: 16 of them
+    from an address and every later request from there, the browser's on a loopback server, was 503 until the
+    server restarted."""
+    host, port = urllib.parse.urlsplit(server.url).netloc.split(":")
+    for _ in range(20):
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade, close\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+            assert sock.recv(65536).startswith(b"HTTP/1.1 "), "no answer"
+    assert requests.get(f"{server.url}/search", params={"q": WORD}, timeout=30).status_code == 200

@@ -219,7 +219,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     config = uvicorn.Config(app, log_level="info", access_log=True, proxy_headers=False,
                             timeout_graceful_shutdown=35, http=guarded_protocol(header_timeout, per_client),
                             limit_concurrency=max_connections, ssl_certfile=opts.ssl_cert, ssl_keyfile=opts.ssl_key,
-                            server_header=False)
+                            server_header=False, ws="none")  # no route is a WebSocket: an Upgrade is a plain GET
     # uvicorn stops gracefully on SIGINT and SIGTERM (its lifespan stops the running job), then raises the signal
     # again: SIGINT as KeyboardInterrupt, and SIGTERM through this handler, so both end here with exit 0
     previous = signal.signal(signal.SIGTERM, _interrupt)
