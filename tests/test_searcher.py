@@ -759,3 +759,24 @@ def test_failed_logins_from_one_ipv6_network_share_a_back_off() -> None:
     assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [401] * FREE_FAILURES
     with pytest.raises(Backoff):  # the next address of that network waits as one client would
         creds.check(wrong, "2001:db8::/64")
+
+
+def test_the_search_command_cuts_a_snippet_as_the_search_page_does(tmp_path: Path) -> None:
+    """A page without a full stop is one sentence to the highlighters: `nutch2 search` printed a 51,200-character
+    snippet where the search page shows at most 300 characters around the first match."""
+    from nutch2.config import Configuration
+    from nutch2.index.query import SNIPPET_MAX
+    from nutch2.tools.base import Run
+    from nutch2.tools.search import Found, Search, SearchArgs
+
+    class _Index(Search):
+        def solr(self, a: SearchArgs):  # one hit whose snippet is the highlighter's whole "sentence"
+            text = "lorem ipsum " * 2000 + "the <em>zorbix</em> word " + "dolor sit " * 3000
+            return 1, [Found("T", "http://a.test/", text)], lambda: None, "index"
+
+    lines: list[str] = []
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {"storage.data.dir": str(tmp_path)})
+    assert _Index(conf, None, SearchArgs(query="zorbix", solr="http://127.0.0.1:1/solr/x")).run(Run(lines.append)) == 0
+    snippet = lines[-1].strip()
+    assert snippet.startswith("…") and snippet.endswith("…") and "*zorbix*" in snippet
+    assert len(snippet) <= SNIPPET_MAX + 4  # the text, the two marks and the two ellipses

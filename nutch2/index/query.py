@@ -4,6 +4,7 @@ clauses — words, "phrases", -negations, field:word and OR — never as a query
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from collections.abc import Mapping
@@ -21,6 +22,8 @@ USER_FIELDS = ("title", "content", "anchor", "text", "url", "type", "lang")
 MAIN_CONTENT = "main_content"  # parse-boilerplate's field: a page's article without its menus, ads and footer
 SNIPPET_FIELDS = (MAIN_CONTENT, "content")  # where a hit's snippet comes from, the first that has one
 
+SNIPPET_MAX = 300  # characters of a hit's snippet
+_EM = re.compile(r"(</?em>)")
 _TOKEN = re.compile(r'(-?)(?:([A-Za-z_][\w.]*):)?("[^"]*"|\S+)')
 OPERATORS = ("AND", "&&", "OR", "||", "NOT")
 
@@ -31,6 +34,45 @@ def snippet_of(highlights: Mapping[str, list[str]]) -> str:
     full text's when that does, else the first summary there is."""
     fragments = [highlights[f][0] for f in SNIPPET_FIELDS if highlights.get(f)]
     return next((f for f in fragments if "<em>" in f), fragments[0] if fragments else "")
+
+
+def snippet_runs(snippet: str, limit: int = SNIPPET_MAX) -> tuple[list[tuple[str, bool]], bool, bool]:
+    """A highlighter's snippet (HTML-encoded text, <em> around matches) as decoded text runs (text, marked), at most
+    `limit` characters of them from a little before the first match, and whether text was left out before and after.
+    The highlighters cut at sentence ends, and a page without any is one sentence of up to hl.maxAnalyzedChars."""
+    runs: list[tuple[str, bool]] = []
+    marked = False
+    for part in _EM.split(" ".join(snippet.split())):
+        if part in ("<em>", "</em>"):
+            marked = part == "<em>"
+        elif part and runs and runs[-1][1] == marked:  # <em>b <em>c: one mark
+            runs[-1] = (runs[-1][0] + html.unescape(part), marked)
+        elif part:
+            runs.append((html.unescape(part), marked))
+    full = "".join(text for text, _ in runs)
+    total, start, end = len(full), 0, len(full)
+    if total > limit:
+        first = 0  # where the first match starts (0 without one)
+        for text, is_mark in runs:
+            if is_mark:
+                break
+            first += len(text)
+        else:
+            first = 0
+        start = min(max(0, first - limit // 3), total - limit)
+        if start > 0 and (space := full.find(" ", start, start + 30)) >= 0:  # from a word's start
+            start = space + 1
+        end = start + limit
+        if end < total and (space := full.rfind(" ", end - 30, end)) > start:  # to a word's end
+            end = space
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for text, is_mark in runs:
+        piece = text[max(0, start - at):max(0, end - at)]
+        at += len(text)
+        if piece:
+            out.append((piece, is_mark))
+    return out, start > 0, end < total
 
 
 def weighted(fields: dict[str, float]) -> list[str]:

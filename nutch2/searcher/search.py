@@ -3,7 +3,6 @@ search_opensearch.py), the query Solr gets, and hits with safe snippets."""
 
 from __future__ import annotations
 
-import html
 import re
 import time
 from collections.abc import Mapping
@@ -13,7 +12,17 @@ from typing import Any, Protocol
 from markupsafe import Markup, escape
 
 from nutch2.index.opensearch import OpenSearchQueryError, OpenSearchUnavailable
-from nutch2.index.query import MAIN_CONTENT, OPERATORS, PHRASE_FIELDS, QUERY_FIELDS, USER_FIELDS, snippet_of, weighted
+from nutch2.index.query import (
+    MAIN_CONTENT,
+    OPERATORS,
+    PHRASE_FIELDS,
+    QUERY_FIELDS,
+    SNIPPET_MAX,
+    USER_FIELDS,
+    snippet_of,
+    snippet_runs,
+    weighted,
+)
 from nutch2.index.solr import SolrClient, SolrQueryError, SolrUnavailable, crawl_counts, crawl_filter, row_key_of
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.urls.tableutil import unreverse_url
@@ -24,9 +33,7 @@ MAX_START = 10_000  # deeper paging costs Solr more than it gives a reader
 MAX_QUERY = 1000
 MAX_FILTERS = 10  # host: and site: terms in one query
 FACET_HOSTS = 20
-SNIPPET_MAX = 300  # characters of a hit's snippet
 HIT_FIELDS = "id,url,title,host,tstamp,fetched,boost,contentLength,type,cache"
-_EM = re.compile(r"(</?em>)")
 # host:NAME and site:NAME in the query box; names are letters, digits, '.', '-', '_' (and ':' for an IPv6 address)
 _FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,255}")
@@ -211,44 +218,11 @@ class SearchResult:
 
 def snippet_markup(snippet: str, limit: int = SNIPPET_MAX) -> Markup:
     """Solr's snippet (HTML-encoded text with <em> around matches) as markup we trust: every text run is
-    decoded and escaped again here, so only our own <mark> tags survive whatever Solr returned. At most `limit`
-    characters of text, from a little before the first match ("…" where text was left out): the highlighters cut
-    at sentence ends, and a page without any is one sentence of up to hl.maxAnalyzedChars (51,200)."""
-    runs: list[tuple[str, bool]] = []  # (decoded text, marked)
-    marked = False
-    for part in _EM.split(" ".join(snippet.split())):
-        if part in ("<em>", "</em>"):
-            marked = part == "<em>"
-        elif part and runs and runs[-1][1] == marked:  # <em>b <em>c: one mark
-            runs[-1] = (runs[-1][0] + html.unescape(part), marked)
-        elif part:
-            runs.append((html.unescape(part), marked))
-    full = "".join(text for text, _ in runs)
-    total, start, end = len(full), 0, len(full)
-    if total > limit:
-        first = 0  # where the first match starts (0 without one)
-        for text, is_mark in runs:
-            if is_mark:
-                break
-            first += len(text)
-        else:
-            first = 0
-        start = min(max(0, first - limit // 3), total - limit)
-        if start > 0 and (space := full.find(" ", start, start + 30)) >= 0:  # from a word's start
-            start = space + 1
-        end = start + limit
-        if end < total and (space := full.rfind(" ", end - 30, end)) > start:  # to a word's end
-            end = space
-    out: list[str] = ["…"] if start > 0 else []
-    at = 0
-    for text, is_mark in runs:
-        piece = text[max(0, start - at):max(0, end - at)]
-        at += len(text)
-        if piece:
-            out.append(f"<mark>{escape(piece)}</mark>" if is_mark else str(escape(piece)))
-    if end < total:
-        out.append("…")
-    return Markup("".join(out))
+    decoded (snippet_runs) and escaped again here, so only our own <mark> tags survive whatever Solr returned."""
+    runs, before, after = snippet_runs(snippet, limit)
+    out = ["…"] if before else []
+    out += [f"<mark>{escape(text)}</mark>" if marked else str(escape(text)) for text, marked in runs]
+    return Markup("".join(out + (["…"] if after else [])))
 
 
 def search(solr: SolrClient, req: SearchRequest) -> SearchResult:

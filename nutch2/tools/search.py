@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import html
 import logging
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from nutch2.index.query import MAIN_CONTENT, snippet_of
+from nutch2.index.query import MAIN_CONTENT, snippet_of, snippet_runs
 from nutch2.tools.args import ArgError, ToolArgs, opt
 from nutch2.tools.base import Run, Tool, tool
 from nutch2.tools.index import solr_client, solr_opt
@@ -57,8 +55,9 @@ class Search(Tool[SearchArgs]):
         if total == 0:
             self.say_where(held(), where)
         for i, hit in enumerate(hits, 1):
-            snippet = html.unescape(re.sub(r"</?em>", lambda m: bold[1] if m.group(0) == "</em>" else bold[0],
-                                           " ".join(hit.snippet.split())))
+            runs, before, after = snippet_runs(hit.snippet)  # at most SNIPPET_MAX characters, as the search page
+            snippet = "".join(f"{bold[0]}{text}{bold[1]}" if marked else text for text, marked in runs)
+            snippet = f"{'…' if before else ''}{snippet}{'…' if after else ''}" if snippet else ""
             run.out(f"{i:>3}. {hit.title or '(no title)'}\n     {hit.url}")
             if snippet:
                 run.out(f"     {snippet}")
