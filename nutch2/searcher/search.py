@@ -4,6 +4,7 @@ search_opensearch.py), the query Solr gets, and hits with safe snippets."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,11 @@ HIT_FIELDS = "id,url,title,host,tstamp,fetched,boost,contentLength,type,cache"
 _FILTER = re.compile(r"(?<!\S)(host|site):(\S*)", re.I)
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,255}")
 # what a backend raises: the index does not answer (503), or refused the query (400)
-UNAVAILABLE: tuple[type[Exception], ...] = (SolrUnavailable, OpenSearchUnavailable)
+class IndexBusy(Exception):
+    """As many requests as BoundedIndex lets wait on the index are waiting: it is slow or hung (HTTP 503)."""
+
+
+UNAVAILABLE: tuple[type[Exception], ...] = (SolrUnavailable, OpenSearchUnavailable, IndexBusy)
 QUERY_REFUSED: tuple[type[Exception], ...] = (SolrQueryError, OpenSearchQueryError)
 
 # The query Solr gets: edismax over a field list. Unlike the standard parser, edismax reads `{!...}` local params
@@ -289,6 +294,38 @@ class SearchBackend(Protocol):
     def ping(self) -> None:
         """Return when the index answers."""
         ...
+
+
+class BoundedIndex:
+    """A SearchBackend through which at most `limit` requests wait on the index at once; more are IndexBusy (503)
+    at once. Requests run in the server's worker threads (40): a hung index held every one of them for its timeout,
+    so that pages which ask no index (/crawl, the job pages) waited too."""
+
+    def __init__(self, index: SearchBackend, limit: int) -> None:
+        self.index, self.limit = index, limit
+        self.name, self.url = index.name, index.url
+        self._slots = threading.BoundedSemaphore(limit)
+
+    def _call(self, call: Any, *args: Any) -> Any:
+        if not self._slots.acquire(blocking=False):
+            raise IndexBusy(f"{self.name} at {self.url}: {self.limit} requests are already waiting on it (slow or "
+                            "hung?); this one was answered 503 at once")
+        try:
+            return call(*args)
+        finally:
+            self._slots.release()
+
+    def search(self, req: SearchRequest) -> SearchResult:
+        return self._call(self.index.search, req)
+
+    def index_summary(self, crawl_id: str | None) -> IndexSummary:
+        return self._call(self.index.index_summary, crawl_id)
+
+    def crawls(self, limit: int) -> dict[str, int]:
+        return self._call(self.index.crawls, limit)
+
+    def ping(self) -> None:
+        self._call(self.index.ping)
 
 
 class SolrBackend:

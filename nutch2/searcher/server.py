@@ -21,11 +21,14 @@ from nutch2.index.solr import SolrClient, solr_url
 from nutch2.searcher import server_extra_missing
 from nutch2.searcher.access import AccessPolicy, guarded_protocol
 from nutch2.searcher.auth import Credentials, add_user, read_token, read_users
-from nutch2.searcher.search import UNAVAILABLE, SearchBackend, SolrBackend
+from nutch2.searcher.search import UNAVAILABLE, BoundedIndex, SearchBackend, SolrBackend
 from nutch2.searcher.search_opensearch import OpenSearchBackend
 from nutch2.stores import Capability, crawl_id_of, crawl_ids, store_class, table_name
 
 log = logging.getLogger(__name__)
+# requests that may wait on the index at once (of the 40 worker threads): a hung index leaves the others to pages
+# that ask no index
+INDEX_WAITING = 16
 
 
 def _is_loopback(host: str) -> bool:
@@ -187,7 +190,7 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     if header_timeout <= 0 or max_connections <= 0 or per_client < 0:
         raise ConfigError("searcher.header.timeout and searcher.max.connections must be > 0, "
                           "searcher.max.connections.per.client >= 0")
-    index = index_backend(conf, solr, opensearch, 30.0)
+    index = BoundedIndex(index_backend(conf, solr, opensearch, 30.0), INDEX_WAITING)
     warnings = startup_warnings(conf, crawl_id, index_backend(conf, solr, opensearch, 5.0))
     files = conf.get_str("server.files.dir").strip()
     manager = None
