@@ -79,6 +79,17 @@ def test_retry_and_gone(tmp_path):
     assert p.fetch_interval == int(0.9 * 90 * DAY) and p.fetch_time == T + int(0.9 * 90 * DAY) * 1000
 
 
+def test_retry_waits_within_max_interval(tmp_path):
+    """With db.fetch.interval.max under a day, a failed fetch is retried one max interval later, not due at once
+    (a fetch time beyond the max is due: a crawl asked a failing URL again every round, ten times a second)."""
+    s = DefaultFetchSchedule(conf(tmp_path, **{"db.fetch.interval.max": 120}))
+    p = page(fetch_interval=5)
+    s.set_page_retry_schedule(p, T)
+    assert p.fetch_time == T + 120 * 1000 and p.retries_since_fetch == 1
+    assert not s.should_fetch(p, T + 1000)
+    assert s.should_fetch(p, T + 120 * 1000)
+
+
 def adaptive(tmp_path, sync=False, **props):
     return AdaptiveFetchSchedule(conf(tmp_path, **{"db.fetch.schedule.adaptive.sync_delta": str(sync).lower()},
                                       **props))

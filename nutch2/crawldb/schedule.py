@@ -76,8 +76,9 @@ class DefaultFetchSchedule(FetchSchedule):
         page.fetch_time = fetch_ms + page.fetch_interval * 1000
 
     def set_page_retry_schedule(self, page: WebPage, fetch_ms: int) -> None:
-        """A failed fetch to retry: one day later, one more retry counted."""
-        page.fetch_time = fetch_ms + SECONDS_PER_DAY * 1000
+        """A failed fetch to retry: one day later (at most db.fetch.interval.max: a fetch time beyond it counts as due
+        at once, and the failing URL would be asked again every round), one more retry counted."""
+        page.fetch_time = fetch_ms + min(SECONDS_PER_DAY, self.max_interval) * 1000
         page.retries_since_fetch = page.retries_since_fetch + 1
 
 
