@@ -3,8 +3,9 @@
 As Nutch 1.x's DeduplicationJob, on the table rather than in one index, so that every index writer gets the same
 answer: `clean` (or `dedup` itself, which runs it after) then deletes the duplicates from every active writer.
 
-Map: each fetched (or unchanged) row with a signature -> (signature, its rank). Reduce per signature: the row
-ranked first keeps its status; the others are written with status DUPLICATE. The rank is Nutch's compare order:
+Map: each row the index job sends (fetched or unchanged, parsed, no redirect, not noindex) with a signature ->
+(signature, its rank): a noindex copy kept as the original would leave the page in no index. Reduce per signature:
+the row ranked first keeps its status; the others are written with status DUPLICATE. The rank is Nutch's compare order:
 the highest score, then the newest fetch time, then the shortest URL (then the row key, so that the choice is the
 same in every run). The index job never sends a DUPLICATE row; a later fetch of it gives it a fetch status again,
 and the next dedup judges it again.
@@ -39,6 +40,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.index.filters import indexable
 from nutch2.mapred.job import Job, ReduceStep, TaskContext
 from nutch2.parse.signature import signature_class, simhash_bands
 from nutch2.status import CrawlStatus
@@ -48,7 +50,6 @@ from nutch2.webpage import WebPage
 
 log = logging.getLogger(__name__)
 
-DEDUPABLE = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
 SCOPES = ("host", "all")
 SIMHASH_BYTES = 8
 MAX_DISTANCE = 15  # bands of 4 bits: past it a band no longer narrows the candidates down
@@ -65,7 +66,7 @@ class DeduplicationJob(Job):
     SimHash signatures, two more steps mark the near-duplicates (the module's docstring says how)."""
 
     name = "dedup"
-    fields = ("status", "signature", "score", "fetch_time")
+    fields = ("status", "signature", "score", "fetch_time", "parse_status", "metadata")
 
     def __init__(self, conf: Configuration) -> None:
         super().__init__(conf)
@@ -84,7 +85,7 @@ class DeduplicationJob(Job):
         return [ReduceStep(), ReduceStep(reducer="near_pairs"), ReduceStep(reducers=1, reducer="resolve")]
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        if page.status not in DEDUPABLE or not page.signature:
+        if not indexable(page) or not page.signature:  # a noindex or redirect row must not win over a page indexed
             return
         url = unreverse_url(page.key)
         host = host_of(url) if self.near and self.scope == "host" else ""

@@ -9,28 +9,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.index.filters import FilterOverrun, IndexingFilters
+from nutch2.index.filters import FilterOverrun, IndexingFilters, indexable
 from nutch2.index.solr import document_id, row_key_of
 from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark
 from nutch2.rowkeys import NOINDEX_KEY
-from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
+from nutch2.status import CrawlStatus, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 INDEX_FIELDS = ("status", "signature", "batch_id", "score", "parse_status", "markers", "metadata")
 GONE_STATUSES = (CrawlStatus.GONE, CrawlStatus.REDIR_PERM, CrawlStatus.REDIR_TEMP)
-
-
-def indexable(page: WebPage) -> bool:
-    """Parsed successfully, not a redirect, fetched (or unchanged since), and not marked noindex."""
-    ps = page.parse_status
-    return (page.status in (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
-            and ps.major_code == ParseMajor.SUCCESS and ps.minor_code != ParseMinor.REDIRECT
-            and NOINDEX_KEY not in page.metadata)
 
 
 def run_name(crawl_id: str | None, batch_id: str | None, reindex: bool) -> str:

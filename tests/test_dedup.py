@@ -19,12 +19,13 @@ from nutch2.config import Configuration
 from nutch2.jobs.dedup import DeduplicationJob
 from nutch2.mapred.frameworks import make_runner
 from nutch2.parse.signature import hamming_distance, simhash_signature
-from nutch2.status import CrawlStatus
+from nutch2.rowkeys import NOINDEX_KEY
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.stores import open_store
 from nutch2.stores.base import DataStore
 from nutch2.urls.domains import host_of
 from nutch2.urls.tableutil import reverse_url, unreverse_url
-from nutch2.webpage import WebPage
+from nutch2.webpage import ParseStatus, WebPage
 from tests.conftest import make_conf
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
 from tests.helpers import KILLED, news_page, nutch2
@@ -45,9 +46,11 @@ def store(backend: str, tmp_path: Path) -> Iterator[DataStore]:
 
 
 def add(store: DataStore, url: str, signature: bytes | None, *, score: float = 1.0, fetched: int = 1000,
-        status: CrawlStatus = CrawlStatus.FETCHED) -> str:
+        status: CrawlStatus = CrawlStatus.FETCHED, metadata: dict[str, bytes] | None = None,
+        parse_minor: ParseMinor = ParseMinor.OK) -> str:
     key = reverse_url(url)
-    page = WebPage(key, status=int(status), score=score, fetch_time=fetched)
+    page = WebPage(key, status=int(status), score=score, fetch_time=fetched,
+                   parse_status=ParseStatus(ParseMajor.SUCCESS, parse_minor), metadata=metadata or {})
     if signature is not None:
         page.signature = signature
     store.put(key, page)
@@ -88,6 +91,18 @@ def test_all_but_the_best_of_a_signature_become_duplicates(tmp_path: Path, backe
     assert {k for k, s in got.items() if s == CrawlStatus.DUPLICATE} == {low, older, longer, twin}
     assert got[high] == got[newest] == got[short] == got[alone] == got[unparsed] == CrawlStatus.FETCHED
     assert got[gone] == CrawlStatus.GONE and got[unchanged] == CrawlStatus.NOTMODIFIED
+
+
+def test_a_copy_the_index_never_holds_keeps_no_page_out(tmp_path: Path, backend: str, store: DataStore) -> None:
+    """A noindex copy (X-Robots-Tag on a print URL) or a meta-refresh page that outranks the page with the same bytes
+    was kept as the original: the page became DUPLICATE, clean deleted it, and the text was in no index."""
+    sig = b"\x05" * 16
+    page = add(store, "http://a.example/article", sig, score=1.0)
+    add(store, "http://a.example/print", sig, score=3.0, metadata={NOINDEX_KEY: b"y"})
+    add(store, "http://a.example/r", sig, score=2.0, parse_minor=ParseMinor.REDIRECT)
+    dedup(tmp_path, backend, store)
+    assert duplicates(store) == set()
+    assert statuses(store)[page] == CrawlStatus.FETCHED
 
 
 def test_a_rerun_changes_nothing(tmp_path: Path, backend: str, store: DataStore) -> None:
@@ -250,7 +265,8 @@ def near_table(seed: int, n: int, clusters: int = 8, hosts: int = 3, flips: int 
         url = f"http://h{rng.randrange(hosts)}.example/p{i}"
         signature = value.to_bytes(8, "big") if rng.random() > 0.05 else value.to_bytes(16, "big")
         out[reverse_url(url)] = WebPage(reverse_url(url), status=int(CrawlStatus.FETCHED), signature=signature,
-                                        score=float(rng.randrange(3)), fetch_time=1000 + rng.randrange(3))
+                                        score=float(rng.randrange(3)), fetch_time=1000 + rng.randrange(3),
+                                        parse_status=ParseStatus(ParseMajor.SUCCESS, ParseMinor.OK))
     return out
 
 

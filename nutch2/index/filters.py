@@ -12,8 +12,19 @@ from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.index.solr import document_id, solr_crawl_id
 from nutch2.mapred import timebox
 from nutch2.plugin.extension import Extension
+from nutch2.rowkeys import NOINDEX_KEY
+from nutch2.status import CrawlStatus, ParseMajor, ParseMinor
 from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
+
+
+def indexable(page: WebPage) -> bool:
+    """Parsed successfully, not a redirect, fetched (or unchanged since), and not marked noindex: a row the index
+    job sends (and the only rows dedup compares: a copy the index never holds must not push out one it does)."""
+    ps = page.parse_status
+    return (page.status in (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED)
+            and ps.major_code == ParseMajor.SUCCESS and ps.minor_code != ParseMinor.REDIRECT
+            and NOINDEX_KEY not in page.metadata)
 
 
 class IndexingFilter(Extension):
