@@ -44,6 +44,10 @@ FETCH_FIELDS = tuple(sorted({"markers", "fetch_time", "modified_time", "protocol
                              "repr_url", "parse_status", *PARSE_FIELDS} - {"content"}))
 
 
+# rows whose content is the page as last fetched: only these send If-Modified-Since / If-None-Match
+VALIDATED = (CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED, CrawlStatus.DUPLICATE)
+
+
 class FetcherJob(Job):
     """Fetch the rows generated in one batch (or every generated row with -all)."""
 
@@ -113,10 +117,12 @@ class FetcherJob(Job):
     def _item(page: WebPage) -> FetchItem:
         url = unreverse_url(page.key)
         ps = page.protocol_status
-        modified = ps.last_modified or page.modified_time or None
-        etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None)
-        return FetchItem(page.key, url, dict(page.markers), page.fetch_time,
-                         modified if page.status != CrawlStatus.INJECTED else None, etag,
+        # a conditional GET only when the row keeps the page's content: a 304 confirms what the row holds, and after
+        # a 404, a 5xx or a redirect that is the error's body, which the parse of the 304 would make the page's text
+        conditional = page.status in VALIDATED
+        modified = (ps.last_modified or page.modified_time or None) if conditional else None
+        etag = next((v for k, v in page.headers.items() if k.lower() == "etag"), None) if conditional else None
+        return FetchItem(page.key, url, dict(page.markers), page.fetch_time, modified, etag,
                          metadata=dict(page.metadata), signature=page.signature, repr_url=page.repr_url,
                          parsed=page.parse_status.major_code == ParseMajor.SUCCESS)
 

@@ -50,13 +50,17 @@ class ChangingWeb:
                     status, body, headers = 200, b"User-agent: *\nDisallow:\n", {}
                 else:
                     status, body, headers = web.pages.get(self.path, (404, b"not found", {}))
+                    since = self.headers.get("If-Modified-Since")
+                    if status == 200 and since and headers.get("Last-Modified") == since:  # unchanged since
+                        status, body = 304, b""
                 self.send_response(status)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if status != 304:
+                    self.wfile.write(body)
 
         self.server = ThreadingHTTPServer((HOST, 0), Handler)
         self.base = f"http://{HOST}:{self.server.server_address[1]}"
@@ -111,6 +115,30 @@ def test_a_noindex_copy_does_not_push_the_page_out_of_the_index(web: ChangingWeb
     table = rows(conf_for(tmp_path, "sqlite"), crawl_id)
     assert table[reverse_url(web.url("/article.html"))].status == CrawlStatus.FETCHED
     assert found(index, "canonword") == {web.url("/article.html")}
+
+
+def test_a_page_back_after_a_410_is_indexed_with_its_text(web: ChangingWeb, index: str, tmp_path: Path) -> None:
+    """A page answers 410, then is back unchanged (the same Last-Modified). The row kept the 410's body as content
+    and the fetch asked If-Modified-Since its old date: the 304 made the parse index the error's body ("gone")."""
+    dated = {"Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT"}
+    page = (200, html("article", "restoredword the article"), dated)
+    web.pages = {"/": (200, html("home", "home", "/page.html"), {}), "/page.html": page}
+    crawl_id = f"rg{RUN}"
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0})
+    seeds = seed_file(tmp_path, web.url("/"))
+    url = web.url("/page.html")
+    assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "2", "-opensearch", f"{OS}/{index}", *d) == 0
+    assert found(index, "restoredword") == {url}
+    web.pages["/page.html"] = (410, b"gone", {})
+    time.sleep(1.1)
+    assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "1", "-opensearch", f"{OS}/{index}", *d) == 0
+    assert rows(conf_for(tmp_path, "sqlite"), crawl_id)[reverse_url(url)].status == CrawlStatus.GONE
+    assert url not in documents(index)
+    web.pages["/page.html"] = page
+    time.sleep(1.1)
+    assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "1", "-opensearch", f"{OS}/{index}", *d) == 0
+    assert found(index, "restoredword") == {url}
+    assert documents(index)[url]["title"] == "article"
 
 
 def test_revisits_keep_the_index_to_the_live_pages(web: ChangingWeb, index: str, tmp_path: Path) -> None:
