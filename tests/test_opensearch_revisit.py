@@ -4,6 +4,8 @@ a copy the index never holds (noindex) never pushing the page itself out."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -20,6 +22,7 @@ from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import OPENSEARCH_URL as OS
 from tests.crawlutil import cli, conf_for, defines, rows, seed_file
+from tests.helpers import REPO
 
 opensearchpy = pytest.importorskip("opensearchpy")
 
@@ -97,6 +100,7 @@ def documents(index: str) -> dict[str, dict[str, Any]]:
 
 def found(index: str, word: str) -> set[str]:
     c = opensearchpy.OpenSearch([OS], timeout=60)
+    c.indices.refresh(index=index)
     hits = c.search(index=index, body={"query": {"match": {"content": word}}})["hits"]["hits"]
     return {h["_source"]["url"] for h in hits}
 
@@ -183,3 +187,36 @@ def test_revisits_keep_the_index_to_the_live_pages(web: ChangingWeb, index: str,
     assert "secondedition" in docs[web.url("/news.html")]["content"]
     assert found(index, "firstedition") == set() and found(index, "vanishword") == set()
     assert found(index, "placeword") == {web.url("/new.html")}
+
+
+def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, index: str, tmp_path: Path) -> None:
+    """dedup and clean ran only when the crawl command ended: a `crawl -continuous` (the compose file's crawler)
+    never ends, so a page gone 404 stayed in the index for good."""
+    web.pages = {"/": (200, html("home", "home", "/gone.html"), {}),
+                 "/gone.html": (200, html("gone", "vanishword"), {})}
+    crawl_id = f"rc{RUN}"
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0})
+    seeds = seed_file(tmp_path, web.url("/"))
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", str(seeds), "-crawlId", crawl_id,
+                             "-continuous", "-opensearch", f"{OS}/{index}", *d], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def until(what: Any, timeout: float = 60) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if what():
+                    return True
+            except opensearchpy.NotFoundError:  # the index is made by the crawl's first index step
+                pass
+            time.sleep(0.5)
+        return False
+
+    try:
+        assert until(lambda: found(index, "vanishword") == {web.url("/gone.html")})
+        web.pages["/gone.html"] = (404, b"gone", {})
+        assert until(lambda: found(index, "vanishword") == set())  # deleted with the crawl still running
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

@@ -141,6 +141,7 @@ class Crawl(Tool[CrawlArgs]):
         with open_store(self.conf, self.crawl_id, create=seeded):
             pass
         self.limit_reached = threading.Event()
+        self.cleaned = False  # the writers are deduplicated and cleaned of what the table says since their last index
         timer = None
         if a.timeLimit:  # at the limit the crawl stops as on Ctrl-C: requests in flight end, every step resumes
             timer = threading.Timer(a.timeLimit * 60, self.reach_time_limit)
@@ -218,8 +219,8 @@ class Crawl(Tool[CrawlArgs]):
         """The crawl's end: dedup and clean the writers, forget the crawl in the journal (unless it is to go on),
         record the table's statistics and print its counts."""
         a = self.args
-        if self.indexing:  # duplicates marked in the table, then every writer cleaned of them and of GONE pages
-            self.step(run, Dedup, DedupArgs(solr=self.solr_url, opensearch=a.opensearch, num_tasks=a.num_tasks))
+        if self.indexing and not self.cleaned:  # duplicates marked in the table, then every writer cleaned of them
+            self.dedup(run)  # and of GONE pages (unless the last round's did it, and nothing was indexed since)
         if not keep_journal:
             self.record_crawl(None)
         from nutch2.crawldb.tablestats import record_stats
@@ -415,7 +416,16 @@ class Crawl(Tool[CrawlArgs]):
         if not reached(state, UPDATED):
             self.update(run, batch)
         if self.indexing and not reached(state, INDEXED):
+            self.cleaned = False
             self.index(run, batch)
+            self.dedup(run)  # each round, as Nutch's bin/crawl: a crawl that never ends (-continuous) deletes too
+
+    def dedup(self, run: Run) -> None:
+        """dedup of the table, then clean of the crawl's writers: duplicates, GONE pages, redirects and noindex
+        pages out of the index."""
+        a = self.args
+        self.step(run, Dedup, DedupArgs(solr=self.solr_url, opensearch=a.opensearch, num_tasks=a.num_tasks))
+        self.cleaned = True
 
     def parse(self, run: Run, batch: str, resume: bool = False) -> None:
         """parse of the batch; an error if some of its pages are still unparsed (their parser did not answer)."""
