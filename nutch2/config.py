@@ -47,6 +47,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "fetcher.retry.max": (0, 100), "fetcher.exceptions.per.queue.delay": (0, 86400),
     "fetcher.max.exceptions.per.queue": (-1, 1_000_000_000), "fetcher.threads.per.ip": (0, 1000),
     "fetcher.max.failures.in.row.per.queue": (-1, 1_000_000_000),
+    "crawl.continuous.gather.seconds": (0, 86400), "crawl.continuous.dedup.minutes": (0, 525_600),
     "fetcher.server.delay.adaptive.target.concurrency": (0.01, 1000),
     "http.content.limit": (-1, 1e12), "http.content.inflate.limit": (1, 1e12),  # content: -1 is no limit
     "db.fetch.interval.default": (1, 3_153_600_000), "db.fetch.interval.max": (1, 3_153_600_000),  # s, 100 years

@@ -128,7 +128,8 @@ def test_a_page_back_after_a_410_is_indexed_with_its_text(web: ChangingWeb, inde
     page = (200, html("article", "restoredword the article"), dated)
     web.pages = {"/": (200, html("home", "home", "/page.html"), {}), "/page.html": page}
     crawl_id = f"rg{RUN}"
-    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0})
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
+                                       "crawl.continuous.dedup.minutes": 0})  # each round
     seeds = seed_file(tmp_path, web.url("/"))
     url = web.url("/page.html")
     assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "2", "-opensearch", f"{OS}/{index}", *d) == 0
@@ -195,7 +196,8 @@ def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, i
     web.pages = {"/": (200, html("home", "home", "/gone.html"), {}),
                  "/gone.html": (200, html("gone", "vanishword"), {})}
     crawl_id = f"rc{RUN}"
-    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0})
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
+                                       "crawl.continuous.dedup.minutes": 0})  # each round
     seeds = seed_file(tmp_path, web.url("/"))
     proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", str(seeds), "-crawlId", crawl_id,
                              "-continuous", "-opensearch", f"{OS}/{index}", *d], cwd=REPO,
@@ -220,3 +222,25 @@ def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, i
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_continuous_crawl_dedups_at_most_every_dedup_minutes(web: ChangingWeb, index: str, tmp_path: Path) -> None:
+    """dedup and clean each read the whole table: a continuous crawl's rounds of a few rows each would scan it every
+    round. With the defaults they follow the first round's index, then not again within 30 minutes."""
+    web.pages = {"/": (200, html("home", "home", "/a.html"), {}), "/a.html": (200, html("a", "aword"), {})}
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
+                                       "crawl.continuous.gather.seconds": 0})
+    proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", str(seed_file(tmp_path, web.url("/"))),
+                             "-crawlId", f"rd{RUN}", "-continuous", "-opensearch", f"{OS}/{index}", *d], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "crawl" / "logs" / "hadoop.log"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and \
+                (not log.exists() or log.read_text(errors="replace").count("index: finished") < 4):
+            time.sleep(0.5)
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=60)[1]
+    assert err.count("index: finished") >= 4, err[-3000:]
+    assert err.count("dedup: finished") == 1, err[-3000:]

@@ -142,6 +142,7 @@ class Crawl(Tool[CrawlArgs]):
             pass
         self.limit_reached = threading.Event()
         self.cleaned = False  # the writers are deduplicated and cleaned of what the table says since their last index
+        self.deduped_at: float | None = None  # time.monotonic() of the last dedup
         timer = None
         if a.timeLimit:  # at the limit the crawl stops as on Ctrl-C: requests in flight end, every step resumes
             timer = threading.Timer(a.timeLimit * 60, self.reach_time_limit)
@@ -418,14 +419,18 @@ class Crawl(Tool[CrawlArgs]):
         if self.indexing and not reached(state, INDEXED):
             self.cleaned = False
             self.index(run, batch)
-            self.dedup(run)  # each round, as Nutch's bin/crawl: a crawl that never ends (-continuous) deletes too
+            # each round, as Nutch's bin/crawl (a crawl that never ends deletes too); a continuous crawl's rounds of
+            # a few rows each would scan the table every round: there at most every crawl.continuous.dedup.minutes
+            every = self.conf.get_float("crawl.continuous.dedup.minutes") * 60
+            if not a.continuous or self.deduped_at is None or time.monotonic() - self.deduped_at >= every:
+                self.dedup(run)
 
     def dedup(self, run: Run) -> None:
         """dedup of the table, then clean of the crawl's writers: duplicates, GONE pages, redirects and noindex
         pages out of the index."""
         a = self.args
         self.step(run, Dedup, DedupArgs(solr=self.solr_url, opensearch=a.opensearch, num_tasks=a.num_tasks))
-        self.cleaned = True
+        self.cleaned, self.deduped_at = True, time.monotonic()
 
     def parse(self, run: Run, batch: str, resume: bool = False) -> None:
         """parse of the batch; an error if some of its pages are still unparsed (their parser did not answer)."""
