@@ -77,6 +77,9 @@ def test_retry_and_gone(tmp_path):
     p = page(fetch_interval=70 * DAY)
     s.set_page_gone_schedule(p, T)
     assert p.fetch_interval == int(0.9 * 90 * DAY) and p.fetch_time == T + int(0.9 * 90 * DAY) * 1000
+    p = page(fetch_interval=56 * DAY)  # x1.5 = 84 days: over 0.9 x max (81) but under the max, so kept as Nutch does
+    s.set_page_gone_schedule(p, T)
+    assert p.fetch_interval == 84 * DAY
 
 
 def test_retry_waits_within_max_interval(tmp_path):

@@ -70,9 +70,10 @@ class DefaultFetchSchedule(FetchSchedule):
         page.retries_since_fetch = 0
 
     def set_page_gone_schedule(self, page: WebPage, fetch_ms: int) -> None:
-        """A GONE page: back off (interval ×1.5, capped at 0.9 × max)."""
+        """A GONE page: back off, as Nutch's AbstractFetchSchedule: interval ×1.5 while that stays under the max,
+        else 0.9 × max."""
         interval = max(page.fetch_interval, 1)
-        page.fetch_interval = int(min(interval * 1.5, self.max_interval * 0.9))
+        page.fetch_interval = int(interval * 1.5 if interval * 1.5 < self.max_interval else self.max_interval * 0.9)
         page.fetch_time = fetch_ms + page.fetch_interval * 1000
 
     def set_page_retry_schedule(self, page: WebPage, fetch_ms: int) -> None:
