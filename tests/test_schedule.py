@@ -119,13 +119,18 @@ def test_adaptive_clamped(tmp_path):
 
 def test_adaptive_sync_delta(tmp_path):
     s = adaptive(tmp_path, sync=True)
-    # modified 20 days before this fetch: the interval is at least that delta, and the next fetch moves
-    # back by delta * sync_delta_rate
+    # unchanged, last modified 20 days before this fetch: the interval is at least that delta, and the next fetch
+    # moves back by delta * sync_delta_rate
     p = page(fetch_interval=10 * DAY)
     modified = T - 20 * DAY * 1000
-    s.set_fetch_schedule(p, 0, 0, T, modified, STATUS_MODIFIED)
+    s.set_fetch_schedule(p, 0, 0, T, modified, STATUS_NOTMODIFIED)
     assert p.fetch_interval == 20 * DAY
     assert p.fetch_time == T - int(20 * DAY * 0.3 * 1000) + 20 * DAY * 1000
+    # changed, with a Last-Modified 20 days old (a server that does not update it): it changed since the last fetch,
+    # so modified now, as Nutch 1.x's AdaptiveFetchSchedule: the interval shrinks (2.x synced it up to the delta)
+    p = page(fetch_interval=10 * DAY)
+    s.set_fetch_schedule(p, 0, 0, T, modified, STATUS_MODIFIED)
+    assert p.fetch_interval == 8 * DAY and p.fetch_time == T + 8 * DAY * 1000 and p.modified_time == T
     # no Last-Modified known (0): treated as modified now, no shift
     p = page(fetch_interval=10 * DAY)
     s.set_fetch_schedule(p, 0, 0, T, 0, STATUS_MODIFIED)

@@ -99,6 +99,8 @@ class AdaptiveFetchSchedule(DefaultFetchSchedule):
 
     def set_fetch_schedule(self, page: WebPage, prev_fetch_ms: int, prev_modified_ms: int, fetch_ms: int,
                            modified_ms: int, state: int) -> None:
+        if state == STATUS_MODIFIED:  # it changed since the last fetch, whatever its Last-Modified says (Nutch 1.x:
+            modified_ms = fetch_ms  # a stale date synced a changing page's interval up to the max, as in Nutch 2.x)
         super().set_fetch_schedule(page, prev_fetch_ms, prev_modified_ms, fetch_ms, modified_ms, state)
         interval = float(page.fetch_interval)
         if modified_ms <= 0:
