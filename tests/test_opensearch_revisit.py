@@ -129,7 +129,8 @@ def test_a_page_back_after_a_410_is_indexed_with_its_text(web: ChangingWeb, inde
     web.pages = {"/": (200, html("home", "home", "/page.html"), {}), "/page.html": page}
     crawl_id = f"rg{RUN}"
     d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
-                                       "crawl.continuous.dedup.minutes": 0})  # each round
+                                       "crawl.continuous.dedup.minutes": 0, "crawl.continuous.gather.seconds": 0,
+                                       "crawl.pipeline": pipeline})
     seeds = seed_file(tmp_path, web.url("/"))
     url = web.url("/page.html")
     assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "2", "-opensearch", f"{OS}/{index}", *d) == 0
@@ -190,14 +191,17 @@ def test_revisits_keep_the_index_to_the_live_pages(web: ChangingWeb, index: str,
     assert found(index, "placeword") == {web.url("/new.html")}
 
 
-def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, index: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, index: str, tmp_path: Path,
+                                                             pipeline: bool) -> None:
     """dedup and clean ran only when the crawl command ended: a `crawl -continuous` (the compose file's crawler)
     never ends, so a page gone 404 stayed in the index for good."""
     web.pages = {"/": (200, html("home", "home", "/gone.html"), {}),
                  "/gone.html": (200, html("gone", "vanishword"), {})}
     crawl_id = f"rc{RUN}"
     d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
-                                       "crawl.continuous.dedup.minutes": 0})  # each round
+                                       "crawl.continuous.dedup.minutes": 0, "crawl.continuous.gather.seconds": 0,
+                                       "crawl.pipeline": pipeline})
     seeds = seed_file(tmp_path, web.url("/"))
     proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", str(seeds), "-crawlId", crawl_id,
                              "-continuous", "-opensearch", f"{OS}/{index}", *d], cwd=REPO,
@@ -224,12 +228,15 @@ def test_a_continuous_crawl_deletes_gone_pages_while_it_runs(web: ChangingWeb, i
         proc.wait()
 
 
-def test_a_continuous_crawl_dedups_at_most_every_dedup_minutes(web: ChangingWeb, index: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_continuous_crawl_dedups_at_most_every_dedup_minutes(web: ChangingWeb, index: str, tmp_path: Path,
+                                                               pipeline: bool) -> None:
     """dedup and clean each read the whole table: a continuous crawl's rounds of a few rows each would scan it every
-    round. With the defaults they follow the first round's index, then not again within 30 minutes."""
+    round. With the defaults they follow the first round's index, then not again within 30 minutes (pipelined:
+    once a round took every due row, its tail ended)."""
     web.pages = {"/": (200, html("home", "home", "/a.html"), {}), "/a.html": (200, html("a", "aword"), {})}
     d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
-                                       "crawl.continuous.gather.seconds": 0})
+                                       "crawl.continuous.gather.seconds": 0, "crawl.pipeline": pipeline})
     proc = subprocess.Popen([sys.executable, "-m", "nutch2.cli", "crawl", str(seed_file(tmp_path, web.url("/"))),
                              "-crawlId", f"rd{RUN}", "-continuous", "-opensearch", f"{OS}/{index}", *d], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -417,13 +417,16 @@ class Crawl(Tool[CrawlArgs]):
         if not reached(state, UPDATED):
             self.update(run, batch)
         if self.indexing and not reached(state, INDEXED):
-            self.cleaned = False
             self.index(run, batch)
-            # each round, as Nutch's bin/crawl (a crawl that never ends deletes too); a continuous crawl's rounds of
-            # a few rows each would scan the table every round: there at most every crawl.continuous.dedup.minutes
-            every = self.conf.get_float("crawl.continuous.dedup.minutes") * 60
-            if not a.continuous or self.deduped_at is None or time.monotonic() - self.deduped_at >= every:
-                self.dedup(run)
+            self.dedup_due(run)
+
+    def dedup_due(self, run: Run) -> None:
+        """After a round's index: dedup and clean each round, as Nutch's bin/crawl (a crawl that never ends deletes
+        too); a continuous crawl's rounds of a few rows each would read the table every round: there at most every
+        crawl.continuous.dedup.minutes."""
+        every = self.conf.get_float("crawl.continuous.dedup.minutes") * 60
+        if not self.args.continuous or self.deduped_at is None or time.monotonic() - self.deduped_at >= every:
+            self.dedup(run)
 
     def dedup(self, run: Run) -> None:
         """dedup of the table, then clean of the crawl's writers: duplicates, GONE pages, redirects and noindex
@@ -442,6 +445,7 @@ class Crawl(Tool[CrawlArgs]):
     def index(self, run: Run, batch: str) -> None:
         """index of the batch into the crawl's writers."""
         a = self.args
+        self.cleaned = False
         self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=a.opensearch,
                                         num_tasks=a.num_tasks))
 

@@ -53,6 +53,8 @@ class Crawl(Protocol):
     def rounds_value(self) -> int: ...
     def record_crawl(self, value: dict | None) -> None: ...
     def wait_for_work(self, run: Run, since: int | None = None) -> None: ...
+    def gather(self, run: Run, started: float, generated: int) -> None: ...
+    def dedup_due(self, run: Run) -> None: ...
 
 
 class Tail(threading.Thread):
@@ -156,6 +158,8 @@ def rounds(crawl: Crawl, run: Run) -> None:
             r += 1
             if a.continuous and generated < top_n:  # every due row was taken: the batch's tail, then a gather
                 tail, _ = None, tail.end()
+                if crawl.indexing:  # nothing runs beside it now
+                    crawl.dedup_due(run)
                 crawl.gather(run, asked / 1000, generated)
     finally:
         if tail is not None:
