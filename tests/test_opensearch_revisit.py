@@ -128,9 +128,7 @@ def test_a_page_back_after_a_410_is_indexed_with_its_text(web: ChangingWeb, inde
     page = (200, html("article", "restoredword the article"), dated)
     web.pages = {"/": (200, html("home", "home", "/page.html"), {}), "/page.html": page}
     crawl_id = f"rg{RUN}"
-    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0,
-                                       "crawl.continuous.dedup.minutes": 0, "crawl.continuous.gather.seconds": 0,
-                                       "crawl.pipeline": pipeline})
+    d = defines(tmp_path, "sqlite", **{"db.fetch.interval.default": 1, "fetcher.server.delay": 0})
     seeds = seed_file(tmp_path, web.url("/"))
     url = web.url("/page.html")
     assert cli("crawl", seeds, "-crawlId", crawl_id, "-rounds", "2", "-opensearch", f"{OS}/{index}", *d) == 0
