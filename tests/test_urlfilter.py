@@ -205,3 +205,22 @@ def test_urlfilter_regex_rules_hold_the_rules_and_the_file_is_not_read(tmp_path:
     with pytest.raises(ConfigError, match=r"urlfilter.regex.rules:1: a rule must start with '\+' or '-'.*fix the rule "
                                           "in urlfilter.regex.rules"):
         RegexURLFilter(make_conf(tmp_path, **{"urlfilter.regex.rules": "*bad"}))
+
+
+@pytest.mark.parametrize("plugin,prop,text,kept,dropped", [
+    ("urlfilter-regex", "urlfilter.regex.file", "-^http://a\\.org/skip\r\n+.\r\n", "http://a.org/ok",
+     "http://a.org/skip"),
+    ("urlfilter-suffix", "urlfilter.suffix.file", "+\r\n.gif\r\n.png\r\n", "http://a.org/x.html", "http://a.org/x.gif"),
+    ("urlfilter-domain", "urlfilter.domain.file", "a.org\r\n", "http://a.org/", "http://b.org/"),
+    ("urlfilter-domaindenylist", "urlfilter.domaindenylist.file", "b.org\r\n", "http://a.org/", "http://b.org/"),
+])
+def test_rule_files_saved_by_windows_notepad_mean_the_same(tmp_path: Path, plugin: str, prop: str, text: str,
+                                                           kept: str, dropped: str) -> None:
+    """A UTF-8 byte order mark and CRLF line ends (what Notepad saves) are no part of the first rule: with them,
+    the suffix file's mode line "+" was a suffix "\\ufeff+" (and the mode '-' kept only the listed suffixes), the
+    domain list's first name matched nothing, the regex file's first rule was an error."""
+    path = tmp_path / "rules.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    chain = URLFilters.from_conf(make_conf(tmp_path, **{"plugin.includes": plugin, prop: str(path)}))
+    assert chain.filter(kept) == kept
+    assert chain.filter(dropped) is None

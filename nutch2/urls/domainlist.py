@@ -36,7 +36,7 @@ class DomainList:
             return cls.from_lines(rules, rules_property)
         path = conf.resource(conf.get_str(file_property))
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open(path, encoding="utf-8-sig") as handle:  # a BOM (Notepad writes one) is no rule
                 return cls.from_lines(handle, str(path))
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"

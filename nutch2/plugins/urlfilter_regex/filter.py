@@ -89,7 +89,7 @@ class RegexURLFilter(URLFilter):
             assert conf is not None
             path = conf.resource(conf.get_str("urlfilter.regex.file"))
             try:
-                with open(path, encoding="utf-8") as handle:
+                with open(path, encoding="utf-8-sig") as handle:  # a BOM (Notepad writes one) is no rule
                     rules, source = _read_rules(handle, str(path)), str(path)
             except OSError as e:
                 raise ConfigError(f"cannot read URL filter file {path}: {e.strerror}; check urlfilter.regex.file") \
@@ -111,7 +111,7 @@ class RegexURLFilter(URLFilter):
     @classmethod
     def from_file(cls, path: str | Path) -> RegexURLFilter:
         """Build a filter from a regex-urlfilter.txt file (UTF-8)."""
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a BOM (Notepad writes one) is no rule
             return cls.from_lines(handle, source=str(path))
 
     def rule_for(self, url: str) -> Rule | None:

@@ -102,7 +102,7 @@ def _read(conf: Configuration) -> SuffixRules:
         return SuffixRules.parse(rules, "urlfilter.suffix.rules")
     path = conf.resource(conf.get_str("urlfilter.suffix.file"))
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a BOM (Notepad writes one) is no rule
             return SuffixRules.parse(handle, str(path))
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
