@@ -133,16 +133,22 @@ def _toml_repr(value: Any) -> str:
 
 
 def read_site_xml(path: Path) -> dict[str, str]:
-    """Read a Hadoop-style configuration XML (Nutch's nutch-site.xml) into {name: value}."""
+    """Read a Hadoop-style configuration XML (Nutch's nutch-site.xml) into {name: value}. A property whose value
+    is empty (`<value></value>`, as Nutch's own files have for http.proxy.port and others) is not set, as in
+    Hadoop: the default stands."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
         raise ConfigError(f"{path}: not valid XML ({e}); fix the file or remove it") from None
+    if root.tag != "configuration":  # an HTML page saved by mistake, a Solr or log4j file: nothing would be read
+        raise ConfigError(f"{path}: the top-level element is <{root.tag}>, not <configuration>; a nutch-site.xml "
+                          "is <configuration> with <property><name>..</name><value>..</value></property> in it")
     props: dict[str, str] = {}
     for prop in root.iter("property"):
         name = prop.findtext("name")
-        if name:
-            props[name.strip()] = (prop.findtext("value") or "").strip()
+        value = (prop.findtext("value") or "").strip()
+        if name and value:
+            props[name.strip()] = value
     return props
 
 

@@ -176,6 +176,29 @@ def test_site_xml_not_xml(tmp_path: Path) -> None:
     assert "nutch-site.xml" in one_line(e)
 
 
+def test_site_xml_empty_values_are_not_set_as_in_hadoop(tmp_path: Path) -> None:
+    """Nutch's own nutch-default.xml, copied as a nutch-site.xml, has <value></value> for http.proxy.port and
+    others: Hadoop sets no property for an empty value (the default stands), so the file must load."""
+    xml = hadoop_xml(**{"http.proxy.port": "", "fetcher.threads.fetch": "  ", "http.agent.name": "Bot"})
+    xml = xml.replace("</configuration>", "<property><name>db.score.injected</name><value/></property>"
+                      "<property><name>generate.filter</name></property></configuration>")
+    conf = Configuration(site_dir(tmp_path, xml=xml))
+    for key in ("http.proxy.port", "fetcher.threads.fetch", "db.score.injected", "generate.filter"):
+        assert conf.get(key) == conf.defaults[key]
+    assert conf.get("http.agent.name") == "Bot"
+
+
+@pytest.mark.parametrize("root", ["html", "properties", "regex-normalize"])
+def test_site_xml_of_another_kind_is_refused(tmp_path: Path, root: str) -> None:
+    """A file whose top element is not <configuration> (an HTML page saved by mistake, another tool's file) was read
+    as holding no property at all: every setting in it was silently lost."""
+    d = site_dir(tmp_path, xml=hadoop_xml(**{"fetcher.threads.fetch": "3"}).replace("configuration>", f"{root}>"))
+    with pytest.raises(ConfigError) as e:
+        Configuration(d)
+    msg = one_line(e)
+    assert "nutch-site.xml" in msg and f"<{root}>" in msg and "<configuration>" in msg
+
+
 def test_site_toml_not_toml(tmp_path: Path) -> None:
     d = site_dir(tmp_path, toml="fetcher.threads.fetch = = 3\n")
     with pytest.raises(ConfigError) as e:
