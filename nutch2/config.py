@@ -9,6 +9,7 @@ log.level.<logger> properties set the level of one logger (nutch2/logs.py checks
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import logging
 import math
@@ -51,6 +52,13 @@ RANGES: dict[str, tuple[float, float]] = {
     "fetcher.server.delay.adaptive.target.concurrency": (0.01, 1000),
     "http.content.limit": (-1, 1e12), "http.content.inflate.limit": (1, 1e12),  # content: -1 is no limit
     "db.fetch.interval.default": (1, 3_153_600_000), "db.fetch.interval.max": (1, 3_153_600_000),  # s, 100 years
+}
+# Nutch properties nutch2 reads under another name (older Nutch 1 and 2 names a Nutch user's file may still hold)
+RENAMED = {
+    "storage.schema": "storage.schema.webpage",  # Nutch 2.0/2.1
+    "fetcher.threads.per.host": "fetcher.threads.per.queue",  # Nutch 1 before 1.3
+    "generate.max.per.host": "generate.max.count with generate.count.mode=host",  # Nutch 1 before 1.3
+    "db.default.fetch.interval": "db.fetch.interval.default, in seconds (this one was in days)",
 }
 
 
@@ -275,7 +283,12 @@ class Configuration:
         for key, (source, _) in self._sources.items():
             if key not in self.unknown or key.startswith(PASS_THROUGH) or key in self._variables:
                 continue
-            if source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
+            close = difflib.get_close_matches(key, self.defaults, n=1, cutoff=0.9)  # a typo of a property
+            if key in RENAMED:
+                log.warning(f"warning: {source}: {key} is ignored: nutch2 reads this setting as {RENAMED[key]}")
+            elif close:
+                log.warning(f"warning: {source}: {key}: not a nutch2 property, ignored; did you mean {close[0]}?")
+            elif source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks
                 log.warning(f"warning: {source}: {key} is a property nutch2 does not implement; it is ignored "
                             "(conf/nutch-default.toml lists what nutch2 reads)")
             else:

@@ -386,6 +386,30 @@ def test_unknown_key_in_site_toml_warns(tmp_path: Path, capsys: pytest.CaptureFi
     assert "fetcher.thread.fetch" in err and "nutch-site.toml" in err
 
 
+@pytest.mark.parametrize("key,hint", [
+    ("fetcher.thread.fetch", "did you mean fetcher.threads.fetch?"),  # typos of a property
+    ("http.agent.nmae", "did you mean http.agent.name?"),
+    ("fetcher.server.dely", "did you mean fetcher.server.delay?"),
+    ("storage.schema", "nutch2 reads this setting as storage.schema.webpage"),  # Nutch's older names
+    ("fetcher.threads.per.host", "nutch2 reads this setting as fetcher.threads.per.queue"),
+    ("db.default.fetch.interval", "db.fetch.interval.default, in seconds"),
+])
+def test_an_unknown_property_close_to_a_known_one_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           key: str, hint: str) -> None:
+    """A -D typo (or a Nutch name nutch2 reads under another) was ignored with a warning that named no fix: the
+    crawl then ran with the default, e.g. without its agent name."""
+    for source, conf_dir in (("-D", CONF_DIR), ("nutch-site.xml", site_dir(tmp_path, xml=hadoop_xml(**{key: "3"})))):
+        Configuration(conf_dir, {key: "3"} if source == "-D" else None)
+        lines = [x for x in capsys.readouterr().err.splitlines() if key in x]
+        assert len(lines) == 1 and source in lines[0] and hint in lines[0], lines
+
+
+@pytest.mark.parametrize("key", ["file.content.limit", "ftp.timeout", "urlfilter.prefix.file", "http.useHttp11"])
+def test_a_nutch_property_nutch2_lacks_is_not_taken_for_a_typo(capsys: pytest.CaptureFixture[str], key: str) -> None:
+    Configuration(CONF_DIR, {key: "1"})
+    assert "did you mean" not in capsys.readouterr().err
+
+
 def test_a_nutch_property_nutch2_lacks_gets_one_warning_naming_it(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     d = site_dir(tmp_path, xml=hadoop_xml(**{"http.robot.rules.whitelist": "a.com", "http.agent.name": "Bot",
