@@ -193,7 +193,11 @@ class Configuration:
     def __init__(self, conf_dir: str | Path | None = None, overrides: dict[str, str] | None = None) -> None:
         self.conf_dir = Path(conf_dir) if conf_dir else _default_conf_dir()
         if not self.conf_dir.is_dir():
-            raise ConfigError(f"conf dir {self.conf_dir} does not exist; pass --conf with an existing folder")
+            what = "is not a folder" if self.conf_dir.exists() else "does not exist"
+            if not conf_dir and os.environ.get("NUTCH_CONF_DIR"):  # the user may not remember setting it
+                raise ConfigError(f"conf dir {self.conf_dir} ($NUTCH_CONF_DIR) {what}; set NUTCH_CONF_DIR to an "
+                                  "existing folder, or unset it")
+            raise ConfigError(f"conf dir {self.conf_dir} {what}; pass --conf with an existing folder")
         defaults = self._find(DEFAULT_FILE)
         self.defaults = read_toml(defaults)
         self.values: dict[str, Any] = dict(self.defaults)

@@ -417,3 +417,21 @@ def test_a_nutch_property_nutch2_lacks_gets_one_warning_naming_it(tmp_path: Path
     Configuration(d)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "http.robot.rules.whitelist" in lines[0] and "does not implement" in lines[0], lines
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_nutch_conf_dir_that_is_no_folder_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               kind: str) -> None:
+    """$NUTCH_CONF_DIR set long ago (a Nutch install's profile) pointing nowhere: the line told the user to pass
+    --conf, which they had not used, and called a file a folder that does not exist."""
+    target = tmp_path / "gone"
+    if kind == "file":
+        target.write_text("x")
+    monkeypatch.setenv("NUTCH_CONF_DIR", str(target))
+    with pytest.raises(ConfigError) as e:
+        Configuration()
+    msg = one_line(e)
+    assert "$NUTCH_CONF_DIR" in msg and "unset it" in msg and "--conf" not in msg
+    assert ("is not a folder" if kind == "file" else "does not exist") in msg
+    with pytest.raises(ConfigError, match="pass --conf with an existing folder"):
+        Configuration(target)
