@@ -386,7 +386,7 @@ class WarcReader:
             raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
         try:
             with open(path, "rb") as f:
-                next(iter(ArchiveIterator(f)), None)
+                next(iter(_records(ArchiveIterator(f))), None)
         except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
             raise NutchError(f"{path} is not a readable WARC file ({_short(e)})") from None
 
@@ -397,7 +397,7 @@ class WarcReader:
         from warcio.exceptions import ArchiveLoadFailed
 
         with open(path, "rb") as f:
-            iterator = ArchiveIterator(f, arc2warc=True)
+            iterator = _records(ArchiveIterator(f, arc2warc=True))
             records = iter(iterator)
             while True:
                 try:
@@ -405,13 +405,28 @@ class WarcReader:
                     if record is None:
                         self._check_end(path, iterator.offset, os.fstat(f.fileno()).st_size)
                         return
+                    length = (record.rec_headers.get_header("Content-Length") or "").strip()
+                    if record.format == "warc" and not length.isdigit():  # mandatory; warcio reads a bad one as 0
+                        self.skipped["truncated"] += 1
+                        self.errors.append(f"{path}: the record at offset {iterator.offset} has no valid "
+                                           "Content-Length: the file ends inside its headers (a cut download or "
+                                           "copy?), or the record is damaged; it is skipped")
+                        _drain(record.raw_stream)
+                        continue
                     response = self._response(record)
+                    _drain(record.raw_stream)
                 except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
                     self.skipped["unreadable"] += 1
                     self.errors.append(f"{path}: damaged after its last readable record ({_short(e)}); the rest "
                                        "of the file is skipped")
                     return
-                if response is not None:
+                if getattr(record.raw_stream, "limit", 0):  # the file ends inside this record, whatever its type
+                    self.skipped["truncated"] += 1
+                    self.errors.append(f"{path}: the file ends inside the record at offset {iterator.offset} (a cut "
+                                       "download or copy?); it is skipped")
+                elif isinstance(response, str):
+                    self.skipped[response] += 1
+                else:
                     yield response
 
     def _check_end(self, path: Path, offset: int, size: int) -> None:
@@ -421,41 +436,31 @@ class WarcReader:
             self.errors.append(f"{path}: the file ends inside a record (the {size - offset} bytes after offset "
                                f"{offset} are not a whole record); it is skipped")
 
-    def _response(self, record: Any) -> ArchivedResponse | None:
+    def _response(self, record: Any) -> ArchivedResponse | str:
+        """The record as a response, or the reason it is skipped (a counter's name)."""
         from warcio.timeutils import iso_date_to_datetime
 
         if record.rec_type != "response":
-            self.skipped["not_response"] += 1
-            return None
+            return "not_response"
         url = (record.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
         http = record.http_headers
         if not url.lower().startswith(("http://", "https://")) or http is None \
                 or not (http.protocol or "").upper().startswith("HTTP/"):
-            self.skipped["not_http"] += 1
-            return None
+            return "not_http"
         try:
             status = int(http.get_statuscode())
             date_ms = int(iso_date_to_datetime(record.rec_headers.get_header("WARC-Date"), tz_aware=True)
                           .timestamp() * 1000)
         except (TypeError, ValueError, AttributeError):
-            self.skipped["not_http"] += 1
-            return None
+            return "not_http"
         if record.rec_headers.get_header("WARC-Truncated"):
-            self.skipped["truncated"] += 1
-            return None
+            return "truncated"
         if header_block_problem(http.headers) is not None:  # what the fetcher would have refused
-            self.skipped["headers_too_large"] += 1
-            _drain(record.raw_stream)
-            return None
+            return "headers_too_large"
         try:
             content, cut = self._payload(record)
         except Exception:  # noqa: BLE001 - a payload whose coding is broken: skip the record, not the file
-            self.skipped["bad_payload"] += 1
-            _drain(record.raw_stream)
-            return None
-        if getattr(record.raw_stream, "limit", 0):  # the file ends inside this record
-            self.skipped["truncated"] += 1
-            return None
+            return "bad_payload"
         return ArchivedResponse(url, status, restore_headers(http.headers), content, date_ms, cut,
                                 record.rec_headers.get_header("WARC-IP-Address"))
 
@@ -474,6 +479,16 @@ class WarcReader:
             del buf[limit:]
         _drain(record.raw_stream)
         return bytes(buf), cut
+
+
+def _records(iterator: Any) -> Any:
+    """warcio's iterator, made to pass over a record without WARC-Target-URI (a response or request record
+    missing it, as hand-made or broken tools write) as one without HTTP headers: warcio raises AttributeError
+    there, which ends its iteration, so every record after it in the file would be lost."""
+    loader = iterator.loader
+    load = loader.load_http_headers
+    loader.load_http_headers = lambda rec_type, uri, stream, length: load(rec_type, uri or "", stream, length)
+    return iterator
 
 
 def _drain(stream: Any) -> None:

@@ -1,0 +1,83 @@
+"""warcimport of WARC files other tools wrote, by hand or broken: what each record becomes, and that a damaged file
+is said in one line, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nutch2.archive.warc import WarcReader
+from nutch2.urls.tableutil import unreverse_url
+from tests.crawlutil import cli, conf_for, defines, rows
+
+HTML = b"<html><head><title>T</title></head><body>hello</body></html>"
+
+
+def record(rtype: str, uri: str | None, block: bytes, **headers: str) -> bytes:
+    """One WARC/1.0 record as the spec lays it out (no library in between)."""
+    lines = ["WARC/1.0", f"WARC-Type: {rtype}", f"WARC-Record-ID: <urn:uuid:{uuid.uuid4()}>",
+             "WARC-Date: 2024-01-02T03:04:05Z"]
+    if uri is not None:
+        lines.append(f"WARC-Target-URI: {uri}")
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    lines.append(f"Content-Length: {len(block)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + block + b"\r\n\r\n"
+
+
+def response(uri: str | None, body: bytes = HTML) -> bytes:
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    return record("response", uri, http, Content_Type="application/http; msgtype=response")
+
+
+def read(path: Path) -> tuple[list[str], WarcReader]:
+    reader = WarcReader(-1)
+    return [r.url for r in reader.responses(path)], reader
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_response_without_target_uri_skips_only_itself(tmp_path: Path, compress: bool) -> None:
+    """warcio raised AttributeError on a response record without WARC-Target-URI: the import died with a
+    traceback, or (in a file after the first) lost every record after it."""
+    records = [response("http://a.example.com/1"), response(None), response("http://a.example.com/2")]
+    path = tmp_path / ("x.warc.gz" if compress else "x.warc")
+    path.write_bytes(b"".join(gzip.compress(r) for r in records) if compress else b"".join(records))
+    urls, reader = read(path)
+    assert urls == ["http://a.example.com/1", "http://a.example.com/2"]
+    assert reader.skipped == {"not_http": 1} and reader.errors == []
+
+
+def test_a_file_cut_anywhere_in_its_last_record_is_said_and_counted_truncated(tmp_path: Path) -> None:
+    """A .warc.gz cut inside the gzip member of its last record: cut in the WARC headers, warcio gives a record
+    without Content-Length (mandatory), which was counted not_http; cut in the HTTP headers, not_http too; cut in the
+    body, truncated but with no line saying the file was cut. Wherever the cut, it is now one skipped record and
+    one line naming the file."""
+    whole = [gzip.compress(response(f"http://a.example.com/{i}")) for i in range(3)]
+    for cut in range(5, len(whole[2]) - 20, 3):  # the last 8 bytes are gzip's trailer; what is before them is whole
+        path = tmp_path / f"cut{cut}.warc.gz"
+        path.write_bytes(b"".join(whole[:2]) + whole[2][:cut])
+        urls, reader = read(path)
+        assert urls == ["http://a.example.com/0", "http://a.example.com/1"], cut
+        # cut in its first line, the record is no record at all: the file is damaged from there (unreadable)
+        assert reader.skipped in ({"truncated": 1}, {"unreadable": 1}), (cut, reader.skipped)
+        assert len(reader.errors) == 1 and path.name in reader.errors[0], (cut, reader.errors)
+
+
+def test_the_cli_imports_a_hand_made_file_in_one_line_per_problem(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    records = [record("warcinfo", None, b"software: hand\r\n", Content_Type="application/warc-fields"),
+               response("http://a.example.com/1"), response(None), response("dns:a.example.com"),
+               record("resource", "urn:x-test:1", b"text", Content_Type="text/plain"),
+               response("http://a.example.com/2")]
+    path = tmp_path / "hand.warc.gz"
+    path.write_bytes(b"".join(gzip.compress(r) for r in records) + gzip.compress(response("http://a.example.com/3"))[:50])
+    d = defines(tmp_path, "sqlite")
+    capsys.readouterr()
+    assert cli("warcimport", path, "-crawlId", "h", *d) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "imported=2" in err and "skipped_truncated=1" in err, err
+    assert "skipped_not_http=2" in err and "skipped_not_response=2" in err, err
+    assert sorted(unreverse_url(k) for k in rows(conf_for(tmp_path, "sqlite"), "h")) == \
+        ["http://a.example.com/1", "http://a.example.com/2"]
