@@ -81,3 +81,22 @@ def test_the_cli_imports_a_hand_made_file_in_one_line_per_problem(tmp_path: Path
     assert "skipped_not_http=2" in err and "skipped_not_response=2" in err, err
     assert sorted(unreverse_url(k) for k in rows(conf_for(tmp_path, "sqlite"), "h")) == \
         ["http://a.example.com/1", "http://a.example.com/2"]
+
+
+def test_a_file_gzipped_as_one_stream_is_read_whole(tmp_path: Path) -> None:
+    """`gzip x.warc` makes one gzip stream, not the member per record WARC writers make: warcio refuses it past
+    its first record, so the import read that one record and dropped the rest with a line cut off mid-sentence."""
+    records = [record("warcinfo", None, b"software: hand\r\n")] + \
+        [response(f"http://a.example.com/{i}") for i in range(5)]
+    path = tmp_path / "one.warc.gz"
+    path.write_bytes(gzip.compress(b"".join(records)))
+    urls, reader = read(path)
+    assert urls == [f"http://a.example.com/{i}" for i in range(5)]
+    assert reader.skipped == {"not_response": 1} and reader.errors == []
+    data = path.read_bytes()
+    for cut in range(5, len(data) - 8, 3):  # cut: what is before the cut, and one line
+        path.write_bytes(data[:cut])
+        urls, reader = read(path)
+        assert urls == [f"http://a.example.com/{i}" for i in range(len(urls))] and len(urls) < 5, cut
+        assert reader.skipped["truncated"] + reader.skipped["unreadable"] == 1, (cut, reader.skipped)
+        assert len(reader.errors) == 1 and "one.warc.gz" in reader.errors[0], (cut, reader.errors)

@@ -29,8 +29,9 @@ import ipaddress
 import json
 import os
 import re
+import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -393,41 +394,73 @@ class WarcReader:
     def responses(self, path: Path) -> Iterator[ArchivedResponse]:
         """The HTTP responses of one file, in order; a file damaged past repair ends there (counted, said in
         `errors`)."""
+        with open(path, "rb") as f:
+            read = yield from self._read(path, f, os.fstat(f.fileno()).st_size)
+        if read is not None:  # one gzip stream for the whole file (`gzip x.warc`), not one member per record:
+            with open(path, "rb") as f:  # warcio reads past its first record only once it is decompressed
+                stream = _Gunzipped(f)
+                problems = self._problems()
+                yield from self._read(path, io.BufferedReader(stream), None, read)
+                if not stream.complete and self._problems() == problems:
+                    self._cut_short(path)
+
+    def _read(self, path: Path, f: Any, size: int | None, skip: int = 0) -> Generator[ArchivedResponse, None,
+                                                                                     int | None]:
+        """The responses of the open file `f` (of `size` bytes when known) after its first `skip` records; the
+        number of records read when the file turns out to be one gzip stream (then read it decompressed), else
+        None."""
         from warcio.archiveiterator import ArchiveIterator
         from warcio.exceptions import ArchiveLoadFailed
 
-        with open(path, "rb") as f:
-            iterator = _records(ArchiveIterator(f, arc2warc=True))
-            records = iter(iterator)
-            while True:
-                try:
-                    record = next(records, None)
-                    if record is None:
-                        self._check_end(path, iterator.offset, os.fstat(f.fileno()).st_size)
-                        return
-                    length = (record.rec_headers.get_header("Content-Length") or "").strip()
-                    if record.format == "warc" and not length.isdigit():  # mandatory; warcio reads a bad one as 0
-                        self.skipped["truncated"] += 1
-                        self.errors.append(f"{path}: the record at offset {iterator.offset} has no valid "
-                                           "Content-Length: the file ends inside its headers (a cut download or "
-                                           "copy?), or the record is damaged; it is skipped")
-                        _drain(record.raw_stream)
-                        continue
-                    response = self._response(record)
-                    _drain(record.raw_stream)
-                except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
-                    self.skipped["unreadable"] += 1
-                    self.errors.append(f"{path}: damaged after its last readable record ({_short(e)}); the rest "
-                                       "of the file is skipped")
-                    return
-                if getattr(record.raw_stream, "limit", 0):  # the file ends inside this record, whatever its type
+        iterator = _records(ArchiveIterator(f, arc2warc=True))
+        records = iter(iterator)
+        problems = self._problems()
+        n = 0
+        while True:
+            try:
+                record = next(records, None)
+                if record is None:
+                    if size is not None:
+                        self._check_end(path, iterator.offset, size)
+                    if iterator.gzip_cut and self._problems() == problems:  # cut where a record ends
+                        self._cut_short(path)
+                    return None
+                n += 1
+                if n <= skip:
+                    continue
+                length = (record.rec_headers.get_header("Content-Length") or "").strip()
+                if record.format == "warc" and not length.isdigit():  # mandatory; warcio reads a bad one as 0
                     self.skipped["truncated"] += 1
-                    self.errors.append(f"{path}: the file ends inside the record at offset {iterator.offset} (a cut "
-                                       "download or copy?); it is skipped")
-                elif isinstance(response, str):
-                    self.skipped[response] += 1
-                else:
-                    yield response
+                    self.errors.append(f"{path}: the record at offset {iterator.offset} has no valid "
+                                       "Content-Length: the file ends inside its headers (a cut download or "
+                                       "copy?), or the record is damaged; it is skipped")
+                    _drain(record.raw_stream)
+                    continue
+                response = self._response(record)
+                _drain(record.raw_stream)
+            except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
+                if size is not None and "non-chunked gzip" in str(e):
+                    return n
+                self.skipped["unreadable"] += 1
+                self.errors.append(f"{path}: damaged after its last readable record ({_short(e)}); the rest "
+                                   "of the file is skipped")
+                return None
+            if getattr(record.raw_stream, "limit", 0):  # the file ends inside this record, whatever its type
+                self.skipped["truncated"] += 1
+                self.errors.append(f"{path}: the file ends inside the record at offset {iterator.offset} (a cut "
+                                   "download or copy?); it is skipped")
+            elif isinstance(response, str):
+                self.skipped[response] += 1
+            else:
+                yield response
+
+    def _problems(self) -> int:
+        return self.skipped["truncated"] + self.skipped["unreadable"]
+
+    def _cut_short(self, path: Path) -> None:
+        self.skipped["truncated"] += 1
+        self.errors.append(f"{path}: its gzip data is cut short (a cut download or copy?); the records before the "
+                           "cut are read")
 
     def _check_end(self, path: Path, offset: int, size: int) -> None:
         """Bytes after the last whole record: the file ends inside a record (a cut download or copy)."""
@@ -481,6 +514,36 @@ class WarcReader:
         return bytes(buf), cut
 
 
+class _Gunzipped(io.RawIOBase):
+    """A file that is one gzip stream, decompressed as far as its data goes: a cut file ends where its data ends
+    (`complete` tells), where GzipFile raises EOFError and warcio then reads no record at all."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self._z = zlib.decompressobj(31)
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            data = self._z.unconsumed_tail
+            if not data:
+                data = b"" if self._z.eof else self.raw.read(_CHUNK)
+                if not data:
+                    break
+            self._buf = self._z.decompress(data, _CHUNK)  # bounded: a gzip bomb is read a chunk at a time
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    @property
+    def complete(self) -> bool:
+        return self._z.eof
+
+
 def _records(iterator: Any) -> Any:
     """warcio's iterator, made to pass over a record without WARC-Target-URI (a response or request record
     missing it, as hand-made or broken tools write) as one without HTTP headers: warcio raises AttributeError
@@ -488,6 +551,18 @@ def _records(iterator: Any) -> Any:
     loader = iterator.loader
     load = loader.load_http_headers
     loader.load_http_headers = lambda rec_type, uri, stream, length: load(rec_type, uri or "", stream, length)
+    # and tells whether the gzip member it read last was cut short (its end not reached), which warcio takes for
+    # the end of the file
+    iterator.gzip_cut = False
+    reader = iterator.reader
+    close = reader.close_decompressor
+
+    def close_decompressor() -> None:
+        if reader.decompressor is not None and not getattr(reader.decompressor, "eof", True):
+            iterator.gzip_cut = True
+        close()
+
+    reader.close_decompressor = close_decompressor
     return iterator
 
 
