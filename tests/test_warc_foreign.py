@@ -100,3 +100,22 @@ def test_a_file_gzipped_as_one_stream_is_read_whole(tmp_path: Path) -> None:
         assert urls == [f"http://a.example.com/{i}" for i in range(len(urls))] and len(urls) < 5, cut
         assert reader.skipped["truncated"] + reader.skipped["unreadable"] == 1, (cut, reader.skipped)
         assert len(reader.errors) == 1 and "one.warc.gz" in reader.errors[0], (cut, reader.errors)
+
+
+@pytest.mark.parametrize("name,data,says", [
+    ("x.wacz", b"PK\x03\x04\x14\x00\x00\x00\x08\x00datapackage.json", "is a ZIP file (a WACZ?)"),
+    ("x.cdx", b" CDX N b a m s k r M S V g\ncom,example)/ 20240102030405 http://example.com/ text/html 200 AAAA - - "
+              b"100 0 x.warc.gz\n", "is a CDX or CDXJ index"),
+    ("index.cdxj", b'com,example)/ 20240102030405 {"url": "http://example.com/", "status": "200"}\n',
+     "is a CDX or CDXJ index"),
+])
+def test_an_index_or_a_wacz_given_for_a_warc_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                                      data: bytes, says: str) -> None:
+    """A WACZ (Webrecorder's package) or the CDX(J) index beside WARC files (`warcimport warc/*` after an export)
+    was "not a readable WARC file (Unknown archive format, first line: [its bytes])", or for a CDX, warcio's
+    warnings and a line about a record without Content-Length."""
+    (tmp_path / name).write_bytes(data)
+    capsys.readouterr()
+    assert cli("warcimport", tmp_path / name, "-crawlId", "x", *defines(tmp_path, "sqlite")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and name in err[0], err

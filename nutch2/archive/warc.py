@@ -61,6 +61,8 @@ _VALIDATORS = ("etag", "last-modified")  # what a 304 confirms, kept in its revi
 _RENAMED = ("content-encoding", "transfer-encoding")
 _CRAWLER = "X-Crawler-"
 _CHUNK = 1 << 16
+# the first line of a CDX index (its legend) or of a CDX/CDXJ one (a SURT key and a 14-digit time stamp)
+_INDEX_LINE = re.compile(rb" ?CDX [ A-Za-z]+\r?\n|[a-z0-9,.:\[\]-]+\)\S* \d{14} ")
 
 
 def require_warcio() -> None:
@@ -387,6 +389,14 @@ class WarcReader:
             raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
         try:
             with open(path, "rb") as f:
+                head = f.read(512)
+                if head.startswith(b"PK\x03\x04"):  # what warcio would call an archive of unknown format
+                    raise NutchError(f"{path} is a ZIP file (a WACZ?), not a WARC file; unzip it and import the "
+                                     "WARC files of its archive/ folder")
+                if _INDEX_LINE.match(head):
+                    raise NutchError(f"{path} is a CDX or CDXJ index, not a WARC file; import the WARC files it "
+                                     "indexes")
+                f.seek(0)
                 next(iter(_records(ArchiveIterator(f))), None)
         except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
             raise NutchError(f"{path} is not a readable WARC file ({_short(e)})") from None
