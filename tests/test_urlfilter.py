@@ -224,3 +224,17 @@ def test_rule_files_saved_by_windows_notepad_mean_the_same(tmp_path: Path, plugi
     chain = URLFilters.from_conf(make_conf(tmp_path, **{"plugin.includes": plugin, prop: str(path)}))
     assert chain.filter(kept) == kept
     assert chain.filter(dropped) is None
+
+
+@pytest.mark.parametrize("regex", ["[a-z&&[^x]]", "[[:alpha:]]", "[a--z]"])
+def test_a_java_class_python_reads_otherwise_is_a_bad_rule_in_one_line(regex: str, recwarn: pytest.WarningsRecorder,
+                                                                      tmp_path: Path) -> None:
+    """A Java class intersection or nested class (valid in a Nutch user's file) compiled with a two-line
+    FutureWarning on stderr, then matched something else than in Nutch (the URL was silently dropped)."""
+    path = tmp_path / "rules.txt"
+    path.write_text(f"+{regex}\n")
+    conf = make_conf(tmp_path, **{"plugin.includes": "urlfilter-regex", "urlfilter.regex.file": str(path)})
+    with pytest.raises(ConfigError) as e:
+        RegexURLFilter(conf)
+    assert "\n" not in str(e.value) and f"rules.txt:1: bad regex {regex!r}" in str(e.value)
+    assert "escape" in str(e.value) and not [w for w in recwarn if w.category is FutureWarning]

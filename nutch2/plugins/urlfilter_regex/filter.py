@@ -11,6 +11,7 @@ URLs whose host or registered domain is the one named; other URLs skip them.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,9 +67,16 @@ def parse_rule(line: str, where: str, host: str | None = None) -> Rule | None:
     if not regex:
         raise ValueError(f"{where}: missing regex after {sign!r}")
     try:
-        pattern = re.compile(regex)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)  # "possible nested set" etc.: a Java class re reads
+            pattern = re.compile(regex)  # otherwise ([a-z&&[^x]], [[:alpha:]]), said as two lines of a warning
     except re.error as err:
         raise ValueError(f"{where}: bad regex {regex!r}: {err}") from None
+    except FutureWarning as err:
+        raise ValueError(f"{where}: bad regex {regex!r}: {str(err).lower()}: in a class, Python's re reads '[[' "
+                         "and '&&' as characters where Java reads a nested class or an intersection (and may read "
+                         r"'--', '||', '~~' otherwise one day); escape the second character (\[, \&, \-, \|, \~) "
+                         "or write the class out") from None
     return Rule(accept=sign == "+", pattern=pattern, where=where, host=host)
 
 
