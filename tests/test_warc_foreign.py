@@ -97,7 +97,7 @@ def test_a_file_gzipped_as_one_stream_is_read_whole(tmp_path: Path) -> None:
     for cut in range(5, len(data) - 8, 3):  # cut: what is before the cut, and one line
         path.write_bytes(data[:cut])
         urls, reader = read(path)
-        assert urls == [f"http://a.example.com/{i}" for i in range(len(urls))] and len(urls) < 5, cut
+        assert urls == [f"http://a.example.com/{i}" for i in range(len(urls))], cut
         assert reader.skipped["truncated"] + reader.skipped["unreadable"] == 1, (cut, reader.skipped)
         assert len(reader.errors) == 1 and "one.warc.gz" in reader.errors[0], (cut, reader.errors)
 
