@@ -191,6 +191,21 @@ def warn_rows_end_here(prog: str, conf: Configuration, tool: Tool) -> None:
                     f"{rows} gone once this command ends; use sqlite (the default) for a crawl that lasts{steps}")
 
 
+def warn_gora_sqlstore(prog: str, conf: Configuration) -> None:
+    """Gora's SqlStore, Nutch 2's default store (so in every nutch-default.xml copied as a nutch-site.xml), is
+    PostgreSQL here: a user who did not choose a server hears it before the crawl goes there, or fails to."""
+    value = conf.get_str("storage.data.store.class").strip()
+    if not value.startswith("org.apache.gora."):
+        return
+    try:
+        cls = store_class(conf)
+    except NutchError:  # the command says it
+        return
+    if cls.name == "postgres" and value in cls.aliases:
+        log.warning(f"{prog}: warning: storage.data.store.class={value} (Nutch 2's default) means PostgreSQL here, "
+                    "at storage.postgres.url; remove the property to keep the crawl in sqlite, nutch2's default")
+
+
 def main(argv: list[str] | None = None) -> int:
     """`nutch2 <argv>`; argv None: this process's own command line (the process ends with the command)."""
     limit_arenas()
@@ -226,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(conf, ns)
         for source in conf.sources:
             log.debug(f"conf: {source}")
+        warn_gora_sqlstore(prog, conf)
         tool = cls(conf, getattr(ns, "crawl_id", None) if cls.crawl else None, args)
         if cls.name == "server":  # uvicorn handles the server's signals (and stops its jobs)
             return tool.execute(run)

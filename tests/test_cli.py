@@ -582,3 +582,22 @@ def test_a_url_given_to_inject_for_a_seed_file_says_so(tmp_path: Path, capsys: p
     assert err == ("nutch2 inject: error: https://example.com/a is a URL, and inject reads seed files: put it in one "
                    "(echo 'https://example.com/a' > seeds/seeds.txt) and give the file or its folder"), err
     assert not list(tmp_path.glob("*.sqlite"))  # no crawl made
+
+
+def test_nutch2s_default_store_copied_from_nutch_is_said_to_be_postgresql(tmp_path: Path) -> None:
+    """Nutch 2's nutch-default.xml, copied as a nutch-site.xml, names Gora's SqlStore: here PostgreSQL, which the
+    user never chose. The command went to storage.postgres.url (a server of this machine, if one ran there) or
+    failed with 'cannot reach PostgreSQL ... start it', naming nothing of the user's own file."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "nutch-site.xml").write_text(
+        "<configuration><property><name>storage.data.store.class</name>"
+        "<value>org.apache.gora.sql.store.SqlStore</value></property></configuration>")
+    p = run(tmp_path, "readdb", "-stats", "-D", "storage.postgres.url=postgresql://x@127.0.0.1:1/x")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    warning, error = p.stderr.splitlines()
+    assert "org.apache.gora.sql.store.SqlStore" in warning and "PostgreSQL" in warning and "sqlite" in warning
+    assert "cannot reach PostgreSQL" in error
+    p = run(tmp_path, "readdb", "-stats", "-D", "storage.data.store.class=postgres",
+            "-D", "storage.postgres.url=postgresql://x@127.0.0.1:1/x")
+    assert len(p.stderr.splitlines()) == 1, p.stderr  # chosen by its name: nothing to warn about
