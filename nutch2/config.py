@@ -156,6 +156,9 @@ def read_site_xml(path: Path) -> dict[str, str]:
         name = prop.findtext("name")
         value = (prop.findtext("value") or "").strip()
         if name and value:
+            if props.get(name.strip(), value) != value:  # a property added at the end, forgetting the one above
+                log.warning(f"warning: {path}: {name.strip()} is set twice, to different values (not shown: one may "
+                            "be a password); the last one is used, as in Hadoop: remove the other")
             props[name.strip()] = value
     return props
 

@@ -199,6 +199,20 @@ def test_site_xml_of_another_kind_is_refused(tmp_path: Path, root: str) -> None:
     assert "nutch-site.xml" in msg and f"<{root}>" in msg and "<configuration>" in msg
 
 
+def test_site_xml_property_set_twice_to_different_values_warns(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A property added at the end of a long nutch-site.xml while the file set it above already: the last one wins
+    (as in Hadoop), which the user of the first one did not see; the values are not shown (a password?)."""
+    xml = hadoop_xml(**{"http.proxy.password": "s3cret", "fetcher.parse": "true"})
+    xml = xml.replace("</configuration>", "<property><name>http.proxy.password</name><value>other</value></property>"
+                      "<property><name>fetcher.parse</name><value>true</value></property></configuration>")
+    conf = Configuration(site_dir(tmp_path, xml=xml))
+    assert conf.get("http.proxy.password") == "other"
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "http.proxy.password is set twice" in lines[0] and "nutch-site.xml" in lines[0]
+    assert "s3cret" not in lines[0] and "other" not in lines[0].replace("remove the other", "")
+
+
 def test_site_toml_not_toml(tmp_path: Path) -> None:
     d = site_dir(tmp_path, toml="fetcher.threads.fetch = = 3\n")
     with pytest.raises(ConfigError) as e:
