@@ -127,9 +127,9 @@ def _coerce(key: str, value: Any, default: Any, source: str, typed: bool = False
         return str(value)
     except ValueError:
         article = "an" if kind[0] in "aeiou" else "a"
-        raise ConfigError(
-            f"{source}: {key}={value!r} is not a valid {kind}; give {article} {kind} like {default!r}"
-        ) from None
+        give = "true or false (or yes/no, on/off, 1/0)" if isinstance(default, bool) else \
+            f"{article} {kind} like {default!r}"  # not Python's False
+        raise ConfigError(f"{source}: {key}={value!r} is not a valid {kind}; give {give}") from None
 
 
 def _toml_repr(value: Any) -> str:

@@ -247,6 +247,15 @@ def test_define_coercion(key: str, value: str, expected: object) -> None:
     assert got == expected and type(got) is type(expected)
 
 
+@pytest.mark.parametrize("value", ["y", "maybe", "enabled"])
+def test_a_bad_boolean_names_what_is_taken(value: str) -> None:
+    """The line said 'give a boolean like False': Python's spelling, in a message to a -D or XML user."""
+    with pytest.raises(ConfigError) as e:
+        Configuration(CONF_DIR, {"fetcher.store.content": value})
+    msg = one_line(e)
+    assert "give true or false" in msg and "False" not in msg and "True" not in msg
+
+
 @pytest.mark.parametrize("key,value", [
     ("fetcher.threads.fetch", "abc"),
     ("fetcher.threads.fetch", "1.5"),
