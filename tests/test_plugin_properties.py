@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nutch2 import logs
+from nutch2.errors import ConfigError
 from nutch2.plugin import Plugins
 from tests.conftest import make_conf
 
@@ -43,3 +44,19 @@ def test_no_warning_with_the_plugin_active_or_the_default_value(caplog, tmp_path
     assert warnings(caplog, tmp_path, **{"index.static": "collection:docs", "plugin.includes": includes}) == []
     assert warnings(caplog, tmp_path, **{"index.static": ""}) == []
     assert warnings(caplog, tmp_path) == []
+
+
+@pytest.mark.parametrize("prop,value,point", [
+    ("urlfilter.order", "urlfilter-regexx", "url-filter"),  # a typo: every URL was kept, no word but "ignored"
+    ("indexingfilter.order", "org.apache.nutch.indexer.basic.BasicIndexingFiltr", "indexing-filter"),
+    ("scoring.filter.order", "scoring-link", "scoring-filter"),  # a Nutch plugin nutch2 lacks
+])
+def test_an_order_naming_no_active_plugin_stops_the_command(tmp_path: Path, prop: str, value: str,
+                                                            point: str) -> None:
+    """Nutch's *.order runs only the extensions it names: an order whose every name is a typo turned the whole
+    extension point off (no URL filter, no indexing filter), with one warning saying the name was "ignored"."""
+    conf = make_conf(tmp_path, **{prop: value})
+    with pytest.raises(ConfigError) as e:
+        Plugins(conf).check([point])
+    assert "\n" not in str(e.value) and prop in str(e.value) and "none would run" in str(e.value)
+    Plugins(make_conf(tmp_path, **{prop: ""})).check([point])  # empty: every active one, as before

@@ -51,20 +51,22 @@ class Plugins:
         property listing the extensions to choose from (urlnormalizer.scope.<scope>; all when empty). Names are
         plugin ids or class names; a name no active plugin provides is one warning."""
         active = [(i, extension_class(i, point)) for i in self.providing(point)]
-        found = active
+        only = set(self._names_in(only_prop))
+        found = [(i, c) for i, c in active if only & _names(i, c)] if only else active
+        order = self._names_in(order_prop or POINTS[point])
+        ordered = []
+        for name in order:
+            ordered += [(i, c) for i, c in found if name in _names(i, c) and (i, c) not in ordered]
+        if order and found and not ordered and point not in UNNAMED_FOLLOW:  # a typo would turn the point off
+            raise PluginError(f"{order_prop or POINTS[point]} names none of the active {point} plugins "
+                              f"({', '.join(i for i, _ in found)}), so none would run; fix its names, or leave it "
+                              "empty to run every active one")
         for prop in (only_prop, order_prop or POINTS[point]):
             for name in self._names_in(prop):
                 if not any(name in _names(i, c) for i, c in active):
                     config_warning(log, f"warning: {prop} names {name!r}, which no active plugin provides; ignored")
-        only = set(self._names_in(only_prop))
-        if only:
-            found = [(i, c) for i, c in active if only & _names(i, c)]
-        order = self._names_in(order_prop or POINTS[point])
         if not order:
             return found
-        ordered = []
-        for name in order:
-            ordered += [(i, c) for i, c in found if name in _names(i, c) and (i, c) not in ordered]
         return ordered + [m for m in found if m not in ordered] if point in UNNAMED_FOLLOW else ordered
 
     def _names_in(self, prop: str | None) -> list[str]:
