@@ -119,3 +119,22 @@ def test_an_index_or_a_wacz_given_for_a_warc_is_named(tmp_path: Path, capsys: py
     assert cli("warcimport", tmp_path / name, "-crawlId", "x", *defines(tmp_path, "sqlite")) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and name in err[0], err
+
+
+def test_records_with_a_wrong_content_length_are_one_line_not_warcios_four_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """warcio writes four lines to stderr for each record not followed by its blank lines ("WARNING: Record not
+    followed by newline ... Offset ... Remainder"): a file written by a tool that gets Content-Length wrong buried the
+    import's own lines under thousands of them."""
+    records = [response(f"http://a.example.com/{i}") for i in range(6)]
+    for i in (1, 3):  # each declares 4 bytes fewer than its block: what follows the record is not blank
+        head, _, rest = records[i].partition(b"Content-Length: ")
+        n, _, tail = rest.partition(b"\r\n")
+        records[i] = head + b"Content-Length: %d\r\n" % (int(n) - 4) + tail
+    path = tmp_path / "short.warc"
+    path.write_bytes(b"".join(records))
+    urls, reader = read(path)
+    err = capsys.readouterr().err
+    assert "WARNING" not in err and "Remainder" not in err, err
+    assert len(urls) == 6 and len(reader.errors) == 1
+    assert "2 records not followed by the blank lines" in reader.errors[0]

@@ -44,6 +44,7 @@ from nutch2.archive.cdxj import record_line, write_file_index
 from nutch2.durable import sync_folder
 from nutch2.errors import ConfigError, NutchError
 from nutch2.fetch.headers import header_block_problem
+from nutch2.logs import counted
 from nutch2.marks import Mark
 from nutch2.rowkeys import CAPTURE_KEY, IP_KEY, TRUNCATED_KEY
 from nutch2.status import CrawlStatus, ProtocolStatusCode
@@ -430,6 +431,10 @@ class WarcReader:
             try:
                 record = next(records, None)
                 if record is None:
+                    if iterator.err_count:
+                        self.errors.append(f"{path}: {counted(iterator.err_count, 'record')} not followed by the "
+                                           "blank lines that end a WARC record (a wrong Content-Length?); the line "
+                                           "after each was passed over")
                     if size is not None:
                         self._check_end(path, iterator.offset, size)
                     if iterator.gzip_cut and self._problems() == problems:  # cut where a record ends
@@ -561,8 +566,10 @@ def _records(iterator: Any) -> Any:
     loader = iterator.loader
     load = loader.load_http_headers
     loader.load_http_headers = lambda rec_type, uri, stream, length: load(rec_type, uri or "", stream, length)
-    # and tells whether the gzip member it read last was cut short (its end not reached), which warcio takes for
-    # the end of the file
+    # and writes nothing to stderr for a record not followed by its blank lines (4 lines each, warcio's; the
+    # reader says how many in one), and tells whether the gzip member it read last was cut short (its end not
+    # reached), which warcio takes for the end of the file
+    iterator.INC_RECORD = ""
     iterator.gzip_cut = False
     reader = iterator.reader
     close = reader.close_decompressor
