@@ -138,3 +138,20 @@ def test_records_with_a_wrong_content_length_are_one_line_not_warcios_four_each(
     assert "WARNING" not in err and "Remainder" not in err, err
     assert len(urls) == 6 and len(reader.errors) == 1
     assert "2 records not followed by the blank lines" in reader.errors[0]
+
+
+@pytest.mark.parametrize("name,data,says", [
+    ("empty.warc.gz", b"", "is empty"),  # was "its gzip data is cut short", then "no HTTP response record"
+    ("x.wacz", b"PK\x03\x04\x14\x00", "is a ZIP file"),
+    ("notes.warc", b"hello world\n", "is not a readable WARC file"),
+])
+def test_a_refused_import_leaves_no_crawl_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                                 data: bytes, says: str) -> None:
+    """The crawl's table was made (the lock is taken in a store the import may create) before the files were
+    checked: a refused import left an empty crawl, which readdb then showed as a crawl of 0 URLs."""
+    (tmp_path / name).write_bytes(data)
+    capsys.readouterr()
+    assert cli("warcimport", tmp_path / name, "-crawlId", "r", *defines(tmp_path, "sqlite")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not list((tmp_path / "crawl").glob("r_*"))

@@ -391,6 +391,8 @@ class WarcReader:
         try:
             with open(path, "rb") as f:
                 head = f.read(512)
+                if not head:
+                    raise NutchError(f"{path} is empty (a failed download or copy?); give WARC files")
                 if head.startswith(b"PK\x03\x04"):  # what warcio would call an archive of unknown format
                     raise NutchError(f"{path} is a ZIP file (a WACZ?), not a WARC file; unzip it and import the "
                                      "WARC files of its archive/ folder")

@@ -182,13 +182,18 @@ class WarcImport(Tool[WarcImportArgs]):
     crawl_lock = True
     creates = True
 
+    def prepare(self) -> None:
+        from nutch2.archive.warc import WarcReader, require_warcio
+
+        super().prepare()
+        require_warcio()
+        for path in self.args.files:  # before the crawl's table is made: a refused import leaves no empty crawl
+            WarcReader.check(path)
+
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import import_id, run_import
 
         paths = self.args.files
-        for path in paths:
-            if not path.is_file():
-                raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
         try:
             batch = import_id(paths)  # the files' digest: the same files, the same batch
         except OSError as e:
