@@ -60,3 +60,21 @@ def test_an_order_naming_no_active_plugin_stops_the_command(tmp_path: Path, prop
         Plugins(conf).check([point])
     assert "\n" not in str(e.value) and prop in str(e.value) and "none would run" in str(e.value)
     Plugins(make_conf(tmp_path, **{prop: ""})).check([point])  # empty: every active one, as before
+
+
+@pytest.mark.parametrize("name,hint", [
+    ("urlfilter-regexx", "did you mean urlfilter-regex?"),  # a typo of an installed plugin
+    ("index-solr", "did you mean indexer-solr?"),
+    ("protocol-selenium", "(installed: "),  # a Nutch plugin nutch2 lacks: the list, as before
+])
+def test_a_misspelt_plugin_name_names_the_installed_one(name: str, hint: str,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A misspelt plugin in plugin.includes drew a warning listing 29 installed plugins, in which the user had to
+    find the one meant."""
+    from nutch2.plugin.descriptor import active_ids
+
+    active_ids.cache_clear()  # it warns once per value: when first computed
+    with caplog.at_level(logging.WARNING):
+        active_ids(f"protocol-http|{name}|parse-html", "")
+    lines = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+    assert len(lines) == 1 and hint in lines[0], lines

@@ -23,6 +23,7 @@ Spark executors, where the same entry points are found.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import logging
@@ -198,8 +199,9 @@ def active_ids(includes: str, excludes: str) -> tuple[str, ...]:
             except re.error:
                 missing = []
         for name in missing:
+            close = difflib.get_close_matches(name, ids, n=1, cutoff=0.8)  # a typo of an installed one
             config_warning(log, f"warning: plugin.includes names {name!r}, which is no installed plugin; ignored "
-                           f"(installed: {', '.join(ids)})")
+                           + (f"(did you mean {close[0]}?)" if close else f"(installed: {', '.join(ids)})"))
     return tuple(i for i in ids if inc.fullmatch(i) and not (exc is not None and exc.fullmatch(i)))
 
 
