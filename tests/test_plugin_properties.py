@@ -78,3 +78,14 @@ def test_a_misspelt_plugin_name_names_the_installed_one(name: str, hint: str,
         active_ids(f"protocol-http|{name}|parse-html", "")
     lines = [r.getMessage() for r in caplog.records if name in r.getMessage()]
     assert len(lines) == 1 and hint in lines[0], lines
+
+
+def test_no_protocol_because_of_plugin_excludes_names_plugin_excludes(tmp_path: Path) -> None:
+    """plugin.excludes=protocol-.* (or .*) said 'add protocol-http to plugin.includes', which held it already."""
+    from nutch2.fetch.protocols import protocol_for
+
+    with pytest.raises(ConfigError) as e:
+        protocol_for(make_conf(tmp_path, **{"plugin.excludes": "protocol-.*"}))
+    assert "plugin.excludes='protocol-.*' takes protocol-http out" in str(e.value)
+    with pytest.raises(ConfigError, match="add protocol-http to plugin.includes"):
+        protocol_for(make_conf(tmp_path, **{"plugin.includes": "parse-html"}))

@@ -5,6 +5,7 @@ protocol-http, which it uses itself)."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -73,6 +74,10 @@ def protocol_for(conf: Configuration, scheme: str = "http") -> Any:
     found = [(getattr(c, "priority", 0), pid) for pid in plugins.providing("protocol")
              if scheme in getattr(c := extension_class(pid, "protocol"), "schemes", ())]
     if not found:
+        excludes = conf.get_str("plugin.excludes").strip()
+        if excludes and re.fullmatch(excludes, "protocol-http"):  # the cause is there, not in plugin.includes
+            raise ConfigError(f"no active protocol plugin fetches {scheme} URLs: plugin.excludes={excludes!r} takes "
+                              "protocol-http out; narrow it")
         raise ConfigError(f"no active protocol plugin fetches {scheme} URLs: add protocol-http to plugin.includes")
     pid = max(found)[1]
     if pid != "protocol-chromium" and (conf.get_str("chromium.url.pattern").strip()
