@@ -155,3 +155,25 @@ def test_a_refused_import_leaves_no_crawl_behind(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
     assert not list((tmp_path / "crawl").glob("r_*"))
+
+
+def test_gzip_streams_one_after_another_and_damaged_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two one-stream files joined (`cat a.warc.gz b.warc.gz`) lost the second one's records without a word; data
+    that is no gzip after the stream was passed over as if the file ended; a file damaged from its start was 'not
+    a readable WARC file (... first line: [its compressed bytes])'."""
+    records = [response(f"http://a.example.com/{i}", b"x" * 3000 + bytes([48 + i])) for i in range(4)]
+    joined = gzip.compress(b"".join(records[:2])) + gzip.compress(b"".join(records[2:]))
+    path = tmp_path / "joined.warc.gz"
+    path.write_bytes(joined)
+    urls, reader = read(path)
+    assert urls == [f"http://a.example.com/{i}" for i in range(4)] and reader.errors == []
+    path.write_bytes(gzip.compress(b"".join(records)) + b"not gzip at all")
+    urls, reader = read(path)
+    assert len(urls) == 4 and reader.skipped == {"unreadable": 1} and len(reader.errors) == 1
+    damaged = bytearray(gzip.compress(b"".join(records)))
+    damaged[12:16] = b"\xff\xff\xff\xff"
+    path.write_bytes(bytes(damaged))
+    capsys.readouterr()
+    assert cli("warcimport", path, "-crawlId", "d", *defines(tmp_path, "sqlite")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is gzip data that cannot be decompressed" in err[0], err

@@ -388,6 +388,7 @@ class WarcReader:
 
         if not path.is_file():
             raise NutchError(f"{path} is not a file; give WARC files (.warc or .warc.gz)")
+        head = b""
         try:
             with open(path, "rb") as f:
                 head = f.read(512)
@@ -402,6 +403,9 @@ class WarcReader:
                 f.seek(0)
                 next(iter(_records(ArchiveIterator(f))), None)
         except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:
+            if head.startswith(b"\x1f\x8b"):  # warcio says "first line: [the compressed bytes]"
+                raise NutchError(f"{path} is gzip data that cannot be decompressed (damaged, or cut at its start?)"
+                                 "; give WARC files") from None
             raise NutchError(f"{path} is not a readable WARC file ({_short(e)})") from None
 
     def responses(self, path: Path) -> Iterator[ArchivedResponse]:
@@ -414,7 +418,11 @@ class WarcReader:
                 stream = _Gunzipped(f)
                 problems = self._problems()
                 yield from self._read(path, io.BufferedReader(stream), None, read)
-                if not stream.complete and self._problems() == problems:
+                if stream.damaged and self._problems() == problems:
+                    self.skipped["unreadable"] += 1
+                    self.errors.append(f"{path}: damaged gzip data after its last readable record ({stream.damaged}); "
+                                       "the rest of the file is skipped")
+                elif not stream.complete and self._problems() == problems:
                     self._cut_short(path)
 
     def _read(self, path: Path, f: Any, size: int | None, skip: int = 0) -> Generator[ArchivedResponse, None,
@@ -539,6 +547,7 @@ class _Gunzipped(io.RawIOBase):
         self.raw = raw
         self._z = zlib.decompressobj(31)
         self._buf = b""
+        self.damaged = ""  # why the data could not be decompressed past some point
 
     def readable(self) -> bool:
         return True
@@ -546,11 +555,20 @@ class _Gunzipped(io.RawIOBase):
     def readinto(self, b: Any) -> int:
         while not self._buf:
             data = self._z.unconsumed_tail
-            if not data:
-                data = b"" if self._z.eof else self.raw.read(_CHUNK)
+            if not data and self._z.eof:  # another gzip stream may follow (`cat a.warc.gz b.warc.gz`)
+                data = self._z.unused_data or self.raw.read(_CHUNK)
                 if not data:
                     break
-            self._buf = self._z.decompress(data, _CHUNK)  # bounded: a gzip bomb is read a chunk at a time
+                self._z = zlib.decompressobj(31)
+            elif not data:
+                data = self.raw.read(_CHUNK)
+                if not data:
+                    break
+            try:
+                self._buf = self._z.decompress(data, _CHUNK)  # bounded: a gzip bomb is read a chunk at a time
+            except zlib.error as e:  # an end here, said after the records before it are read (an exception
+                self.damaged = str(e)  # would lose what the buffered reader holds)
+                break
         n = min(len(b), len(self._buf))
         b[:n] = self._buf[:n]
         self._buf = self._buf[n:]
