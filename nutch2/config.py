@@ -59,6 +59,8 @@ RENAMED = {
     "fetcher.threads.per.host": "fetcher.threads.per.queue",  # Nutch 1 before 1.3
     "generate.max.per.host": "generate.max.count with generate.count.mode=host",  # Nutch 1 before 1.3
     "db.default.fetch.interval": "db.fetch.interval.default, in seconds (this one was in days)",
+    "mapreduce.job.reduces": "mapreduce.job.tasks (tasks of every job)",  # what Nutch's bin/crawl passes
+    "mapred.reduce.tasks": "mapreduce.job.tasks (tasks of every job)",  # its Hadoop 1 name
 }
 
 

@@ -416,6 +416,7 @@ def test_unknown_key_in_site_toml_warns(tmp_path: Path, capsys: pytest.CaptureFi
     ("storage.schema", "nutch2 reads this setting as storage.schema.webpage"),  # Nutch's older names
     ("fetcher.threads.per.host", "nutch2 reads this setting as fetcher.threads.per.queue"),
     ("db.default.fetch.interval", "db.fetch.interval.default, in seconds"),
+    ("mapreduce.job.reduces", "nutch2 reads this setting as mapreduce.job.tasks"),  # Nutch's bin/crawl passes it
 ])
 def test_an_unknown_property_close_to_a_known_one_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            key: str, hint: str) -> None:
