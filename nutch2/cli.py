@@ -48,6 +48,8 @@ def _nutch_hint(tool: str, extra: list[str]) -> str:
     """What an argument Nutch's commands take is called here, for a Nutch user's habit."""
     if "-depth" in extra:
         return "; Nutch 1's -depth N is -rounds N here"
+    if any(w in ("-s", "--set") for w in extra):  # scrapy crawl -s NAME=VALUE
+        return "; Scrapy's -s NAME=VALUE is -D property=value here (conf/nutch-default.toml lists them)"
     if tool == "crawl" and len(extra) == 2 and extra[1].lstrip("-").isdigit():  # bin/crawl <seeds> <id> <rounds>
         return f"; Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId {extra[0]} -rounds {extra[1]}"
     flags = [o.flag for _, o, _, _ in opts(TOOLS[tool].Args) if o.flag] + ["-crawlId", "-D"]

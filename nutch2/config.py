@@ -53,14 +53,30 @@ RANGES: dict[str, tuple[float, float]] = {
     "http.content.limit": (-1, 1e12), "http.content.inflate.limit": (1, 1e12),  # content: -1 is no limit
     "db.fetch.interval.default": (1, 3_153_600_000), "db.fetch.interval.max": (1, 3_153_600_000),  # s, 100 years
 }
-# Nutch properties nutch2 reads under another name (older Nutch 1 and 2 names a Nutch user's file may still hold)
+# Nutch properties nutch2 reads under another name (older Nutch 1 and 2 names a Nutch user's file may still hold,
+# and what Nutch's bin/crawl passes), and Scrapy's settings (a user moving from Scrapy: -D DOWNLOAD_DELAY=2): what
+# the warning about each says
+_AS = "nutch2 reads this setting as "
 RENAMED = {
-    "storage.schema": "storage.schema.webpage",  # Nutch 2.0/2.1
-    "fetcher.threads.per.host": "fetcher.threads.per.queue",  # Nutch 1 before 1.3
-    "generate.max.per.host": "generate.max.count with generate.count.mode=host",  # Nutch 1 before 1.3
-    "db.default.fetch.interval": "db.fetch.interval.default, in seconds (this one was in days)",
-    "mapreduce.job.reduces": "mapreduce.job.tasks (tasks of every job)",  # what Nutch's bin/crawl passes
-    "mapred.reduce.tasks": "mapreduce.job.tasks (tasks of every job)",  # its Hadoop 1 name
+    "storage.schema": _AS + "storage.schema.webpage",  # Nutch 2.0/2.1
+    "fetcher.threads.per.host": _AS + "fetcher.threads.per.queue",  # Nutch 1 before 1.3
+    "generate.max.per.host": _AS + "generate.max.count with generate.count.mode=host",
+    "db.default.fetch.interval": _AS + "db.fetch.interval.default, in seconds (this one was in days)",
+    "mapreduce.job.reduces": _AS + "mapreduce.job.tasks (tasks of every job)",
+    "mapred.reduce.tasks": _AS + "mapreduce.job.tasks (tasks of every job)",
+    "DOWNLOAD_DELAY": _AS + "fetcher.server.delay (seconds)",
+    "CONCURRENT_REQUESTS": _AS + "fetcher.threads.fetch (per fetch task)",
+    "CONCURRENT_REQUESTS_PER_DOMAIN": _AS + "fetcher.threads.per.queue",
+    "CONCURRENT_REQUESTS_PER_IP": _AS + "fetcher.threads.per.ip",
+    "USER_AGENT": _AS + "http.agent.name (the User-Agent is made from http.agent.*)",
+    "DOWNLOAD_TIMEOUT": _AS + "http.timeout, in milliseconds (this one was in seconds)",
+    "DOWNLOAD_MAXSIZE": _AS + "http.content.limit (bytes)",
+    "AUTOTHROTTLE_ENABLED": _AS + "fetcher.server.delay.adaptive",
+    "AUTOTHROTTLE_TARGET_CONCURRENCY": _AS + "fetcher.server.delay.adaptive.target.concurrency",
+    "RETRY_TIMES": _AS + "fetcher.retry.max",
+    "REDIRECT_MAX_TIMES": _AS + "http.redirect.max",
+    "ROBOTSTXT_OBEY": "nutch2 always obeys robots.txt",
+    "DEPTH_LIMIT": "nutch2 crawls N links deep with crawl -rounds N",
 }
 
 
@@ -294,7 +310,7 @@ class Configuration:
                 continue
             close = difflib.get_close_matches(key, self.defaults, n=1, cutoff=0.9)  # a typo of a property
             if key in RENAMED:
-                log.warning(f"warning: {source}: {key} is ignored: nutch2 reads this setting as {RENAMED[key]}")
+                log.warning(f"warning: {source}: {key} is ignored: {RENAMED[key]}")
             elif close:
                 log.warning(f"warning: {source}: {key}: not a nutch2 property, ignored; did you mean {close[0]}?")
             elif source.endswith(SITE_XML):  # a Nutch user's file: most likely a Nutch feature nutch2 lacks

@@ -499,6 +499,8 @@ def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
     order = run(tmp_path, "crawl", "seeds/", "news", "3")
     assert order.returncode == 2 and ("Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId news -rounds 3"
                                       in one_error_line(order))
+    scrapy = run(tmp_path, "crawl", "seeds/", "-s", "DOWNLOAD_DELAY=2")  # a Scrapy user's habit
+    assert scrapy.returncode == 2 and "Scrapy's -s NAME=VALUE is -D property=value here" in one_error_line(scrapy)
 
 
 def test_a_crawl_with_no_parser_plugin_fails_before_it_makes_anything(tmp_path: Path) -> None:

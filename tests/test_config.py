@@ -417,6 +417,9 @@ def test_unknown_key_in_site_toml_warns(tmp_path: Path, capsys: pytest.CaptureFi
     ("fetcher.threads.per.host", "nutch2 reads this setting as fetcher.threads.per.queue"),
     ("db.default.fetch.interval", "db.fetch.interval.default, in seconds"),
     ("mapreduce.job.reduces", "nutch2 reads this setting as mapreduce.job.tasks"),  # Nutch's bin/crawl passes it
+    ("DOWNLOAD_DELAY", "nutch2 reads this setting as fetcher.server.delay"),  # Scrapy's settings
+    ("DOWNLOAD_TIMEOUT", "http.timeout, in milliseconds"),
+    ("ROBOTSTXT_OBEY", "nutch2 always obeys robots.txt"),
 ])
 def test_an_unknown_property_close_to_a_known_one_names_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            key: str, hint: str) -> None:
