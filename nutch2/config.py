@@ -271,8 +271,13 @@ class Configuration:
         return path if path.is_file() else shipped_conf_dir() / name
 
     def resource(self, name: str) -> Path:
-        """Path of a conf file (e.g. regex-urlfilter.txt): the conf dir's, else the shipped one."""
-        return self._find(name)
+        """Path of a conf file (e.g. regex-urlfilter.txt): the conf dir's, else the shipped one. A device or a pipe
+        (/dev/zero, /dev/stdin) is refused: reading it would never end, or hold the command's memory."""
+        path = self._find(name)
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise ConfigError(f"{path} is a device or a pipe, not a file: name a conf file (of the conf folder, or "
+                              "a path)")
+        return path
 
     def _apply(self, props: dict[str, Any], source: str, typed: bool = False) -> None:
         self.sources.append(f"read {Path(source).absolute()} ({len(props)} properties)" if source != "-D" else

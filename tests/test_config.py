@@ -462,3 +462,13 @@ def test_a_nutch_conf_dir_that_is_no_folder_names_the_variable(tmp_path: Path, m
     assert ("is not a folder" if kind == "file" else "does not exist") in msg
     with pytest.raises(ConfigError, match="pass --conf with an existing folder"):
         Configuration(target)
+
+
+def test_a_conf_file_that_is_a_device_is_refused(tmp_path: Path) -> None:
+    """-D urlfilter.regex.file=/dev/zero (or a named pipe) was read as a file: a line that never ends, held in memory
+    until the machine ran out of it."""
+    conf = Configuration(CONF_DIR)
+    with pytest.raises(ConfigError) as e:
+        conf.resource("/dev/zero")
+    assert "/dev/zero is a device or a pipe" in one_line(e)
+    assert conf.resource("regex-urlfilter.txt").is_file()
