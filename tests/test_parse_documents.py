@@ -4,6 +4,7 @@ the middle of a parse job."""
 
 from __future__ import annotations
 
+import logging
 import resource
 import socket
 import threading
@@ -160,6 +161,28 @@ def test_parse_plugin_mapping(tmp_path: Path) -> None:
         factory(**{"parse.plugin": "parse-tika"})
     with pytest.raises(ConfigError, match="not an http"):
         factory(**{"tika.server.url": "127.0.0.1:9998"})
+
+
+def test_nutchs_own_parse_plugins_xml_is_read_as_it_is(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Nutch's parse-plugins.xml maps types to parsers nutch2 does not have (feed, parse-js, parse-swf): copied into
+    the conf folder as it is, it stopped every parse and crawl ("parse.plugin names parsers that are not
+    installed", naming a property the user never set). Nutch skips parsers that are not active; so does nutch2,
+    with one warning naming them."""
+    (tmp_path / "parse-plugins.xml").write_text(
+        '<parse-plugins><mimeType name="*"><plugin id="parse-tika"/></mimeType>'
+        '<mimeType name="text/html"><plugin id="parse-html"/></mimeType>'
+        '<mimeType name="application/rss+xml"><plugin id="feed"/></mimeType>'
+        '<mimeType name="text/plain"><plugin id="parse-swf"/><plugin id="parse-text"/></mimeType>'
+        '<aliases><alias name="feed" extension-id="org.apache.nutch.parse.feed.FeedParser"/></aliases>'
+        '</parse-plugins>')
+    conf = Configuration(tmp_path, {"tika.server.url": "http://127.0.0.1:1"})
+    with caplog.at_level(logging.WARNING):
+        f = ParserFactory(conf)
+    lines = [r.getMessage() for r in caplog.records if "parse-plugins.xml" in r.getMessage()]
+    assert len(lines) == 1 and "feed, parse-swf" in lines[0], lines
+    assert [p.plugin_id for p in f.parsers_for("text/html")] == ["parse-html"]
+    assert [p.plugin_id for p in f.parsers_for("text/plain")] == ["parse-text"]
+    assert [p.plugin_id for p in f.parsers_for("application/rss+xml")] == ["parse-tika"]  # '*', as Nutch falls back
 
 
 # ---------------------------------------------------------------------- hostile documents

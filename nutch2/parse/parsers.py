@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.logs import config_warning
 from nutch2.parse.encoding import bom_encoding, header_value
 from nutch2.parse.html import DEFAULT_OUTLINK_TAGS, outlink_tags
 from nutch2.parse.result import ParseResult, failure
@@ -206,19 +207,26 @@ class ParserFactory:
         from nutch2.plugin import Plugins, installed
 
         entries = conf.get("parse.plugin")
+        xml = ""  # the Nutch file the mapping comes from
         if entries:
             self.mapping = parse_mapping_entries(list(entries))
         elif conf.get_str("parse.plugin.file").strip():
-            self.mapping = read_parse_plugins_xml(str(conf.resource(conf.get_str("parse.plugin.file").strip())))
+            xml = str(conf.resource(conf.get_str("parse.plugin.file").strip()))
+            self.mapping = read_parse_plugins_xml(xml)
         else:
             self.mapping = list(DEFAULT_MAPPING)
         plugins = Plugins(conf)
         self.parsers: dict[str, Any] = {i: plugins.build_one("parser", i) for i in plugins.providing("parser")}
         named = {p for _, ids in self.mapping for p in ids}
         unknown = sorted(named - set(installed()))
-        if unknown:
+        have = ", ".join(sorted(i for i in installed() if i.startswith("parse-")))
+        if unknown and xml:  # a Nutch user's file as it is (feed, parse-js, parse-swf...): Nutch skips parsers
+            config_warning(log, f"warning: {xml} names parsers nutch2 does not have: {', '.join(unknown)}; their "
+                           f"types go to the next parser listed, or '*' (installed parsers: {have})")  # as Nutch's do
+            self.mapping = [(m, tuple(i for i in ids if i not in unknown)) for m, ids in self.mapping]
+        elif unknown:
             raise ConfigError(f"parse.plugin names parsers that are not installed: {', '.join(unknown)}; installed "
-                              "parsers: " + ", ".join(sorted(i for i in installed() if i.startswith("parse-"))))
+                              f"parsers: {have}")
         if not self.parsers:  # every page would end unparsed, its links never followed: a typo, most likely
             raise ConfigError("no parser plugin is active: plugin.includes names none of the installed parsers ("
                               + ", ".join(sorted(i for i in installed() if i.startswith("parse-")))
