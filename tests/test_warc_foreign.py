@@ -177,3 +177,12 @@ def test_gzip_streams_one_after_another_and_damaged_ones(tmp_path: Path, capsys:
     assert cli("warcimport", path, "-crawlId", "d", *defines(tmp_path, "sqlite")) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is gzip data that cannot be decompressed" in err[0], err
+
+
+def test_a_target_uri_with_its_scheme_in_capitals_is_an_http_response(tmp_path: Path) -> None:
+    """warcio reads HTTP headers only for a URI starting with lower-case http: or https:, so a record of
+    HTTP://A.EXAMPLE.COM/ (schemes are case-insensitive, RFC 3986) was skipped as not_http."""
+    path = tmp_path / "caps.warc"
+    path.write_bytes(response("HTTP://A.EXAMPLE.COM/Page") + response("Https://a.example.com/2"))
+    urls, reader = read(path)
+    assert urls == ["HTTP://A.EXAMPLE.COM/Page", "Https://a.example.com/2"] and not reader.skipped

@@ -582,10 +582,12 @@ class _Gunzipped(io.RawIOBase):
 def _records(iterator: Any) -> Any:
     """warcio's iterator, made to pass over a record without WARC-Target-URI (a response or request record
     missing it, as hand-made or broken tools write) as one without HTTP headers: warcio raises AttributeError
-    there, which ends its iteration, so every record after it in the file would be lost."""
+    there, which ends its iteration, so every record after it in the file would be lost; and to read the HTTP
+    headers of a URI whose scheme is in capitals (HTTP://), which it takes for no HTTP record."""
     loader = iterator.loader
     load = loader.load_http_headers
-    loader.load_http_headers = lambda rec_type, uri, stream, length: load(rec_type, uri or "", stream, length)
+    loader.load_http_headers = lambda rec_type, uri, stream, length: load(rec_type, (uri or "").lower(), stream,
+                                                                          length)  # and HTTP:// is http://
     # and writes nothing to stderr for a record not followed by its blank lines (4 lines each, warcio's; the
     # reader says how many in one), and tells whether the gzip member it read last was cut short (its end not
     # reached), which warcio takes for the end of the file
