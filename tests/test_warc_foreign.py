@@ -186,3 +186,14 @@ def test_a_target_uri_with_its_scheme_in_capitals_is_an_http_response(tmp_path: 
     path.write_bytes(response("HTTP://A.EXAMPLE.COM/Page") + response("Https://a.example.com/2"))
     urls, reader = read(path)
     assert urls == ["HTTP://A.EXAMPLE.COM/Page", "Https://a.example.com/2"] and not reader.skipped
+
+
+@pytest.mark.parametrize("date", ["yesterday", "", "2024-13-45T99:99:99Z", "99999-01-01T00:00:00Z"])
+def test_a_response_without_a_valid_date_is_counted_as_such(tmp_path: Path, date: str) -> None:
+    """A response whose WARC-Date is missing or no date was counted not_http: the user looked for a scheme or
+    status line problem in a file whose records were all HTTP."""
+    bad = response("http://a.example.com/1").replace(b"WARC-Date: 2024-01-02T03:04:05Z", f"WARC-Date: {date}".encode())
+    path = tmp_path / "date.warc"
+    path.write_bytes(bad + response("http://a.example.com/2"))
+    urls, reader = read(path)
+    assert urls == ["http://a.example.com/2"] and reader.skipped == {"bad_date": 1}, reader.skipped

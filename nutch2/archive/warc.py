@@ -507,10 +507,13 @@ class WarcReader:
             return "not_http"
         try:
             status = int(http.get_statuscode())
-            date_ms = int(iso_date_to_datetime(record.rec_headers.get_header("WARC-Date"), tz_aware=True)
-                          .timestamp() * 1000)
         except (TypeError, ValueError, AttributeError):
             return "not_http"
+        try:  # the fetch time of the row: a record without one is no fetch to record
+            date_ms = int(iso_date_to_datetime(record.rec_headers.get_header("WARC-Date"), tz_aware=True)
+                          .timestamp() * 1000)
+        except (TypeError, ValueError, AttributeError, OverflowError):
+            return "bad_date"
         if record.rec_headers.get_header("WARC-Truncated"):
             return "truncated"
         if header_block_problem(http.headers) is not None:  # what the fetcher would have refused
