@@ -13,12 +13,23 @@ marks and their removal are one transaction, so the indexes never go stale. Part
 cut at every n-th key of the query's own rows (stepped through an index). readdb -stats is a GROUP BY. Leases
 swap their record with a conditional UPDATE, and a fenced journal write checks the lease in its transaction.
 Text values cannot hold NUL characters (PostgreSQL's text type refuses them).
+
+A server that is up but frozen (stopped, swapped out, a paused VM) answers nothing while its machine's kernel still
+acknowledges every packet, so neither keepalives nor tcp_user_timeout notice it, and libpq has no read timeout. A
+watchdog thread of the process looks at every call that has waited storage.postgres.timeout seconds: it opens a
+new connection to the same server, and when that gets no answer either it shuts the waiting call's socket, which
+fails as "no answer" (a long statement of a server that still answers is left alone).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from nutch2.errors import ConfigError, StoreError, StoreUnavailable
@@ -30,6 +41,8 @@ from nutch2.webpage import FIELDS, WebPage, check_fields
 
 if TYPE_CHECKING:
     from nutch2.config import Configuration
+
+log = logging.getLogger(__name__)
 
 _SQL_TYPES = {"int": "bigint", "float": "double precision", "str": "text", "bytes": "bytea"}
 
@@ -81,6 +94,9 @@ class PostgresStore(SqlStore):
 
     # -------------------------------------------------------------- connections
     def _open(self) -> Any:
+        silent = _still_silent(self.url)
+        if silent:  # a call of this process waited for it in vain: not another connect timeout
+            raise StoreUnavailable(silent)
         try:
             # a server machine that went away (no answer, not even a reset) is noticed within the timeout: TCP
             # keepalives on an idle connection, tcp_user_timeout on one with data unacknowledged
@@ -89,6 +105,10 @@ class PostgresStore(SqlStore):
                                          keepalives_idle=max(1, t // 3), keepalives_interval=max(1, t // 6),
                                          keepalives_count=3, tcp_user_timeout=t * 1000)
         except self._psycopg.Error as e:
+            if "timeout expired" in str(e):  # it took the connection and said nothing: up, but stopped or swamped
+                raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where} (no answer within {min(10, t)} s); "
+                                       "is the server up, and not stopped or overloaded? (docker/services.sh status "
+                                       "postgres)") from None
             raise StoreUnavailable(f"cannot reach PostgreSQL at {self.where} ({_short(e)}); check "
                                    "storage.postgres.url, or start it: docker/services.sh start postgres") from None
         with self._conns_lock:
@@ -116,7 +136,9 @@ class PostgresStore(SqlStore):
 
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> Any:
         try:
-            return self._conn().execute(sql, params)
+            conn = self._conn()
+            with self._watched(conn):
+                return conn.execute(sql, params)
         except self._psycopg.Error as e:
             raise self._error(e, f"PostgreSQL at {self.where}: {_short(e)}") from None
 
@@ -166,12 +188,13 @@ class PostgresStore(SqlStore):
         # a private connection and a server-side cursor: rows stream while the caller writes through this store
         conn = self._open()
         try:
-            with conn.transaction(), conn.cursor(name="scan") as cur:
-                cur.itersize = 512
+            with self._watched(conn) as call, conn.transaction(), conn.cursor(name="scan") as cur:
                 cur.execute(sql, params)
-                for row in cur:
-                    self.rows_read += 1
-                    yield self._page(row[0], names, row[1:])
+                while rows := cur.fetchmany(512):
+                    with call.idle():  # the caller's time with the rows is not the server's
+                        for row in rows:
+                            self.rows_read += 1
+                            yield self._page(row[0], names, row[1:])
         except self._psycopg.Error as e:
             raise self._error(e, f"PostgreSQL at {self.where}: {_short(e)}") from None
         finally:
@@ -198,7 +221,7 @@ class PostgresStore(SqlStore):
         with self._flush_lock:
             conn = self._writer_conn()
             try:
-                with conn.transaction():
+                with self._watched(conn), conn.transaction():
                     for fence in fences:
                         row = conn.execute(f"SELECT value FROM {self._qs} WHERE name = %s FOR SHARE",
                                            (fence.name,)).fetchone()
@@ -240,7 +263,7 @@ class PostgresStore(SqlStore):
         marks = [(n, str(v), k) for k in marked for n, v in pending[k]["__markers__"].items() if is_mark(n)]
         conn = self._writer_conn()
         try:
-            with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
+            with self._watched(conn), conn.pipeline(), conn.transaction(), conn.cursor() as cur:
                 if deletes:
                     cur.execute(f"DELETE FROM {self._qm} WHERE key = ANY(%s)", (deletes,))
                     cur.execute(f"DELETE FROM {self._q} WHERE key = ANY(%s)", (deletes,))
@@ -266,11 +289,139 @@ class PostgresStore(SqlStore):
             self._local = threading.local()
             self._writer = None
 
+    @contextmanager
+    def _watched(self, conn: Any) -> Iterator[_Call]:
+        """Calls on `conn` in the block are watched (module docstring); one the watchdog cut raises
+        StoreUnavailable naming the silence."""
+        call = _Call(conn, self.url, self.timeout)
+        _watch(call)
+        try:
+            yield call
+        except self._psycopg.Error:
+            if call.cut:
+                raise StoreUnavailable(_silence(self.where, self.timeout)) from None
+            raise
+        finally:
+            _unwatch(call)
+
     def _close(self, conn: Any) -> None:
         with self._conns_lock:
             if conn in self._conns:
                 self._conns.remove(conn)
         conn.close()
+
+
+class _Call:
+    """A connection with a call in progress (since: when it began waiting for the server; None while the caller
+    holds the rows it got)."""
+
+    def __init__(self, conn: Any, url: str, timeout: float) -> None:
+        self.conn, self.url, self.timeout = conn, url, timeout
+        self.since: float | None = time.monotonic()
+        self.cut = False
+
+    @contextmanager
+    def idle(self) -> Iterator[None]:
+        self.since = None
+        try:
+            yield
+        finally:
+            self.since = time.monotonic()
+
+
+_calls: dict[int, _Call] = {}
+_silent: dict[str, tuple[str, float]] = {}  # url -> (why, timeout) of a server that answered nothing, until it does
+_calls_lock = threading.Lock()
+_watchdog_pid = 0  # the process whose watchdog thread runs (a forked child starts its own)
+WATCHDOG_BEAT = 1.0
+
+
+def _watch(call: _Call) -> None:
+    """Watch the call from now on; a server this process found silent fails it at once."""
+    global _watchdog_pid
+    with _calls_lock:
+        if _watchdog_pid != os.getpid():
+            _calls.clear()  # a forked child's copy of its parent's calls
+            _silent.clear()
+            _watchdog_pid = os.getpid()
+            threading.Thread(target=_watchdog, name="postgres-watchdog", daemon=True).start()
+        if call.url in _silent:
+            raise StoreUnavailable(_silent[call.url][0])
+        _calls[id(call)] = call
+
+
+def _unwatch(call: _Call) -> None:
+    with _calls_lock:
+        _calls.pop(id(call), None)
+
+
+def _still_silent(url: str) -> str | None:
+    with _calls_lock:
+        return _silent[url][0] if url in _silent and _watchdog_pid == os.getpid() else None
+
+
+def _watchdog() -> None:
+    while True:
+        time.sleep(WATCHDOG_BEAT)
+        _check_calls()
+
+
+def _check_calls() -> None:
+    """Cut the calls that have waited their timeout on a server that answers no new connection either; forget a
+    silence once the server answers again."""
+    now = time.monotonic()
+    with _calls_lock:
+        overdue = [c for c in _calls.values() if c.since is not None and now - c.since >= c.timeout and not c.cut]
+        silent = dict(_silent)
+    answers = {url: _answers(url, timeout) for url, (_, timeout) in silent.items()}
+    with _calls_lock:
+        for url, answered in answers.items():
+            if answered:
+                _silent.pop(url, None)
+    for call in overdue:
+        if call.url not in answers:
+            answers[call.url] = _answers(call.url, call.timeout)
+        with _calls_lock:
+            if _calls.get(id(call)) is not call:  # it ended meanwhile
+                continue
+            if answers[call.url]:  # a long statement: ask again after another timeout
+                call.since = time.monotonic()
+                continue
+            call.cut = True
+            _silent[call.url] = (_silence(_redact(call.url), call.timeout), call.timeout)
+            log.debug(f"postgres: a call waited {call.timeout:g} s and a new connection got no answer: cutting it")
+            _shutdown(call.conn)
+
+
+def _silence(where: str, timeout: float) -> str:
+    return (f"PostgreSQL at {where}: no answer within storage.postgres.timeout ({timeout:g} s), nor to a new "
+            "connection; is the server up, and not stopped or overloaded? (docker/services.sh status postgres)")
+
+
+def _answers(url: str, timeout: float) -> bool:
+    """Does the server take a new connection (an error it sends, too many clients say, is an answer)?"""
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=max(2, min(10, int(timeout)))).close()
+    except psycopg.Error as e:
+        text = str(e).lower()
+        return not ("timeout" in text or "refused" in text or "closed the connection" in text)
+    return True
+
+
+def _shutdown(conn: Any) -> None:
+    """Shut the connection's socket: the call waiting on it fails at once (libpq reads the end of the stream)."""
+    try:
+        dup = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except Exception:  # closed meanwhile
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()
 
 
 def _upsert(table: str, names: tuple[str, ...]) -> str:

@@ -11,7 +11,9 @@ import time
 
 class Proxy:
     """Forwards 127.0.0.1:<port> to `target`. `cut()` drops every connection and refuses new ones until
-    `restore()`; with `allow`, it cuts itself after that many HTTP requests."""
+    `restore()`; `freeze()` is a server stopped (kill -STOP) until `thaw()`: connections stay open and new ones
+    are taken by the kernel, but nothing more is carried either way; with `allow`, it cuts itself after that many
+    HTTP requests."""
 
     def __init__(self, target: tuple[str, int], allow: int | None = None) -> None:
         self.target = target
@@ -19,6 +21,8 @@ class Proxy:
         self.requests = 0
         self.bytes = 0
         self.dead = False
+        self.running = threading.Event()
+        self.running.set()
         self.lock = threading.Lock()
         self.conns: list[socket.socket] = []
         self.sock = socket.socket()
@@ -30,6 +34,7 @@ class Proxy:
 
     def _accept(self) -> None:
         while True:
+            self.running.wait()  # frozen: connections wait in the listen backlog, as with a stopped server
             try:
                 client, _ = self.sock.accept()
             except OSError:
@@ -57,6 +62,7 @@ class Proxy:
                         self.requests += data.count(b" HTTP/1.1\r\n")
                         if self.allow is not None and self.requests > self.allow:
                             self.dead = True
+                self.running.wait()
                 if self.dead:
                     break
                 b.sendall(data)
@@ -77,6 +83,12 @@ class Proxy:
     def restore(self) -> None:
         self.dead = False
 
+    def freeze(self) -> None:
+        self.running.clear()
+
+    def thaw(self) -> None:
+        self.running.set()
+
     def bounce(self, down_seconds: float) -> None:
         """A restart: cut, stay down for a while, come back."""
         self.cut()
@@ -85,6 +97,7 @@ class Proxy:
 
     def close(self) -> None:
         self.cut()
+        self.running.set()
         self.sock.close()
 
 

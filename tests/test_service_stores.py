@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import subprocess
 import sys
 import time
@@ -139,7 +140,7 @@ def test_open_store_error_is_store_error(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_postgres_connections_notice_a_server_machine_that_went_away(tmp_path: Path) -> None:
     """storage.postgres.timeout: TCP keepalives and tcp_user_timeout on every connection (a network or machine
-    gone notices nothing else; a server that is up but silent is bounded by a stop, tests/test_stop.py)."""
+    gone notices nothing else; a server that is up but frozen: the watchdog's test below)."""
     if "postgres" not in SERVICE_STORES:
         if os.environ.get("CI"):
             pytest.fail("CI runs without the PostgreSQL store enabled")
@@ -210,3 +211,52 @@ def test_a_crawl_id_with_no_table_says_no_crawl_db(tmp_path: Path, capsys: pytes
             assert not [t for t in conn.tables() if t.startswith(crawl_id.encode())], conn.tables()
         finally:
             conn.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_frozen_postgres_fails_the_call_and_the_command_in_one_line(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """PostgreSQL stopped (kill -STOP): its kernel still takes connections and acknowledges packets, so keepalives
+    and tcp_user_timeout see nothing and a call waited until Ctrl-C (a fetch sat frozen 5 minutes). A call that
+    waited storage.postgres.timeout now checks with a new connection; that one unanswered too, the call fails as
+    StoreUnavailable naming the silence, later calls of the process fail at once, and once the server answers
+    again the store works."""
+    if "postgres" not in SERVICE_STORES:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without the PostgreSQL store enabled")
+        pytest.skip("the PostgreSQL store is not enabled (NUTCH2_TEST_STORES)")
+    from nutch2.errors import StoreUnavailable
+
+    crawl_id = f"fz{uuid.uuid4().hex[:8]}"
+    proxy = Proxy(("127.0.0.1", PORT["postgres"]))
+    props = {"storage.postgres.timeout": 2, **port_props("postgres", proxy.port)}
+    store = open_store(make_conf(tmp_path, "postgres", **props), crawl_id)
+    try:
+        store.put("com.example:http/a", WebPage("com.example:http/a", status=1))
+        store.flush()
+        proxy.freeze()
+        silence = "no answer within storage.postgres.timeout (2 s), nor to a new connection; is the server up"
+        with pytest.raises(StoreUnavailable, match=re.escape(silence)):
+            store.get("com.example:http/a")
+        with pytest.raises(StoreUnavailable, match=re.escape(silence)):  # known silent: no second wait
+            store.count()
+        capsys.readouterr()
+        assert cli("readdb", "-stats", "-crawlId", crawl_id, *defines(tmp_path, "postgres", **props)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "nutch2 readdb: error: " in err[0] and "Traceback" not in err[0], err
+        assert "no answer within" in err[0] and "is the server up" in err[0], err
+        proxy.thaw()
+        deadline = time.monotonic() + 60
+        while True:  # the watchdog hears from it again within a beat or two
+            try:
+                assert store.get("com.example:http/a").status == 1
+                break
+            except StoreUnavailable:
+                assert time.monotonic() < deadline
+                time.sleep(0.5)
+    finally:
+        proxy.thaw()
+        store.drop_schema()
+        store.close()
+        proxy.close()
