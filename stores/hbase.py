@@ -161,7 +161,7 @@ class HBaseStore(BufferedStore, EntryStorage):
         return sorted(t for t in names if any(f"{t}{side}" in names for side in ("_state", "_idx", "_marks")))
 
     def __init__(self, table: str, host: str, port: int, transport: str = "buffered", protocol: str = "binary",
-                 pool_size: int = 8, timeout_ms: int = 60000, batch_size: int = 1000, retries: int = 5) -> None:
+                 pool_size: int = 8, timeout_ms: int = 30000, batch_size: int = 1000, retries: int = 5) -> None:
         super().__init__(table, batch_size)
         try:
             import happybase
@@ -182,6 +182,8 @@ class HBaseStore(BufferedStore, EntryStorage):
                     conn.open()
                     conn.tables()
             except Exception as e:
+                if _hbase_down(e):  # the settings are right: HBase is not up behind the gateway
+                    raise StoreUnavailable(f"HBase at {self.where}: {_short(e)}") from None
                 raise StoreError(
                     f"cannot reach the HBase Thrift server at {self.where} ({_short(e)}); check hbase.thrift.host, "
                     "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start "
@@ -209,9 +211,13 @@ class HBaseStore(BufferedStore, EntryStorage):
                 conn.open()
                 return fn(conn.table(table or self.tname))
 
-        return with_retries(run, self.retries, _transient,
-                            lambda e: StoreError(_message(self.where, action, e)), 0.2,
-                            self.gone)
+        def fail(e: Exception) -> StoreError:
+            if _hbase_down(e):  # the gateway spent its own retries on HBase: not ours too
+                self.gone.error = StoreUnavailable(_message(self.where, action, e))
+                return self.gone.error
+            return StoreError(_message(self.where, action, e))
+
+        return with_retries(run, self.retries, _transient, fail, 0.2, self.gone)
 
     def _ts(self) -> int:
         """A write timestamp (ms), strictly increasing in this process, with room for the t-1 deletes."""
@@ -339,7 +345,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                 slow += timed_out(e)  # a silent server: tried once more, as with_retries does
                 if attempts > self.retries or slow > 1 or not _transient(e):
                     message = _message(self.where, "scan", e)
-                    if not _transient(e):
+                    if not _transient(e) and not _hbase_down(e):
                         raise StoreError(message) from None
                     self.gone.error = StoreUnavailable(message)
                     raise self.gone.error from None
@@ -742,8 +748,24 @@ def _transient(e: Exception) -> bool:
     return isinstance(e, (OSError, EOFError)) or "Transport" in name or "timed out" in str(e).lower()
 
 
+# what the Thrift server's HBase client says once its own retries and timeouts are spent on a master or region
+# server that is down, frozen or still starting (IOError's message: the Java exception, its cause's too)
+_DOWN = re.compile(r"(RetriesExhausted\w*|SocketTimeoutException|CallTimeoutException|ConnectionLossException|"
+                   r"ConnectException|FailedServerException|NoServerForRegionException|MasterNotRunningException|"
+                   r"PleaseHoldException|ServerNotRunningYetException|OperationTimeoutExceededException|"
+                   r"ConnectionClosedException)")
+
+
+def _hbase_down(e: Exception) -> bool:
+    """The gateway answered, but HBase behind it did not (see _DOWN)."""
+    return type(e).__name__ == "IOError" and _DOWN.search(str(e)) is not None
+
+
 def _short(e: Exception) -> str:
     text = " ".join(str(e).split()) or type(e).__name__
+    if _hbase_down(e):
+        return (f"the Thrift server answers, but HBase behind it does not ({_DOWN.search(text).group(1)}); "  # type: ignore[union-attr]
+                "is HBase up? (docker/services.sh status hbase)")
     if "refused" in text.lower() or "could not connect" in text.lower():
         return "connection refused"
     if "timed out" in text.lower():

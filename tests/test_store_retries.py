@@ -83,3 +83,53 @@ def test_a_client_whose_server_went_away_fails_its_later_calls_at_once() -> None
     with pytest.raises(StoreError) as e:
         with_retries(refused, 5, lambda e: False, lambda e: StoreError(f"{e}"), 0.001, Gone())
     assert type(e.value) is StoreError and refused.calls == 1
+
+
+def test_hbase_down_behind_its_thrift_server_fails_at_once_and_resumably() -> None:
+    """The Thrift server answers an IOError once its own HBase client gave up on a dead or frozen master or region
+    server (SocketTimeoutException, RetriesExhausted...): that was a plain StoreError quoting the Java message (no
+    command to go on), or the call waited the gateway's 20 minutes. It is now StoreUnavailable, not retried (the
+    gateway spent its retries), named as HBase down behind the gateway, and the store's later calls fail at once."""
+    from contextlib import contextmanager
+
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores.base import Gone
+    from nutch2.stores.hbase import HBaseStore
+
+    class IOError(Exception):  # noqa: A001 - the name happybase's Thrift stubs give the gateway's error
+        pass
+
+    down = IOError("IOError(message=b'org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 1 "
+                   "action: IOException: 1 time, servers with issues: null')")
+    assert hbase_failed(down) == ("the Thrift server answers, but HBase behind it does not "
+                                  "(RetriesExhaustedWithDetailsException); is HBase up? (docker/services.sh status "
+                                  "hbase)")
+    calls = []
+
+    class Conn:
+        def open(self) -> None:
+            pass
+
+        def table(self, name: bytes) -> object:
+            return name
+
+    class Pool:
+        @contextmanager
+        def connection(self):  # type: ignore[no-untyped-def]
+            yield Conn()
+
+    def put(table: object) -> None:
+        calls.append(table)
+        raise down
+
+    store = HBaseStore.__new__(HBaseStore)
+    store.where, store.retries, store.gone, store.pool, store.tname = "h:9090", 5, Gone(), Pool(), b"t_webpage"
+    with pytest.raises(StoreUnavailable, match=r"^HBase at h:9090: write failed: the Thrift server answers, but HBase "
+                                               r"behind it does not \(RetriesExhaustedWithDetailsException\)"):
+        store._with_retry("write", put)
+    assert len(calls) == 1
+    with pytest.raises(StoreUnavailable):
+        store._with_retry("get", put)
+    assert len(calls) == 1
+    table_missing = IOError("IOError(message=b'org.apache.hadoop.hbase.TableNotFoundException: x_webpage')")
+    assert "no crawl db x_webpage" in HBaseStore._with_retry.__globals__["_message"]("h:9090", "get", table_missing)

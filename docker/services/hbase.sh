@@ -121,6 +121,24 @@ _hbase_write_conf() {
   <property><name>hbase.client.retries.number</name><value>10</value></property>
 </configuration>
 XML
+  # The Thrift gateway's own HBase client settings (its classpath has conf-thrift/ first): HBase's client defaults
+  # wait up to hbase.client.operation.timeout (20 min) for a master or region server that died or froze, so every
+  # Thrift call a job made hung that long. Bounded here so that a call answers an IOError within ~20 s, well inside
+  # nutch2's storage.hbase.timeout (30 s): the job then fails in one line naming HBase behind the gateway. The
+  # master keeps HBase's defaults for its own RPCs.
+  mkdir -p "$d/conf-thrift"
+  sed 's#</configuration>##' "$d/conf/hbase-site.xml" >"$d/conf-thrift/hbase-site.xml"
+  cat >>"$d/conf-thrift/hbase-site.xml" <<'XML'
+  <property><name>hbase.client.operation.timeout</name><value>20000</value></property>
+  <property><name>hbase.client.meta.operation.timeout</name><value>20000</value></property>
+  <property><name>hbase.rpc.timeout</name><value>5000</value></property>
+  <property><name>hbase.client.scanner.timeout.period</name><value>20000</value></property>
+  <property><name>hbase.client.retries.number</name><value>3</value></property>
+  <property><name>hbase.client.pause</name><value>500</value></property>
+  <property><name>zookeeper.recovery.retry</name><value>2</value></property>
+  <property><name>zookeeper.session.timeout</name><value>20000</value></property>
+</configuration>
+XML
   cat >"$d/conf/log4j2.properties" <<'PROPS'
 status = warn
 dest = err
@@ -194,7 +212,7 @@ hbase_start() {
       echo "hbase: port $tport is already taken by a process we did not start; refusing to start" >&2; return 1
     fi
     _hbase_rotate "$d/logs/thrift"
-    nohup "$java" "${topts[@]}" -cp "$d/conf:$d/gateway/classes:$d/lib/*" nutch2.services.HBaseThriftGateway \
+    nohup "$java" "${topts[@]}" -cp "$d/conf-thrift:$d/conf:$d/gateway/classes:$d/lib/*" nutch2.services.HBaseThriftGateway \
       -b 127.0.0.1 -p "$tport" start >"$d/logs/thrift.out" 2>&1 </dev/null &
     echo $! >"$tpid"
     echo "hbase: starting thrift gateway (pid $!)" >&2
