@@ -753,7 +753,7 @@ def _transient(e: Exception) -> bool:
 _DOWN = re.compile(r"(RetriesExhausted\w*|SocketTimeoutException|CallTimeoutException|ConnectionLossException|"
                    r"ConnectException|FailedServerException|NoServerForRegionException|MasterNotRunningException|"
                    r"PleaseHoldException|ServerNotRunningYetException|OperationTimeoutExceededException|"
-                   r"ConnectionClosedException)")
+                   r"ConnectionClosedException|Zookeeper \w+ could not be completed)")
 
 
 def _hbase_down(e: Exception) -> bool:

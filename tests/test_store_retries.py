@@ -104,6 +104,10 @@ def test_hbase_down_behind_its_thrift_server_fails_at_once_and_resumably() -> No
     assert hbase_failed(down) == ("the Thrift server answers, but HBase behind it does not "
                                   "(RetriesExhaustedWithDetailsException); is HBase up? (docker/services.sh status "
                                   "hbase)")
+    frozen = IOError("IOError(message=b'org.apache.hadoop.hbase.DoNotRetryIOException: Zookeeper GET could not be "
+                     "completed in 10000 ms')")  # the master, and ZooKeeper in it, stopped (kill -STOP)
+    assert hbase_failed(frozen).startswith("the Thrift server answers, but HBase behind it does not (Zookeeper GET "
+                                           "could not be completed); is HBase up?")
     calls = []
 
     class Conn:
