@@ -4,6 +4,7 @@ is said in one line, never a traceback."""
 from __future__ import annotations
 
 import gzip
+import io
 import uuid
 from pathlib import Path
 
@@ -119,6 +120,28 @@ def test_an_index_or_a_wacz_given_for_a_warc_is_named(tmp_path: Path, capsys: py
     assert cli("warcimport", tmp_path / name, "-crawlId", "x", *defines(tmp_path, "sqlite")) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and name in err[0], err
+
+
+def test_warcimport_of_an_export_folder_skips_its_indexes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`warcimport warc/*` after `nutch2 warc` picks up the export's .cdxj indexes (and a .wacz) beside its WARC
+    files: those are skipped with a line each, the WARC files imported (an index alone is still refused above)."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(tmp_path / "a.warc.gz", "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record("http://example.com/", "response", payload=io.BytesIO(
+            b"<html><title>t</title>hello</html>"), http_headers=http))
+    (tmp_path / "a.warc.gz.cdxj").write_bytes(b'com,example)/ 20240102030405 {"url": "http://example.com/"}\n')
+    (tmp_path / "x.wacz").write_bytes(b"PK\x03\x04\x14\x00\x00\x00\x08\x00datapackage.json")
+    capsys.readouterr()
+    files = sorted(tmp_path.iterdir())
+    assert cli("warcimport", *files, "-crawlId", "x", *defines(tmp_path, "sqlite")) == 0
+    err = capsys.readouterr().err
+    assert "a.warc.gz.cdxj is a CDX or CDXJ index, not a WARC file: skipped" in err, err
+    assert "x.wacz is a ZIP file (a WACZ?), not a WARC file: skipped" in err, err
+    assert " imported=1" in err or "imported=1 " in err, err
 
 
 def test_records_with_a_wrong_content_length_are_one_line_not_warcios_four_each(

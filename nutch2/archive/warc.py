@@ -372,6 +372,10 @@ class ArchivedResponse:
     key: str = ""  # the row key, set by the importer once the URL is normalized
 
 
+class NotAWarc(NutchError):
+    """A file an export writes beside its WARC files (a CDX(J) index, a WACZ): `warcimport warc/*` skips it."""
+
+
 class WarcReader:
     """Reads the HTTP responses of WARC files; `skipped` counts the records passed over, by reason."""
 
@@ -395,11 +399,11 @@ class WarcReader:
                 if not head:
                     raise NutchError(f"{path} is empty (a failed download or copy?); give WARC files")
                 if head.startswith(b"PK\x03\x04"):  # what warcio would call an archive of unknown format
-                    raise NutchError(f"{path} is a ZIP file (a WACZ?), not a WARC file; unzip it and import the "
-                                     "WARC files of its archive/ folder")
+                    raise NotAWarc(f"{path} is a ZIP file (a WACZ?), not a WARC file; unzip it and import the "
+                                   "WARC files of its archive/ folder")
                 if _INDEX_LINE.match(head):
-                    raise NutchError(f"{path} is a CDX or CDXJ index, not a WARC file; import the WARC files it "
-                                     "indexes")
+                    raise NotAWarc(f"{path} is a CDX or CDXJ index, not a WARC file; import the WARC files it "
+                                   "indexes")
                 f.seek(0)
                 next(iter(_records(ArchiveIterator(f))), None)
         except (ArchiveLoadFailed, OSError, ValueError, EOFError) as e:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nutch2.crawldb.tablestats import TableStats, record_stats
@@ -183,12 +183,23 @@ class WarcImport(Tool[WarcImportArgs]):
     creates = True
 
     def prepare(self) -> None:
-        from nutch2.archive.warc import WarcReader, require_warcio
+        from nutch2.archive.warc import NotAWarc, WarcReader, require_warcio
 
         super().prepare()
         require_warcio()
+        kept: list[Path] = []
+        skipped: list[NotAWarc] = []
         for path in self.args.files:  # before the crawl's table is made: a refused import leaves no empty crawl
-            WarcReader.check(path)
+            try:
+                WarcReader.check(path)
+                kept.append(path)
+            except NotAWarc as e:  # the index or WACZ of an export beside its WARC files (warcimport warc/*)
+                skipped.append(e)
+        if not kept:
+            raise skipped[0]
+        for e in skipped:
+            log.info(f"warcimport: {str(e).split(';')[0]}: skipped")
+        self.args = replace(self.args, files=kept)
 
     def run(self, run: Run) -> int:
         from nutch2.jobs.warc import import_id, run_import
