@@ -356,18 +356,16 @@ class FetchItemQueues:
         # back-off doubles with each failure in a row
         q.backoff = fb.asked if fb.asked is not None else max(q.backoff, policy.failure_delay(q.failures))
         q.longest = max(q.longest, q.backoff)
-        if 0 <= policy.max_exceptions <= q.exceptions:
-            q.dropped = ("above_exception_threshold", f"{q.exceptions} failed requests to the host "
-                         "(fetcher.max.exceptions.per.queue): left for a later round")
-            log.info("fetch: %s dropped after %d failed requests (fetcher.max.exceptions.per.queue): its URLs are "
-                     "left for a later round", q.qid, q.exceptions)
-            return False
-        if 0 <= policy.max_failures_in_row <= q.failures:
-            q.dropped = ("failures_in_row", f"{q.failures} failed requests in a row to the host "
-                         "(fetcher.max.failures.in.row.per.queue): left for a later round")
-            log.info("fetch: %s dropped after %d failed requests in a row (fetcher.max.failures.in.row.per.queue): "
-                     "its URLs are left for a later round", q.qid, q.failures)
-            return False
+        for limit, count, counter, what, key in (  # a host that keeps failing is left for a later round
+                (policy.max_exceptions, q.exceptions, "above_exception_threshold", "failed requests",
+                 "fetcher.max.exceptions.per.queue"),
+                (policy.max_failures_in_row, q.failures, "failures_in_row", "failed requests in a row",
+                 "fetcher.max.failures.in.row.per.queue")):
+            if 0 <= limit <= count:
+                q.dropped = (counter, f"{count} {what} to the host ({key}): left for a later round")
+                log.info("fetch: %s dropped after %d %s (%s): its URLs are left for a later round", q.qid, count,
+                         what, key)
+                return False
         if fb.kind is Kind.THROTTLED and item.retries < policy.retry_max:
             item.retries += 1
             q.retried += 1
