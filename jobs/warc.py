@@ -294,6 +294,8 @@ class WarcImportJob(Job):
             return iter(())
         ctx.write(self._row(resp, old))
         ctx.incr("imported")
+        if resp.cut:
+            ctx.incr("imported_truncated")  # kept and marked, as a fetch keeps a cut body (parse.skip.truncated)
         failpoints.reach("warcimport.row")
         return iter(())
 
@@ -326,8 +328,8 @@ class WarcImportJob(Job):
             page.content_type = next((v for k, v in resp.headers.items() if k.lower() == "content-type"), None)
             page.headers = stored_headers(resp.headers)
             page.base_url = resp.url
-            if resp.truncated:  # cut at http.content.limit on import
-                page.metadata[TRUNCATED_KEY] = b"length"
+            if resp.cut:  # why the body is cut, in WARC-Truncated's words (as the fetcher marks it)
+                page.metadata[TRUNCATED_KEY] = resp.cut.encode()
             else:
                 page.metadata.pop(TRUNCATED_KEY, None)
         if target is not None:

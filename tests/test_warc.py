@@ -244,7 +244,7 @@ def build_warc(path: Path, base: str) -> dict[str, bytes]:
     data = path.read_bytes()
     path.write_bytes(data[:-200])  # the file ends inside its last record
     return {f"{base}/plain": html, f"{base}/coded": html, f"{base}/moved": b"", f"{base}/missing": b"gone",
-            f"{base}/big": b"x" * 1000}
+            f"{base}/big": b"x" * 1000, f"{base}/cut": html}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -257,7 +257,8 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
     capsys.readouterr()
     assert cli("warcimport", tmp_path / "x.warc.gz", "-crawlId", "i", *d) == 0
     captured = capsys.readouterr()
-    for counter in ("imported=5", "skipped_duplicate=1", "skipped_truncated=2", "skipped_not_http=1",
+    for counter in ("imported=6", "imported_truncated=2", "skipped_duplicate=1", "skipped_truncated=1",
+                    "skipped_not_http=1",
                     "skipped_not_response=4"):  # warcinfo, request, metadata, revisit
         assert counter in captured.err, counter
     table = {unreverse_url(k): p for k, p in rows(conf, "i").items()}
@@ -271,6 +272,8 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
     assert table[f"{base}/moved"].outlinks == {f"{base}/plain": ""}
     assert table[f"{base}/missing"].status == CrawlStatus.GONE
     assert table[f"{base}/big"].metadata[TRUNCATED_KEY] == b"length"  # cut at http.content.limit, as a fetch does
+    assert table[f"{base}/cut"].metadata[TRUNCATED_KEY] == b"length"  # its WARC-Truncated: kept, marked
+    assert TRUNCATED_KEY not in table[f"{base}/plain"].metadata
 
     for bad, why in ((tmp_path / "none.warc", "is not a file"), (tmp_path / "seeds.txt", "not a readable WARC")):
         if bad.name == "seeds.txt":
@@ -279,6 +282,48 @@ def test_import_passes_over_what_is_not_a_whole_http_response(tmp_path: Path, ba
         assert cli("warcimport", bad, "-crawlId", "i", *d) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and why in err[0], err
+
+
+def test_import_marks_a_cut_capture_truncated_as_a_fetch_would(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A response whose payload is shorter than its HTTP Content-Length (the capture's connection ended early), or
+    that carries WARC-Truncated, is imported marked truncated, as the fetcher marks a cut body: parse skips it
+    (parser.skip.truncated) and says why; a whole one, a chunked one and a 304 are not marked."""
+    backend = "sqlite"
+    d = defines(tmp_path, backend)
+    base = "http://cut.example.com"
+    html = b"<html><head><title>t</title></head><body><p>a page <a href='/x'>x</a></p></body></html>"
+    with open(tmp_path / "cut.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+
+        def response(path: str, headers: list[tuple[str, str]], body: bytes, status: str = "200 OK",
+                     **warc: str) -> None:
+            http = StatusAndHeaders(status, [("Content-Type", "text/html"), *headers], protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(base + path, "response", payload=io.BytesIO(body), length=len(body),
+                                                http_headers=http,
+                                                warc_headers_dict={"WARC-Date": "2024-05-06T07:08:09Z", **warc}))
+
+        response("/whole", [("Content-Length", str(len(html)))], html)
+        response("/short", [("Content-Length", str(len(html) + 5000))], html)
+        response("/marked", [("Content-Length", str(len(html)))], html, **{"WARC-Truncated": "time"})
+        response("/odd", [], html, **{"WARC-Truncated": "something-else"})
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(html), html)
+        response("/chunked", [("Transfer-Encoding", "chunked"), ("Content-Length", "99999")], chunked)
+        response("/same", [("Content-Length", "500"), ("ETag", '"e"')], b"", status="304 Not Modified")
+    capsys.readouterr()
+    assert cli("warcimport", tmp_path / "cut.warc.gz", "-crawlId", "c", *d) == 0
+    assert "imported=6 imported_truncated=3" in capsys.readouterr().err
+    table = {unreverse_url(k): p for k, p in rows(conf_for(tmp_path, backend), "c").items()}
+    cuts = {url[len(base):]: page.metadata.get(TRUNCATED_KEY) for url, page in table.items()}
+    assert cuts == {"/whole": None, "/short": b"disconnect", "/marked": b"time", "/odd": b"unspecified",
+                    "/chunked": None, "/same": None}
+    assert table[f"{base}/short"].content == html and table[f"{base}/short"].status == CrawlStatus.FETCHED
+    assert cli("parse", "-crawlId", "c", "-all", *d) == 0
+    assert "skipped_truncated=3" in capsys.readouterr().err
+    table = {unreverse_url(k): p for k, p in rows(conf_for(tmp_path, backend), "c").items()}
+    assert table[f"{base}/short"].parse_status.args == [
+        "content cut: the connection, or the body's decoding, ended before the body did"]
+    assert table[f"{base}/whole"].title == "t"
 
 
 def test_a_duplicate_row_is_exported_as_the_response_it_was(web: TestWeb, tmp_path: Path,

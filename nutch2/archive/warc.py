@@ -17,7 +17,10 @@ page fetched again, server-not-modified for a 304.
 
 Reading: response records with an http(s) target and an HTTP status line; the payload is decoded (chunked
 transfer coding, gzip/deflate/br content coding) by warcio and kept up to http.content.limit, as a fetch would.
-Other records, records marked WARC-Truncated and records the file ends inside are counted and skipped.
+A body cut short is kept and marked truncated, as the fetcher marks one (WARC-Truncated's words: "length" when
+http.content.limit cut it; the record's own WARC-Truncated; "disconnect" when the payload is shorter than its HTTP
+Content-Length, a capture whose connection ended early). Other records and records the file ends inside are
+counted and skipped.
 """
 
 from __future__ import annotations
@@ -367,7 +370,7 @@ class ArchivedResponse:
     headers: dict[str, str]
     content: bytes
     date_ms: int
-    truncated: bool = False  # cut at http.content.limit
+    cut: str = ""  # why the body is truncated (WARC-Truncated's words, as the fetcher's ProtocolOutput.cut); "" whole
     ip: str | None = None
     key: str = ""  # the row key, set by the importer once the URL is normalized
 
@@ -518,14 +521,13 @@ class WarcReader:
                           .timestamp() * 1000)
         except (TypeError, ValueError, AttributeError, OverflowError):
             return "bad_date"
-        if record.rec_headers.get_header("WARC-Truncated"):
-            return "truncated"
         if header_block_problem(http.headers) is not None:  # what the fetcher would have refused
             return "headers_too_large"
         try:
-            content, cut = self._payload(record)
+            content, limited = self._payload(record)
         except Exception:  # noqa: BLE001 - a payload whose coding is broken: skip the record, not the file
             return "bad_payload"
+        cut = "length" if limited else _warc_truncated(record) or _short_payload(record, status)
         return ArchivedResponse(url, status, restore_headers(http.headers), content, date_ms, cut,
                                 record.rec_headers.get_header("WARC-IP-Address"))
 
@@ -544,6 +546,28 @@ class WarcReader:
             del buf[limit:]
         _drain(record.raw_stream)
         return bytes(buf), cut
+
+
+_CUTS = ("length", "time", "disconnect", "unspecified")  # WARC-Truncated's reasons (WARC 1.1, 5.13)
+
+
+def _warc_truncated(record: Any) -> str:
+    """The record's WARC-Truncated reason ("unspecified" for one not in the standard), "" when it has none."""
+    value = (record.rec_headers.get_header("WARC-Truncated") or "").strip().lower()
+    return "" if not value else value if value in _CUTS else "unspecified"
+
+
+def _short_payload(record: Any, status: int) -> str:
+    """"disconnect" when the record's HTTP payload is shorter than the Content-Length of its HTTP headers (as
+    stored in the WARC, before restore_headers: the length of the bytes the record carries), "" otherwise. A
+    chunked payload has no such length; 1xx, 204 and 304 answers carry no body whatever their headers say."""
+    http = record.http_headers
+    if status < 200 or status in (204, 304) or record.payload_length is None or record.payload_length < 0:
+        return ""
+    if "chunked" in (http.get_header("Transfer-Encoding") or "").lower():
+        return ""
+    length = (http.get_header("Content-Length") or "").strip()
+    return "disconnect" if length.isdigit() and int(length) > record.payload_length else ""
 
 
 class _Gunzipped(io.RawIOBase):
