@@ -30,6 +30,11 @@ class WorkerDied(NutchError):
     """A worker process of the job died (killed, out of memory): what it wrote is kept; the job resumes."""
 
 
+class NothingWritten(NutchError):
+    """A command that may create the crawl wrote no row (every seed line rejected): a crawl it created is dropped
+    again (nutch2/tools/base.py Tool.execute), so a later command does not find an empty one."""
+
+
 class UsageError(NutchError):
     """Wrong command-line use; the message is the whole line to print (exit code 2)."""
 

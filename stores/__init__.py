@@ -159,9 +159,10 @@ class Held:
         self.leases.append(lease)
         log.debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
 
-    def release(self) -> None:
+    def release(self, record: bool = True) -> None:
+        """Let the leases go (record=False: stop renewing them, writing nothing; see StoreLease.release)."""
         for lease in reversed(self.leases):
-            lease.release()
+            lease.release(record)
             log.debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
         self.leases.clear()
         self.store.close()
@@ -199,6 +200,37 @@ def crawl_lock(conf: Configuration, crawl_id: str | None, job: str, create: bool
     return held
 
 
+def crawl_exists(conf: Configuration, crawl_id: str | None) -> bool | None:
+    """Whether the store holds the crawl's table; None when it cannot tell (it cannot list its tables, or cannot be
+    reached)."""
+    try:
+        tables = store_class(conf).tables(conf)
+    except StoreError:
+        return None
+    return None if tables is None else table_name(conf, crawl_id) in tables
+
+
+def discard_empty_crawl(conf: Configuration, crawl_id: str | None, job: str) -> bool:
+    """Drop the crawl's table if it holds no row and no other command holds a lease in it: what is left of a
+    command that created the crawl and then wrote nothing (an inject whose every seed line was rejected), so the
+    crawl is not there for a later command (a mistyped -crawlId is still said). True when it was dropped."""
+    try:
+        held = crawl_lock(conf, crawl_id, job)
+    except StoreError:  # another command took it meanwhile: the crawl is theirs now
+        return False
+    store = held.store
+    try:
+        if store.count() or [scope for scope, _ in held_leases(store, "") if scope != "crawl"]:
+            return False
+        held.release(record=False)  # no more writes to the state table: the lease's record goes with the table
+        store.drop_schema()
+    finally:
+        held.release()
+    type(store).forget(conf, store.table)
+    log.debug(f"{job}: dropped the empty table {store.table} it had created")
+    return True
+
+
 def crawler_lease(conf: Configuration, crawl_id: str | None, create: bool = False,
                   log: Callable[[str], None] | None = None) -> Held:
     """One crawl command per crawl at a time, on any machine: the lease `crawler`, held for the whole crawl (its
@@ -233,5 +265,6 @@ def BatchLock(conf: Configuration, crawl_id: str | None, batch: str | None, job:
     return held
 
 
-__all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "crawler_lease", "BatchLock",
+__all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "crawl_exists",
+           "discard_empty_crawl", "crawler_lease", "BatchLock",
            "table_name", "backend_name", "store_class", "find_store_class", "known_stores", "crawl_ids"]

@@ -85,6 +85,12 @@ class DataStore(ABC):
         names their crawls); None: this store cannot list them."""
         return None
 
+    @classmethod
+    def forget(cls, conf: Configuration, table: str) -> None:
+        """After drop_schema of a table no one else uses: remove what the store keeps for it beyond its tables (the
+        sqlite store: its file, when it holds no table any more). Nothing by default."""
+        return
+
     @abstractmethod
     def create_schema(self) -> None:
         """Create the table if it does not exist."""

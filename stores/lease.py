@@ -149,13 +149,15 @@ class StoreLease:
             self.lost = True
             return False
 
-    def release(self) -> None:
+    def release(self, record: bool = True) -> None:
+        """Stop renewing the lease and record it released; record=False leaves its record as it is (held until it
+        expires: for a table about to be dropped, whose record goes with it)."""
         _pop(self)
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         with self._lock:
-            if self._raw is not None and not self.lost:
+            if record and self._raw is not None and not self.lost:
                 try:
                     self.store.swap_state(self.name, self._raw, self._record(self.token, "released"))
                 except Exception:  # noqa: BLE001 - the lease then expires by itself

@@ -71,6 +71,22 @@ class SqliteStore(SqlStore):
             raise StoreError(f"cannot list the crawl dbs in {folder}: {e.strerror}; check storage.data.dir") from None
         return [p.name.removesuffix(".sqlite") for p in files if _holds_table(p, p.name.removesuffix(".sqlite"))]
 
+    @classmethod
+    def forget(cls, conf: Configuration, table: str) -> None:
+        """Remove the table's file (and its write-ahead log) once it holds no table at all."""
+        path = Path(conf.get_str("storage.data.dir")) / f"{table}.sqlite"
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+            try:
+                if conn.execute("SELECT 1 FROM sqlite_master").fetchone() is not None:
+                    return
+            finally:
+                conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        except (sqlite3.Error, OSError):
+            pass  # an empty file left behind lists no crawl (tables) and says so when opened
+
     def __init__(self, path: Path, table: str, batch_size: int = 500, busy_timeout: float = 60.0,
                  checkpoint_pages: int = 1000, cache_kb: int = 512) -> None:
         super().__init__(table, batch_size)

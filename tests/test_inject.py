@@ -431,3 +431,37 @@ def test_a_file_that_is_not_text_fails_before_any_row(tmp_path: Path) -> None:
                        timeout=120)
     assert p.returncode == 1 and "URL contains whitespace" in p.stderr and "(100019 characters)" in p.stderr
     assert max(len(line) for line in p.stderr.splitlines()) < 400, p.stderr
+
+
+@pytest.mark.parametrize("command", ["inject", "crawl"])
+def test_an_inject_of_only_rejected_lines_leaves_no_crawl_behind(tmp_path: Path, command: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Every seed line rejected: one line names the cause and the fix, the exit is 1, and a crawl the command
+    created is gone again (a later command, or a mistyped -crawlId, finds no crawl); an existing crawl keeps its
+    rows."""
+    from nutch2.stores import crawl_ids
+    from tests.crawlutil import cli, conf_for, defines, rows, seed_file
+
+    d = defines(tmp_path, "sqlite")
+    conf = conf_for(tmp_path, "sqlite")
+    bad = write(tmp_path, "bad.txt", "ftp://x.example.com/\nnot a url\nmailto:a@b\n")
+    extra = ["-rounds", "1"] if command == "crawl" else []
+    capsys.readouterr()
+    assert cli(command, bad, "-crawlId", "fresh", *extra, *d) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    assert "no URL was injected (2 lines rejected, 1 URL filtered out)" in err[-1], err
+    assert "conf/regex-urlfilter.txt" in err[-1] and "crawl fresh was not created" in err[-1], err
+    assert crawl_ids(conf) == []
+    assert not list((tmp_path / "crawl").glob("fresh_webpage.sqlite*"))
+    assert cli("readdb", "-crawlId", "fresh", "-stats", *d) == 1
+    assert "no crawl db" in capsys.readouterr().err
+
+    assert cli("inject", seed_file(tmp_path, "http://127.0.1.1:8/a"), "-crawlId", "kept", *d) == 0
+    before = {k: p.values() for k, p in rows(conf, "kept").items()}
+    capsys.readouterr()
+    assert cli(command, bad, "-crawlId", "kept", *extra, *d) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "no URL was injected" in err[-1] and "not created" not in err[-1], err
+    assert {k: p.values() for k, p in rows(conf, "kept").items()} == before and len(before) == 1
+    assert crawl_ids(conf) == ["kept"]

@@ -19,11 +19,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from nutch2 import logs
 from nutch2.config import Configuration
+from nutch2.errors import NothingWritten
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, FoldedCounters
 from nutch2.mapred.measures import is_measure
 from nutch2.plugin import Plugins
-from nutch2.stores import BatchLock, crawl_lock, open_store
+from nutch2.stores import BatchLock, crawl_exists, crawl_id_of, crawl_lock, discard_empty_crawl, open_store
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import ToolArgs
 
@@ -154,17 +155,24 @@ class Tool(Generic[A]):
     def execute(self, run: Run) -> int:
         """Check the inputs, take the locks, run, release: the exit code."""
         self.prepare()
-        with ExitStack() as stack:
-            port, path = getattr(self.args, "metricsPort", None), getattr(self.args, "metricsFile", None)
-            if port is not None or path is not None:  # before the locks: a port in use fails first
-                from nutch2.tools.metrics import exported
+        new = self.creates and self.crawl and crawl_exists(self.conf, self.crawl_id) is False
+        try:
+            with ExitStack() as stack:
+                port, path = getattr(self.args, "metricsPort", None), getattr(self.args, "metricsFile", None)
+                if port is not None or path is not None:  # before the locks: a port in use fails first
+                    from nutch2.tools.metrics import exported
 
-                stack.enter_context(exported(self.conf, run.jobs, port, path))
-            for lock in self.locks():
-                stack.enter_context(lock)
-            if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included
-                logs.command_started()
-            return self.run(run)
+                    stack.enter_context(exported(self.conf, run.jobs, port, path))
+                for lock in self.locks():
+                    stack.enter_context(lock)
+                if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included
+                    logs.command_started()
+                return self.run(run)
+        except NothingWritten as e:  # the crawl this command created holds nothing: it is not left behind
+            if new and discard_empty_crawl(self.conf, self.crawl_id, self.name):
+                raise NothingWritten(f"{e}; crawl {crawl_id_of(self.conf, self.crawl_id) or '(no id)'} was not "
+                                     "created") from None
+            raise
 
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
         """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""

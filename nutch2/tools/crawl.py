@@ -106,6 +106,7 @@ class Crawl(Tool[CrawlArgs]):
     plugin_points = tuple(POINTS)
     help = "inject, then generate → fetch → parse → updatedb (→ index) for N rounds, until done or for ever"
     Args = CrawlArgs
+    creates = True  # with seeds (its locks): one whose every seed line is rejected leaves no crawl behind
 
     def prepare(self) -> None:
         """Every check that needs no store, before the crawl's lease makes it: bad fetch or parse settings and a

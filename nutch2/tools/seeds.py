@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from nutch2.errors import NutchError
+from nutch2.errors import NothingWritten
+from nutch2.logs import counted
 from nutch2.mapred.frameworks import make_runner
 from nutch2.tools.args import ArgError, ToolArgs, opt, tasks_opt, threads_opt
 from nutch2.tools.base import Run, Tool, tool
@@ -99,7 +100,10 @@ class Inject(Tool[InjectArgs]):
             run.values["refusedHosts"] = job.refused_hosts
         c = counters
         if c.get("injected") + c.get("known") + c.get("updated") == 0:
-            raise NutchError("inject: no URL was injected; check the seed lines and conf/regex-urlfilter.txt")
+            why = ", ".join(f"{counted(c.get(k), what)} {done}" for k, what, done in (
+                ("rejected", "line", "rejected"), ("filtered", "URL", "filtered out")) if c.get(k))
+            raise NothingWritten(f"inject: no URL was injected{f' ({why})' if why else ''}; check the seed lines "
+                                 "and conf/regex-urlfilter.txt")
         return 0
 
 
