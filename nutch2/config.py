@@ -1,4 +1,5 @@
-"""Configuration: conf/nutch-default.toml, overridden by nutch-site.toml, then a Nutch nutch-site.xml, then -D.
+"""Configuration: conf/nutch-default.toml, overridden by nutch-site.toml, then a Nutch nutch-site.xml, then -D; a
+property nutch-site.xml marks <final>true</final> is not overridden after it (Hadoop's final parameters).
 
 The conf folder is --conf, else $NUTCH_CONF_DIR, else ./conf when it holds any file, else the shipped one; it is
 an overlay on the shipped defaults: a file it lacks (nutch-default.toml, regex-urlfilter.txt, ...) is read from
@@ -158,10 +159,12 @@ def _toml_repr(value: Any) -> str:
     return repr(value)
 
 
-def read_site_xml(path: Path) -> dict[str, str]:
+def read_site_xml(path: Path, finals: set[str] | None = None) -> dict[str, str]:
     """Read a Hadoop-style configuration XML (Nutch's nutch-site.xml) into {name: value}. A property whose value
     is empty (`<value></value>`, as Nutch's own files have for http.proxy.port and others) is not set, as in
-    Hadoop: the default stands."""
+    Hadoop: the default stands. The names of properties marked `<final>true</final>` are added to `finals`; as in
+    Hadoop, a final property set again further down the file keeps its first value (one warning line)."""
+    finals = set() if finals is None else finals
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
@@ -171,13 +174,20 @@ def read_site_xml(path: Path) -> dict[str, str]:
                           "is <configuration> with <property><name>..</name><value>..</value></property> in it")
     props: dict[str, str] = {}
     for prop in root.iter("property"):
-        name = prop.findtext("name")
+        name = (prop.findtext("name") or "").strip()
         value = (prop.findtext("value") or "").strip()
         if name and value:
-            if props.get(name.strip(), value) != value:  # a property added at the end, forgetting the one above
-                log.warning(f"warning: {path}: {name.strip()} is set twice, to different values (not shown: one may "
-                            "be a password); the last one is used, as in Hadoop: remove the other")
-            props[name.strip()] = value
+            if name in finals:  # Hadoop's "an attempt to override final parameter ...; Ignoring."
+                if props.get(name, value) != value:
+                    log.warning(f"warning: {path}: {name} is final (<final>true</final>) further up the file; "
+                                "the value set again below is ignored, as in Hadoop: remove it")
+            else:
+                if props.get(name, value) != value:  # a property added at the end, forgetting the one above
+                    log.warning(f"warning: {path}: {name} is set twice, to different values (not shown: one may "
+                                "be a password); the last one is used, as in Hadoop: remove the other")
+                props[name] = value
+        if name and (prop.findtext("final") or "").strip() == "true":  # Hadoop reads only "true" as final
+            finals.add(name)
     return props
 
 
@@ -226,6 +236,8 @@ class Configuration:
         self._sources: dict[str, tuple[str, bool]] = {}  # unknown key -> (where it was set, typed)
         self._plugins_read = False
         self._variables: set[str] = set()  # names nutch-site.xml's values use as ${name}
+        self.final: dict[str, str] = {}  # properties marked <final>true</final> -> the file that did: -D (and a
+        # job API job's conf) cannot change them, as a later resource cannot in Hadoop
         self.sources = [f"folder {self.conf_dir.absolute()}"]  # what was read, in order (-v shows it)
         self.sources.append(f"read {defaults.absolute()} ({len(self.defaults)} properties)")
         site = self.conf_dir / SITE_FILE
@@ -233,9 +245,11 @@ class Configuration:
             self._apply(read_toml(site), str(site), typed=True)
         site_xml = self.conf_dir / SITE_XML
         if site_xml.is_file():
-            self._apply(self._expand(read_site_xml(site_xml)), str(site_xml))
+            finals: set[str] = set()
+            self._apply(self._expand(read_site_xml(site_xml, finals)), str(site_xml))
+            self.final = dict.fromkeys(sorted(finals), str(site_xml))
         if overrides:
-            self._apply(overrides, "-D")
+            self._apply(self._not_final(overrides, "-D"), "-D")
         if any(not k.startswith(PASS_THROUGH) for k in self.unknown):
             self._read_plugin_properties()  # a property of a plugin from another package is not unknown
         self._warn_unknown()
@@ -264,6 +278,32 @@ class Configuration:
                 value = expanded
             out[key] = value
         return out
+
+    def _not_final(self, props: dict[str, Any], source: str) -> dict[str, Any]:
+        """`props` without the final properties, each one that would change a value said in one warning line."""
+        kept = {}
+        for key, value in props.items():
+            if key not in self.final:
+                kept[key] = value
+            elif not self._same(key, value):
+                log.warning(f"warning: {source}: {key} is final in {self.final[key]} (<final>true</final>); "
+                            f"{source}'s value is ignored, as Hadoop ignores an attempt to override a final parameter")
+        return kept
+
+    def _same(self, key: str, value: Any) -> bool:
+        """Whether `value` is what the property holds already (typed when declared)."""
+        if key not in self.defaults:
+            return str(value).strip() == str(self.unknown.get(key, "")).strip()
+        try:
+            return _coerce(key, value, self.defaults[key], "-D") == self.values[key]
+        except ConfigError:
+            return False
+
+    def check_not_final(self, key: str, source: str) -> None:
+        """Refuse to change a final property (a ConfigError naming the file that made it final)."""
+        if key in self.final:
+            raise ConfigError(f"{key} is final in {self.final[key]} (<final>true</final>): {source} cannot change "
+                              "it; ask who runs this nutch2 to change that file")
 
     def _find(self, name: str) -> Path:
         """A file from the conf dir, else the shipped copy."""
@@ -374,6 +414,7 @@ class Configuration:
         new._sources = dict(self._sources)
         new._plugins_read = self._plugins_read
         new._variables = set(self._variables)
+        new.final = dict(self.final)
         new.sources = list(self.sources)
         return new
 

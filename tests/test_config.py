@@ -213,6 +213,53 @@ def test_site_xml_property_set_twice_to_different_values_warns(tmp_path: Path,
     assert "s3cret" not in lines[0] and "other" not in lines[0].replace("remove the other", "")
 
 
+def final_xml(*props: tuple[str, str, str]) -> str:
+    """A nutch-site.xml of (name, value, final) properties, in order."""
+    body = "".join(f"  <property><name>{k}</name><value>{v}</value>{f'<final>{f}</final>' if f else ''}</property>\n"
+                   for k, v, f in props)
+    return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
+
+
+def test_a_final_property_of_the_site_xml_is_not_overridden(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Hadoop's <final>true</final>: a later resource, -D, cannot change it; each attempt that would change the
+    value is one warning line naming the property and the file that made it final (none for the same value)."""
+    d = site_dir(tmp_path, toml='"http.timeout" = 3000\n', xml=final_xml(
+        ("http.agent.name", "LockedBot", "true"), ("fetcher.server.delay", "5.0", " true "),
+        ("http.timeout", "4000", "true"), ("fetcher.threads.fetch", "4", "false"), ("fetcher.parse", "true", "yes"),
+        ("fetcher.server.delay", "0.1", "")))  # set again further down the same file: ignored, as in Hadoop
+    conf = Configuration(d, {"http.agent.name": "Other", "fetcher.server.delay": "5", "http.timeout": "4000",
+                             "fetcher.threads.fetch": "7", "fetcher.parse": "false"})
+    assert conf.get("http.agent.name") == "LockedBot" and conf.get("fetcher.server.delay") == 5.0
+    assert conf.get("http.timeout") == 4000  # the xml made final what the toml set before: the xml's value
+    assert conf.get("fetcher.threads.fetch") == 7 and conf.get("fetcher.parse") is False  # not "true": not final
+    assert set(conf.final) == {"http.agent.name", "fetcher.server.delay", "http.timeout"}
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2, lines  # -D fetcher.server.delay=5 and http.timeout=4000 change nothing: no line
+    assert "fetcher.server.delay is final" in lines[0] and "nutch-site.xml" in lines[0] and "0.1" not in lines[0]
+    assert lines[1].startswith("warning: -D: http.agent.name is final in ") and "nutch-site.xml" in lines[1]
+    assert "Other" not in lines[1]  # a value may be a secret
+    assert conf.copy().final == conf.final
+    with pytest.raises(ConfigError) as e:
+        conf.check_not_final("http.agent.name", "a job's conf")
+    assert "http.agent.name is final in" in one_line(e)
+    conf.check_not_final("fetcher.threads.fetch", "a job's conf")  # not final: nothing said
+    conf.set("http.agent.name", "Programmatic")  # code may (Hadoop's Configuration.set)
+    assert conf.get("http.agent.name") == "Programmatic"
+
+
+def test_a_job_of_the_api_cannot_set_a_final_property(tmp_path: Path) -> None:
+    from nutch2.searcher.jobapi import JobManager
+    from nutch2.searcher.params import ParamError
+
+    d = site_dir(tmp_path, xml=final_xml(("http.agent.name", "LockedBot", "true"),
+                                         ("storage.data.dir", str(tmp_path / "crawl"), "")))
+    jobs = JobManager(Configuration(d), "c")
+    with pytest.raises(ParamError, match="http.agent.name is final in"):
+        jobs.job_conf({"http.agent.name": "Other"})
+    assert jobs.job_conf({"http.timeout": 999}).get("http.timeout") == 999
+
+
 def test_site_toml_not_toml(tmp_path: Path) -> None:
     d = site_dir(tmp_path, toml="fetcher.threads.fetch = = 3\n")
     with pytest.raises(ConfigError) as e:

@@ -251,6 +251,7 @@ class JobManager:
             if not isinstance(value, (str, int, float, bool)):
                 raise ParamError(f"conf.{key}: give a string, number or boolean")
             try:
+                conf.check_not_final(key, "a job's conf")  # as -D cannot (Hadoop's final)
                 conf.set(key, value)
             except ConfigError as e:
                 raise ParamError(f"conf.{key}: {e}") from None
