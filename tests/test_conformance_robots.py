@@ -571,6 +571,21 @@ def test_allowed(name: str, robots: str | bytes, agents: tuple[str, ...], url: s
     assert _rules(robots).allowed(url, agents) is expected
 
 
+@pytest.mark.parametrize(("name", "robots", "agents", "url", "allowed"), _cases(),
+                         ids=[f"{c[0]}|{c[3][:60]}" for c in _cases()])
+def test_allowed_through_the_index(monkeypatch: pytest.MonkeyPatch, name: str, robots: str | bytes,
+                                   agents: tuple[str, ...], url: str, allowed: bool) -> None:
+    """The same answers when every file, however small, is matched through the index big ones get
+    (nutch2/fetch/robots.py _RuleIndex: only the rule lines that can match the URL)."""
+    from nutch2.fetch import robots as module
+
+    monkeypatch.setattr(module, "INDEXED_BYTES", -1)
+    expected = allowed if (name, url) not in DIFFERS else not allowed
+    rules = _rules(robots)
+    assert rules.allowed(url, agents) is expected
+    assert rules._index is not None or not rules.text or url.endswith("/robots.txt")
+
+
 @pytest.mark.parametrize(("name", "robots", "agents", "delay"), CRAWL_DELAYS, ids=[c[0] for c in CRAWL_DELAYS])
 def test_crawl_delay(name: str, robots: str | bytes, agents: tuple[str, ...], delay: float | None) -> None:
     expected = DELAY_DIFFERS[name][0] if name in DELAY_DIFFERS else delay
