@@ -132,6 +132,14 @@ def test_snapshot_keeps_a_text_run_over_10_mb() -> None:
     assert len(out) > len(text) and out.count("lorem ipsum") == 700_000
 
 
+def test_snapshot_keeps_what_follows_a_nest_deeper_than_libxml2_goes() -> None:
+    """libxml2 stops at depth 2048 and drops the rest: the cached copy ended inside the nest."""
+    deep = "<div>" * 3000 + "DEEP" + "</div>" * 3000
+    out = snapshot_html(f"<html><body><p>start</p>{deep}<p>after the nest</p><img src='/a.png'></body></html>",
+                        "http://s.test/", _lookup({}))
+    assert "start" in out and "DEEP" in out and "after the nest" in out and "<img" in out
+
+
 def test_search_parameters() -> None:
     req = SearchRequest.from_params({"q": "  open   source ", "start": "20", "rows": "500"}, "news")
     assert (req.q, req.start, req.rows, req.host, req.text) == ("open source", 20, 100, None, "open source")

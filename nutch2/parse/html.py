@@ -72,6 +72,12 @@ def _build_tree(markup: str) -> tuple[etree._Element | None, bool]:
     return root, too_deep
 
 
+def flatten(markup: str) -> str:
+    """The markup without its layout tags (div, p, span, table, ...): text, links, images, styles and the head kept.
+    For a document nested deeper than libxml2's 2048 levels, which drops everything past them."""
+    return _FLATTEN_STRIP.sub(" ", markup)
+
+
 def _parse_tree(markup: str) -> etree._Element | None:
     """Parse markup; a document nested deeper than libxml2 allows is re-parsed flattened.
 
@@ -82,7 +88,7 @@ def _parse_tree(markup: str) -> etree._Element | None:
     markup = cap_attributes(markup, MAX_ATTRIBUTES)
     root, too_deep = _build_tree(markup)
     if too_deep:
-        root, _ = _build_tree(_FLATTEN_STRIP.sub(" ", markup))
+        root, _ = _build_tree(flatten(markup))
     return root
 
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import urldefrag, urlencode, urljoin, urlsplit
 
+from nutch2.parse.html import flatten
 from nutch2.parse.parseutil import caching_forbidden
 from nutch2.status import CrawlStatus
 from nutch2.webpage import WebPage
@@ -131,7 +132,11 @@ def snapshot_html(markup: str, fetched_from: str, lookup: Lookup) -> str:
     markup = _XML_DECL.sub("", markup, count=1)
     try:
         # huge_tree: libxml2 otherwise drops a text run over 10 MB (a page fetched with http.content.limit raised)
-        doc = lxml.html.document_fromstring(markup, parser=lxml.html.HTMLParser(huge_tree=True))
+        parser = lxml.html.HTMLParser(huge_tree=True)
+        doc = lxml.html.document_fromstring(markup, parser=parser)
+        if any(err.type_name == "ERR_RESOURCE_LIMIT" for err in parser.error_log):
+            # nested past libxml2's 2048 levels: the rest of the page was dropped; keep it, without its layout
+            doc = lxml.html.document_fromstring(flatten(markup), parser=lxml.html.HTMLParser(huge_tree=True))
     except (etree.ParserError, ValueError):
         return "<!DOCTYPE html><html><body></body></html>"
     base = fetched_from
