@@ -9,7 +9,10 @@ A lease is one crawl-state record, `lease/<scope>`, changed only by compare-and-
 - taking it: absent, released or expired records are replaced by our own with the next fencing token; a record
   whose holder ran on this machine in a process that has ended (kill -9; its pid gone, a zombie not yet reaped,
   or now another process's: the record keeps the holder's start time) is taken over at once; a live holder's
-  record is refused with one line naming it. Taking over is said in one line naming the old holder.
+  record is refused with one line naming it, expired or not when the holder runs on this machine (a command
+  stopped by Ctrl-Z renews nothing, and resumed it would go on writing rows beside the new holder: the line says
+  it is stopped and how to resume it). Only another machine's holder loses its lease by expiry. Taking over is
+  said in one line naming the old holder.
 - holding it: a renewal thread pushes `expires` ahead every ttl/3; a renewal that finds the record changed
   means another command took the lease over: the lease is lost and fence() no longer holds.
 - fencing: the journal writes its records through DataStore.put_state_fenced with the lease's Fence, so a
@@ -61,10 +64,24 @@ def _alive(pid: int, started: int | None = None) -> bool:
 
 
 _OWN_START = _start_ticks(os.getpid())
+_HOLDING: set[str] = set()  # the holder ids of the leases this process holds now
+
+
+def _stopped(pid: int) -> bool:
+    """Is process `pid` of this machine stopped (Ctrl-Z, SIGSTOP, a debugger)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 def holder_text(rec: dict) -> str:
-    return f"{rec.get('job', '?')} (pid {rec.get('pid', '?')} on {rec.get('host', '?')})"
+    pid, host = rec.get("pid", "?"), rec.get("host", "?")
+    if isinstance(pid, int) and host == socket.gethostname() and _stopped(pid):
+        return (f"{rec.get('job', '?')} (pid {pid} on {host}, stopped: resume it with `fg` in its terminal or "
+                f"`kill -CONT {pid}`, or end it)")
+    return f"{rec.get('job', '?')} (pid {pid} on {host})"
 
 
 class StoreLease:
@@ -97,7 +114,7 @@ class StoreLease:
             if rec is not None and rec.get("state") == "held":
                 if self._gone(rec):
                     taking_over = "its process is gone"
-                elif rec.get("expires", 0) < time.time():
+                elif rec.get("expires", 0) < time.time() and not _runs_here(rec, self.host):
                     taking_over = "its lease expired"
                 else:
                     return rec
@@ -125,6 +142,7 @@ class StoreLease:
 
     # ---------------------------------------------------------------- holding it
     def _start(self) -> None:
+        _HOLDING.add(self.holder)
         self._stop.clear()
         self._thread = threading.Thread(target=self._renew_loop, name=f"lease-{self.scope}", daemon=True)
         self._thread.start()
@@ -152,6 +170,7 @@ class StoreLease:
     def release(self, record: bool = True) -> None:
         """Stop renewing the lease and record it released; record=False leaves its record as it is (held until it
         expires: for a table about to be dropped, whose record goes with it)."""
+        _HOLDING.discard(self.holder)
         _pop(self)
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -172,6 +191,15 @@ def _gone(rec: dict, host: str) -> bool:
             and not _alive(pid, started if isinstance(started, int) else None))
 
 
+def _runs_here(rec: dict, host: str) -> bool:
+    """Was the record's holder a process of this machine that still runs (stopped, perhaps)?"""
+    pid, started = rec.get("pid"), rec.get("started")
+    if pid == os.getpid() and started == _OWN_START:  # this process: only a lease it still holds (one whose
+        return rec.get("holder") in _HOLDING        # release failed, in the job server, expires as before)
+    return (rec.get("host") == host and isinstance(pid, int)
+            and _alive(pid, started if isinstance(started, int) else None))
+
+
 def _parse(raw: str | None) -> dict | None:
     if raw is None:
         return None
@@ -183,8 +211,9 @@ def _parse(raw: str | None) -> dict | None:
 
 
 def _live(rec: dict | None, now: float, host: str) -> bool:
-    """Held, not expired, and not by a process of this machine that has ended."""
-    return rec is not None and rec.get("state") == "held" and rec.get("expires", 0) >= now and not _gone(rec, host)
+    """Held, not by a process of this machine that has ended, and not expired unless its holder runs here."""
+    return (rec is not None and rec.get("state") == "held" and not _gone(rec, host)
+            and (rec.get("expires", 0) >= now or _runs_here(rec, host)))
 
 
 def held_leases(store: DataStore, prefix: str) -> list[tuple[str, dict]]:

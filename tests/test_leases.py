@@ -17,8 +17,8 @@ import pytest
 
 from nutch2.crawldb.journal import GENERATED, Journal
 from nutch2.errors import LeaseLost, StoreLockedError
-from nutch2.stores import BatchLock, crawl_lock, open_store
-from nutch2.stores.lease import StoreLease
+from nutch2.stores import BatchLock, crawl_lock, crawler_lease, open_store
+from nutch2.stores.lease import StoreLease, held_leases
 from tests.conftest import SHARED_STORES, make_conf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -136,4 +136,67 @@ def test_a_lease_whose_pid_now_belongs_to_another_process_is_taken_over(store) -
     lines: list[str] = []
     second = StoreLease(store, "crawl", "inject", log=lines.append)
     assert second.try_acquire() is None and "its process is gone" in lines[0]
+    second.release()
+
+
+def test_an_expired_lease_of_a_live_process_of_this_machine_is_refused(store) -> None:
+    """A holder of this machine that stopped renewing but still runs (Ctrl-Z, SIGSTOP) keeps its lease: taken
+    over, it would go on writing rows beside the new holder once it is resumed."""
+    lease = StoreLease(store, "crawler", "crawl")
+    assert lease.try_acquire() is None
+    lease._stop.set()  # no renewal, as in a stopped process; the process itself (this one) runs
+    raw = store.get_state("lease/crawler")
+    expired = json.dumps({**json.loads(raw), "expires": time.time() - 1})
+    assert store.swap_state("lease/crawler", raw, expired)
+    lines: list[str] = []
+    holder = StoreLease(store, "crawler", "crawl", log=lines.append).try_acquire()
+    assert holder is not None and holder["pid"] == os.getpid() and lines == []
+    assert [scope for scope, _ in held_leases(store, "crawler")] == ["crawler"]
+
+
+_STOPPED = """
+import sys, time
+from pathlib import Path
+from tests.conftest import make_conf
+from nutch2.stores import crawler_lease
+conf = make_conf(Path(sys.argv[1]), "sqlite")
+conf.set("storage.lease.ttl", "1")
+crawler_lease(conf, sys.argv[2])
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_crawl_stopped_with_ctrl_z_is_named_not_taken_over(tmp_path: Path) -> None:
+    conf = make_conf(tmp_path, "sqlite")
+    cid = "z" + uuid.uuid4().hex[:10]
+    open_store(conf, cid).close()
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPED, str(tmp_path), cid], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        proc.send_signal(signal.SIGSTOP)
+        with open_store(conf, cid, create=False) as store:
+            deadline = time.monotonic() + 30
+            while json.loads(store.get_state("lease/crawler"))["expires"] >= time.time():  # its lease runs out
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        with pytest.raises(StoreLockedError, match=rf"pid {proc.pid} on .*stopped.*kill -CONT {proc.pid}"):
+            crawler_lease(conf, cid)
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_a_lease_this_process_leaked_still_expires(store) -> None:
+    """A lease of this process that it no longer holds (its release failed: a store gone for a moment, in the job
+    server) is taken over once expired, as before, not refused while the server runs."""
+    lease = StoreLease(store, "crawl", "inject")
+    assert lease.try_acquire() is None
+    raw = store.get_state("lease/crawl")
+    store.put_state("lease/crawl", "x")  # the release's compare-and-set fails: the record stays "held"
+    lease.release()
+    store.put_state("lease/crawl", json.dumps({**json.loads(raw), "expires": time.time() - 1}))
+    second = StoreLease(store, "crawl", "generate")
+    assert second.try_acquire() is None
     second.release()
