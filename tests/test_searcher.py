@@ -4,6 +4,7 @@ fetch times, CLI."""
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import subprocess
 import sys
@@ -373,6 +374,17 @@ def test_the_dashboard_reads_no_row_the_journal_and_the_last_readdb_do(tmp_path:
         # a finished batch keeps what each step did (its marks are gone)
         assert {k: rows[1][k] for k in ("rows", "generated", "fetched", "parsed", "updated", "indexed", "stage")} == {
             "rows": 2, "generated": 2, "fetched": 2, "parsed": 2, "updated": 2, "indexed": 1, "stage": "indexed"}
+        # a batch an older nutch2 recorded (its journal kept no counts): not counted, rather than 0 rows fetched
+        store.put_state("batch/1690000000-3", json.dumps({"state": "updated", "rows": 31, "time": 1690000000.0}))
+        old = crawl_view(dashboard).batch_rows()[-1]
+        assert old["batchId"] == "1690000000-3" and old["rows"] == 31 and old["stage"] == "updated"
+        assert [old[k] for k in ("generated", "fetched", "parsed", "updated", "indexed")] == [None] * 4 + [0]
+        # ... and updated by this one (the steps before it were run by the older one)
+        store.put_state("batch/1690000000-3", json.dumps({"state": "updated", "rows": 31, "time": 1690000000.0,
+                                                          "counts": {"updated": 30}}))
+        old = crawl_view(dashboard).batch_rows()[-1]
+        assert [old[k] for k in ("generated", "fetched", "parsed", "updated", "indexed")] == [None] * 3 + [30, 0]
+        store.put_state("batch/1690000000-3", None)
         # statuses, scores and hosts: what the last readdb -stats counted, with its time
         job = StatsJob(conf, per_host=True)
         LocalRunner(conf, 2).run(job, store)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from nutch2.crawldb.journal import COUNTS, ORDER, BatchRecord, Journal
+from nutch2.crawldb.journal import COUNTS, ORDER, BatchRecord, Journal, reached
 from nutch2.crawldb.tablestats import last_stats
 from nutch2.marks import Mark
 from nutch2.stores.base import DataStore
@@ -45,7 +45,9 @@ class CrawlView:
                 continue
             row: dict[str, Any] = {"batchId": rec.batch_id, "generatedAt": _iso(rec.time),
                                    "rows": rec.counts.get("generated", rec.rows)}
-            row.update({step: rec.counts.get(step, 0) for step in COUNTS})
+            # a step the batch went through without a count (recorded by an older nutch2, which kept none): not
+            # counted (None, shown "—"), not 0 rows; a step not reached yet left 0 rows
+            row.update({step: rec.counts.get(step, None if reached(rec.state, step) else 0) for step in COUNTS})
             row["stage"] = rec.state
             rows.append(row)
         return sorted(rows, key=lambda r: (r["generatedAt"] or "", r["batchId"]), reverse=True)
