@@ -135,7 +135,8 @@ def chrome(download_dir: Path):
 
 # ---------------------------------------------------------------- the crawl forms in a browser
 def frame_values(browser) -> dict[str, str]:
-    """The progress frame's state and counters, read inside the frame (it reloads itself: read again on a miss)."""
+    """The progress frame's state, counters, round, Stop button and message, read inside the frame (it reloads
+    itself: read again on a miss)."""
     from selenium.common.exceptions import NoSuchElementException, NoSuchFrameException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
@@ -148,6 +149,9 @@ def frame_values(browser) -> dict[str, str]:
         rounds = browser.find_elements(By.ID, "round")
         if rounds:
             out["round"] = rounds[0].text
+        for name in ("stop", "stopping", "msg"):  # the Stop button, the word that the job is stopping, its message
+            if found := browser.find_elements(By.ID, name):
+                out[name] = found[0].text
         return out
     except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
         return {}
@@ -187,3 +191,43 @@ def submit(browser, button_id: str) -> None:
             raise
 
     WebDriverWait(browser, 30).until(gone)
+
+
+def stop_from_frame(browser, timeout: float = 30.0) -> None:
+    """Click the Stop button of a job page's progress frame (the frame reloads itself: find it again on a miss) and
+    wait for the job's page its POST answers with, in the top window."""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        NoSuchFrameException,
+        StaleElementReferenceException,
+        WebDriverException,
+    )
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    deadline = time.monotonic() + timeout
+    while True:
+        browser.switch_to.default_content()
+        top = browser.find_element(By.ID, "progress")
+        try:
+            browser.switch_to.frame(top)
+            browser.find_element(By.ID, "stop").click()
+            break
+        except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
+            assert time.monotonic() < deadline, "the progress frame never showed its Stop button"
+            time.sleep(0.2)
+        finally:
+            browser.switch_to.default_content()
+
+    def reloaded(_browser) -> bool:  # the old page's frame is gone: the answer is loaded
+        try:
+            top.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+
+    WebDriverWait(browser, 30).until(reloaded)

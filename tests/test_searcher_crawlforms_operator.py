@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tests.crawlutil import defines
-from tests.searchapp import SOLR, SearchServer, require_solr, submit, wait_frame, wipe_solr
+from tests.searchapp import SOLR, SearchServer, require_solr, stop_from_frame, submit, wait_frame, wipe_solr
 from tests.testweb import TestWeb
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -133,7 +133,7 @@ def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(
         browser.switch_to.window(browser.window_handles[0])
     assert len(jobs(server)) == 1
     # stop it; the ended crawl's frame offers to start it again, with the same arguments and crawler name
-    submit(browser, "stop")
+    stop_from_frame(browser)
     stopped = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
     assert stopped["state"] == "KILLED", stopped
     browser.switch_to.frame(browser.find_element(By.ID, "progress"))
@@ -150,6 +150,21 @@ def test_a_second_crawl_leads_to_the_running_one_and_a_stopped_one_starts_again(
     assert int(done.get("fetch.skipped_already_fetched", 0)) >= 1, done  # it went on from where it stopped
 
 
+def test_a_job_that_ends_shows_no_stop_button(browser, server: SearchServer, web: TestWeb, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    # a crawl of one round over two seeds, watched on its page until it ends by itself
+    fill_crawl_form(browser, server.url, agent="FormBot", seeds=f"{web.page_url(0, 1)}\n{web.page_url(1, 1)}")
+    submit(browser, "start")
+    running = wait_frame(browser, lambda v: v["state"] != "RUNNING" or "stop" in v, "the running crawl")
+    browser.save_screenshot(str(shots / "operator-running.png"))
+    done = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end")
+    assert done["state"] == "FINISHED", done
+    # nothing on the page offers to stop a job that has ended: not the frame, not the page around it
+    assert "stop" not in done and not browser.find_elements(By.ID, "stop"), (running, done)
+    browser.save_screenshot(str(shots / "operator-ended.png"))
+
+
 def test_after_a_restart_under_a_crawl_the_pages_say_how_to_go_on(browser, tmp_path: Path, web: TestWeb,
                                                                   shots: Path) -> None:
     from selenium.webdriver.common.by import By
@@ -161,15 +176,27 @@ def test_after_a_restart_under_a_crawl_the_pages_say_how_to_go_on(browser, tmp_p
         submit(browser, "start")
         job_page = browser.current_url
         wait_frame(browser, lambda v: int(v.get("fetch.fetched", 0)) >= 1, "a fetched page")
-    # the server stopped under the crawl (SIGINT) and started again on the same port
+    # the server stopped under the crawl (SIGINT): the page left open says the crawl stopped with it, and offers
+    # no Stop (a frame whose reload met a stopped server would show the browser's error page for good)
+    ended = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the crawl's end", timeout=10)
+    assert ended["state"] == "KILLED" and ended["msg"].startswith("stopped with the server: what it did is kept; "
+                                                                  "once the server is back"), ended
+    assert "stop" not in ended and not browser.find_elements(By.ID, "stop"), ended
+    browser.save_screenshot(str(shots / "operator-stopped-with-the-server.png"))
+    # started again on the same port
     port = first.url.rsplit(":", 1)[1]
     args = ["-crawlId", CRAWL, "-solr", SOLR, "-jobs", *defines(tmp_path, "sqlite", **{"http.agent.name": ""})]
     with SearchServer(["-port", port, *args], tmp_path / "second.log") as again:
         assert again.url == first.url
-        browser.get(job_page)
+        browser.refresh()
         text = body(browser)
         assert "on this server: it knows the jobs started since it last started" in text, text
         browser.save_screenshot(str(shots / "operator-after-restart.png"))
+        # the progress frame alone, as a frame reloading after the restart meets it: it says so, in the frame
+        browser.get(f"{job_page}/progress")
+        assert browser.find_element(By.ID, "state").text == "ENDED"
+        assert "This server does not know job" in browser.find_element(By.ID, "msg").text
+        browser.get(job_page)
         browser.find_element(By.ID, "next").click()
         assert browser.current_url.endswith("/crawl/jobs")
         notice = browser.find_element(By.ID, "interrupted").text

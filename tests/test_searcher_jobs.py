@@ -218,7 +218,8 @@ def test_a_running_job_stops_with_the_server_and_its_rerun_is_exact(big_web: Tes
     job = r.json()["id"]
     assert server.proc.returncode == 0 and out.rstrip().endswith("server: stopped"), out
     assert f"server: stopping job {job} (fetch) with the server" in out
-    assert f"server: job {job} (fetch) KILLED: stopped on request" in out and "Traceback" not in out
+    assert f"server: job {job} (fetch) KILLED: stopped with the server: what it did is kept" in out \
+        and "Traceback" not in out
     alive = psutil.wait_procs(children, timeout=10)[1]
     assert not alive, f"left running: {alive}"  # no worker outlives the server
     done = sum(1 for p in table(conf, mine).values() if Mark.FETCH.check(p))

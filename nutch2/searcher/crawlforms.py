@@ -117,8 +117,14 @@ class CrawlForms:
                           refresh=REFRESH_SECONDS, conf=info.conf)
 
     def progress(self, request: Request) -> Response:
-        """The job's state, counters and progress line; reloads itself while the job runs."""
-        info = _job(request)
+        """The job's state, counters and progress line; reloads itself while the job runs. A job this server does
+        not know (it started again since the page was opened) is said in the frame, with the way to the jobs."""
+        job_id = request.path_params["job_id"]
+        info = _manager(request).get(job_id)
+        if info is None:
+            response = self._page(request, "jobgone.html", job_id=job_id[:64])
+            response.status_code = 404
+            return response
         job = info.to_json()
         return self._page(request, "jobprogress.html", job=job, stopping=info.stop_requested,
                           refresh=REFRESH_SECONDS if job["state"] == "RUNNING" else None,
@@ -245,6 +251,8 @@ def _stopped_crawl(request: Request) -> dict[str, Any] | None:
 def _again_fields(info: JobInfo) -> dict[str, str] | None:
     """The crawl form's fields that start an ended crawl job again (the same job goes on from where it stopped)."""
     args = info.args
+    if info.with_server:  # the form's token ends with this server: the message says to start it once it is back
+        return None
     if info.type != "crawl" or info.state not in ("KILLED", "FAILED") or not set(args) <= _FORM_ARGS \
             or not set(info.conf) <= {AGENT}:  # a job of the API the form cannot say again
         return None

@@ -119,6 +119,7 @@ class JobInfo:
     finished: float | None = None
     returncode: int | None = None
     stop_requested: bool = False
+    with_server: bool = False  # stopped because the server stops
     thread: threading.Thread | None = None
     redactor: Redactor = field(default_factory=Redactor)
     conf: dict[str, Any] = field(default_factory=dict)  # the properties the job set for itself, as sent
@@ -197,6 +198,7 @@ class JobManager:
         self._lock = threading.Lock()
         self.listeners: list[Callable[[JobInfo, str], None]] = []  # told when a job ends, with its state
         self.redactor = Redactor(solr, files_dir, conf.get_str("storage.data.dir"), opensearch)
+        self._stopping_since: float | None = None  # when the server first asked its job to stop with it
 
     def build(self, job: Any, args: Any, conf: Any = None) -> tuple[Tool, ToolArgs, dict[str, Any]]:
         """The tool of a request, its args checked (ParamError naming what is wrong), and the args as the client
@@ -304,6 +306,9 @@ class JobManager:
                 msg = "0 URLs selected for fetching"
         except stop.Stopped:
             code, state, msg = 130, "KILLED", "stopped on request"
+            if info.with_server:
+                msg = ("stopped with the server: what it did is kept; once the server is back, start the same job "
+                       "again and it goes on from there")
         except WorkerDied as e:
             code, state, msg = 1, "FAILED", f"{error_line(info.type, e)}: {_resume_advice(tool)}"
         except NutchError as e:
@@ -353,13 +358,24 @@ class JobManager:
             log.warning(f"server: job {info.id} ({info.type}) did not stop within {grace:g} s: killed its "
                         f"{n} worker process(es); what it wrote is kept and the same job goes on from it")
 
-    def shutdown(self, wait: float = 30.0) -> None:
-        """Stop the running job and wait for it to end (its work is safe to resume whenever it ends)."""
+    def stop_with_server(self) -> list[JobInfo]:
+        """Ask the running job to stop because the server stops (its message says so); the jobs asked."""
         running = [j for j in self._jobs.values() if j.state == "RUNNING"]
+        for j in running:
+            if not j.with_server:
+                log.info(f"server: stopping job {j.id} ({j.type}) with the server")
+            j.with_server = j.stop_requested = True
         if running:
-            log.info(f"server: stopping job {running[0].id} ({running[0].type}) with the server")
             stop.request()
-        deadline = time.monotonic() + wait
+            if self._stopping_since is None:
+                self._stopping_since = time.monotonic()
+        return running
+
+    def shutdown(self, wait: float = 30.0) -> None:
+        """Stop the running job and wait for it to end, `wait` seconds at most since the server first asked (its
+        work is safe to resume whenever it ends)."""
+        running = self.stop_with_server()
+        deadline = (self._stopping_since or time.monotonic()) + wait
         for j in running:
             if j.thread is not None:
                 j.thread.join(max(0.1, deadline - time.monotonic()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import ipaddress
 import logging
@@ -10,8 +11,10 @@ import signal
 import socket
 import ssl
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nutch2 import logs
 from nutch2.config import Configuration
@@ -25,10 +28,16 @@ from nutch2.searcher.search import UNAVAILABLE, BoundedIndex, SearchBackend, Sol
 from nutch2.searcher.search_opensearch import OpenSearchBackend
 from nutch2.stores import Capability, crawl_id_of, crawl_ids, store_class, table_name
 
+if TYPE_CHECKING:
+    import uvicorn
+
+    from nutch2.searcher.jobapi import JobManager
+
 log = logging.getLogger(__name__)
 # requests that may wait on the index at once (of the 40 worker threads): a hung index leaves the others to pages
 # that ask no index
 INDEX_WAITING = 16
+JOB_STOP_WAIT = 30.0  # seconds a stopping server waits for its job to end (then it ends with the server)
 
 
 def _is_loopback(host: str) -> bool:
@@ -227,13 +236,43 @@ def serve(conf: Configuration, crawl_id: str | None, solr: str | None, opts: Ser
     # again: SIGINT as KeyboardInterrupt, and SIGTERM through this handler, so both end here with exit 0
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _server(config, manager).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
     print("server: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _server(config: uvicorn.Config, jobs: JobManager | None) -> uvicorn.Server:
+    """uvicorn's server that, told to stop, stops the running job first, while it still answers (_stop_jobs)."""
+    import uvicorn
+
+    class JobsFirst(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await _stop_jobs(self, jobs)
+            await super().shutdown(sockets)
+
+    return JobsFirst(config)
+
+
+async def _stop_jobs(server: uvicorn.Server, jobs: JobManager | None) -> None:
+    """Stop the running job and wait for it to end, then answer a little longer (a job page's progress frame
+    reloads within it), so that open job pages and the API's clients see the job end, stopped with the server,
+    rather than a server that stops answering under them: a frame whose reload fails shows the browser's error
+    page and reloads no more (no script retries). A second Ctrl-C stops at once."""
+    from nutch2.searcher.crawlforms import REFRESH_SECONDS
+
+    running = jobs.stop_with_server() if jobs is not None else []
+    threads = [j.thread for j in running if j.thread is not None]
+    deadline = time.monotonic() + JOB_STOP_WAIT
+    while any(t.is_alive() for t in threads) and not server.force_exit and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    if running and not any(t.is_alive() for t in threads):
+        deadline = time.monotonic() + REFRESH_SECONDS + 1
+        while not server.force_exit and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
