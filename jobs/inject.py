@@ -18,7 +18,7 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.crawldb.scoring import ScoringFilters
 from nutch2.errors import NutchError
-from nutch2.fetch.addresses import DENIED, guarded_seeds, origin_of, record_seeds
+from nutch2.fetch.addresses import DENIED, AddressPolicy, guarded_seeds, origin_of, record_seeds
 from nutch2.fetch.dns import DnsCache
 from nutch2.mapred.job import Job, TaskContext
 from nutch2.marks import Mark, set_distance
@@ -277,7 +277,10 @@ class InjectorJob(Job):
         resolves them (its DNS cache, fetcher.dns.*)."""
         origins = {tuple(o) for part, _ in results for o in part}
         self.rejected = [line for _, rejected in results for line in rejected][:SHOWN_REJECTED]
-        found, late = guarded_seeds(origins, self.dns_seconds, DnsCache.from_conf(self.conf))  # type: ignore[arg-type]
+        # without the seeds' pass, a host fetcher.address.allow lets through is not one the guard keeps refusing
+        policy = None if self.allow_local else AddressPolicy.from_conf(self.conf)
+        found, late = guarded_seeds(origins, self.dns_seconds, DnsCache.from_conf(self.conf),  # type: ignore[arg-type]
+                                    policy)
         if found and not self.allow_local:
             self.refused_hosts = found
             log.info(f"inject: the address guard keeps refusing the seed host{'' if len(found) == 1 else 's'} "

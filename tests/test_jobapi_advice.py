@@ -82,3 +82,25 @@ def test_an_inject_job_names_the_seed_lines_it_rejected(tmp_path: Path) -> None:
     info.thread.join(60)
     assert info.to_json()["result"]["rejectedLines"] == [
         "seedUrls[0]: URL contains whitespace: 'http://d.example/a b' (separate metadata with tabs)"]
+
+
+def test_an_inject_job_does_not_call_hosts_the_server_allows_refused(tmp_path: Path) -> None:
+    """A seed host that the server's fetcher.address.allow lists is fetched: the inject job's result and log line
+    named it among the hosts "the address guard keeps refusing", with the advice to list it there."""
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {
+        "storage.data.dir": str(tmp_path), "inject.address.check.seconds": 5, "http.agent.name": "SeedBot",
+        "fetcher.address.allow": "127.0.1.0/24,localhost"})
+    manager = JobManager(conf, "allowed")
+    info = manager.submit("inject", {"seedUrls": ["http://127.0.1.5:9/", "http://localhost:9/",
+                                                  "http://127.0.0.1:9/"]})
+    assert info.thread is not None
+    info.thread.join(60)
+    shown = info.to_json()
+    assert shown["state"] == "FINISHED" and shown["counters"]["inject"]["injected"] == 3, shown
+    assert shown["result"]["refusedHosts"] == ["127.0.0.1:9"], shown["result"]
+    # with all of them allowed, none is named
+    conf.set("fetcher.address.allow", "127.0.0.0/8")
+    info = manager.submit("inject", {"seedUrls": ["http://127.0.1.5:9/", "http://127.0.0.1:9/"]})
+    assert info.thread is not None
+    info.thread.join(60)
+    assert "refusedHosts" not in info.to_json()["result"], info.to_json()

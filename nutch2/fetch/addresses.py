@@ -203,11 +203,12 @@ def _parse_origins(raw: str | None) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float,
-                  dns: DnsCache | None = None) -> tuple[list[str], int]:
+def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float, dns: DnsCache | None = None,
+                  policy: AddressPolicy | None = None) -> tuple[list[str], int]:
     """Of the seed origins, those whose host resolves to an address the guard refuses ("host:port"), with how
     many could not be resolved within `seconds` (looked up side by side) by `dns`, the fetcher's way (the DNS
-    servers it asks), or socket.getaddrinfo."""
+    servers it asks), or socket.getaddrinfo. With `policy`, only those it refuses (what fetcher.address.allow
+    lists, or every host with the guard off, is let through)."""
     todo = sorted(set(origins))
     found: list[str] = []
     lock = threading.Lock()
@@ -223,7 +224,7 @@ def guarded_seeds(origins: Iterable[tuple[str, int]], seconds: float,
                 ips = [ipaddress.ip_address(i[4][0].split("%", 1)[0]) for i in infos]
             except (OSError, UnicodeError):
                 return
-        if any(why_denied(ip) for ip in ips):
+        if any(policy.refusal(host, port, ip) if policy else why_denied(ip) for ip in ips):
             with lock:
                 found.append(f"{host}:{port}")
 
