@@ -493,7 +493,8 @@ def api_job_stop(request: Request) -> Response:
     info = jobs.stop(request.path_params["job_id"])
     if info is None:
         raise ParamError(f"no job {request.path_params['job_id']!r}; GET /api/jobs lists them", 404)
-    return JSONResponse(info.to_json(), status_code=202)
+    shown = info.to_json()  # 202 while it stops; 200 for a job that had already ended (nothing was asked of it)
+    return JSONResponse(shown, status_code=202 if shown["state"] == "RUNNING" else 200)
 
 
 # ---------------------------------------------------------------------------- the app
