@@ -141,7 +141,8 @@ def test_bad_jobs_are_refused_with_a_reason(server: SearchServer) -> None:
     assert requests.get(f"{server.url}/api/jobs/nope", timeout=30).status_code == 404
 
 
-def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer) -> None:
+def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer, web: TestWeb) -> None:
+    run(server, "inject", seedUrls=[web.seed_url])  # the crawl exists whatever ran before (else: "no crawl db")
     r = post(server, {"type": "fetch", "args": {"batch": "123-456"}})
     assert r.status_code == 201
     info = wait(server, r.json()["id"])
