@@ -126,15 +126,19 @@ def test_forms_need_this_sites_token_and_take_only_forms(server: SearchServer, w
 
 def test_a_seed_file_upload_is_injected(server: SearchServer, web: TestWeb) -> None:
     mine = csrf_of(server, auth=AUTH)
-    seeds = f"# two hosts\n{web.page_url(0, 1)}\n\n{web.page_url(1, 1)}\n"
+    more = [web.page_url(0, 100 + i) for i in range(10)]
+    seeds = f"# two hosts\n{web.page_url(0, 1)}\n\n{web.page_url(1, 1)}\n" + "".join(f"{u}\n" for u in more)
     r = requests.post(f"{server.url}/crawl/inject", data={"csrf": mine}, auth=AUTH, timeout=30,
                       files={"seedFile": ("seeds.txt", seeds.encode(), "text/plain")}, allow_redirects=False)
     assert r.status_code == 303, r.text
     job_id = r.headers["location"].rsplit("/", 1)[1]
     assert r.headers["location"] == f"/crawl/jobs/{job_id}"
     info = wait_job(server, job_id)
-    assert info["state"] == "FINISHED" and info["counters"]["inject"]["injected"] == 2, info
-    assert info["args"]["seedUrls"] == [web.page_url(0, 1), web.page_url(1, 1)]
+    assert info["state"] == "FINISHED" and info["counters"]["inject"]["injected"] == 12, info
+    assert info["args"]["seedUrls"] == [web.page_url(0, 1), web.page_url(1, 1), *more]
+    # its page shows the first 5 seeds and a count of the rest (120 pushed the progress frame out of sight)
+    page = requests.get(f"{server.url}{r.headers['location']}", auth=AUTH, timeout=30).text
+    assert web.page_url(0, 102) in page and web.page_url(0, 103) not in page and "7 more (see the JSON)" in page
 
 
 class Attacker:

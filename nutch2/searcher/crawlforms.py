@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 # the form routes: the only POSTs AccessGuard takes as HTML forms (job ids are secrets.token_urlsafe(12))
 FORM_PATHS = r"/crawl/(?:inject|start|jobs/[A-Za-z0-9_-]{1,64}/stop)"
 REFRESH_SECONDS = 2  # how often a running job's progress frame reloads itself
+SHOWN_ITEMS = 5  # items of a long list argument a job's page shows (the JSON has them all)
 MAX_SEED_LINES = MAX_LIST  # as many as a job of the API takes
 AGENT = "http.agent.name"
 MAX_AGENT = 200  # characters of a crawler name typed into the form
@@ -113,7 +114,8 @@ class CrawlForms:
 
     def job_page(self, request: Request) -> Response:
         info = _job(request)
-        return self._page(request, "job.html", job=info.to_json(), stopping=info.stop_requested,
+        job = info.to_json()
+        return self._page(request, "job.html", job=job, args=shown_args(job["args"]), stopping=info.stop_requested,
                           refresh=REFRESH_SECONDS, conf=info.conf)
 
     def progress(self, request: Request) -> Response:
@@ -233,6 +235,13 @@ def _check_crawl_db(request: Request) -> None:
             raise ParamError("this crawl holds no URLs yet: give seeds to inject first in the crawl form, or inject "
                              "them with the Inject seeds form") from None
         log.debug("crawl db not checked: %s", e)  # the job says what the store says
+
+
+def shown_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A job's arguments as its page shows them: a long list (120 seed URLs) cut to its first SHOWN_ITEMS and a
+    count of the rest, so that the progress frame below stays in sight; the JSON has them all."""
+    return {k: v[:SHOWN_ITEMS] + [f"... {len(v) - SHOWN_ITEMS} more (see the JSON)"]
+            if isinstance(v, list) and len(v) > SHOWN_ITEMS + 1 else v for k, v in args.items()}
 
 
 def _stopped_crawl(request: Request) -> dict[str, Any] | None:
