@@ -8,6 +8,7 @@ from pathlib import Path
 from nutch2.config import Configuration
 from nutch2.errors import StoreUnavailable
 from nutch2.searcher.jobapi import JobInfo, JobManager, as_job_advice
+from nutch2.stores import crawl_exists
 from nutch2.tools.base import Run
 from nutch2.tools.crawl import Crawl, CrawlArgs
 
@@ -104,3 +105,22 @@ def test_an_inject_job_does_not_call_hosts_the_server_allows_refused(tmp_path: P
     assert info.thread is not None
     info.thread.join(60)
     assert "refusedHosts" not in info.to_json()["result"], info.to_json()
+
+
+def test_an_inject_job_of_only_rejected_lines_leaves_no_crawl_behind(tmp_path: Path) -> None:
+    """The CLI's inject creates no crawl when it injects nothing; the job API's created the table before the job
+    ran (to check the crawl's lock), so the job's own clean-up saw a crawl that existed before it."""
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {
+        "storage.data.dir": str(tmp_path), "http.agent.name": "SeedBot"})
+    manager = JobManager(conf, "fresh")
+    info = manager.submit("inject", {"seedUrls": ["http://a.example/a b", "not a url"]})
+    assert info.thread is not None
+    info.thread.join(60)
+    shown = info.to_json()
+    assert shown["state"] == "FAILED" and "was not created" in shown["msg"], shown
+    assert crawl_exists(conf, "fresh") is False
+    # one that injects creates it, as before
+    info = manager.submit("inject", {"seedUrls": ["http://a.example/"]})
+    assert info.thread is not None
+    info.thread.join(60)
+    assert info.to_json()["state"] == "FINISHED" and crawl_exists(conf, "fresh") is True

@@ -33,7 +33,7 @@ from nutch2.index.opensearch import redacted, target_of_url
 from nutch2.logs import clear_progress, last_progress
 from nutch2.mapred import processes, stop
 from nutch2.searcher.params import ParamError
-from nutch2.stores import crawl_lock
+from nutch2.stores import crawl_exists, crawl_lock
 from nutch2.tools import TOOLS, job_types
 from nutch2.tools.args import (
     ArgError,
@@ -281,8 +281,10 @@ class JobManager:
         return info
 
     def _check_cli_lock(self, job: str, creates: bool) -> None:
-        """A CLI inject, generate or updatedb holding the crawl's lock: refuse now rather than fail later (a job
-        that may create the crawl, inject, creates its table here as the command would)."""
+        """A CLI inject, generate or updatedb holding the crawl's lock: refuse now rather than fail later. A crawl
+        not made yet is left to the job that may create it (inject makes it only when it writes a row)."""
+        if creates and crawl_exists(self.conf, self.crawl_id) is False:
+            return
         try:
             lock = crawl_lock(self.conf, self.crawl_id, job, create=creates)
         except StoreLockedError:  # its message names the lock's file: the server's business, not the client's
