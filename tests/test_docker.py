@@ -561,3 +561,34 @@ def test_the_dockerfile_installs_a_working_nutch2(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _xml_props(text: str) -> dict[str, str]:
+    return dict(re.findall(r"<name>([^<]+)</name><value>([^<]*)</value>", text))
+
+
+def test_the_hbase_image_bounds_its_thrift_servers_hbase_client_as_the_dev_gateway() -> None:
+    """The HBase image's Thrift server read hbase-site.xml alone, with HBase's client defaults (a call waits up to
+    hbase.client.operation.timeout, 20 minutes, on a dead or frozen master): a job then waited out nutch2's own
+    timeouts instead of failing in one line naming HBase. Its conf-thrift/hbase-site.xml is the master's settings
+    plus the bounded client values that docker/services.sh gives its gateway and that the README tells an operator."""
+    base = _xml_props((DOCKER / "hbase" / "hbase-site.xml").read_text())
+    thrift = _xml_props((DOCKER / "hbase" / "hbase-site-thrift.xml").read_text())
+    script = (DOCKER / "services" / "hbase.sh").read_text()
+    block = script[script.index('>>"$d/conf-thrift/hbase-site.xml" <<'):]
+    dev = _xml_props(block[:block.index("\nXML\n")])  # what the gateway gets on top of the master's settings
+    assert len(dev) >= 8 and "hbase.client.operation.timeout" in dev
+    assert thrift == {**base, **dev}, set(thrift.items()) ^ set({**base, **dev}.items())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for name, value in dev.items():
+        assert re.search(rf"`{re.escape(name)}`(?: and `[\w.]+`)? {value}\b", readme), (name, value)
+    assert "COPY hbase-site-thrift.xml /opt/hbase/conf-thrift/hbase-site.xml" in \
+        (DOCKER / "hbase" / "Dockerfile").read_text()
+    start = (DOCKER / "hbase" / "start.sh").read_text()
+    assert re.search(r'-cp "/opt/hbase/conf-thrift:\$cp" org\.apache\.hadoop\.hbase\.thrift\.ThriftServer', start)
+    assert 'HMaster start' in start and '-cp "$cp" org.apache.hadoop.hbase.master.HMaster start' in start
+    # standalone (master, region server and ZooKeeper in one JVM): a freeze of up to 90 s is survived, in both
+    master = _xml_props(script[:script.index('mkdir -p "$d/conf-thrift"')])
+    for conf in (base, master):
+        assert conf["zookeeper.session.timeout.localHBaseCluster"] == "90000"
+        assert conf["hbase.zookeeper.property.maxSessionTimeout"] == "90000"

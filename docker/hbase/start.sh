@@ -14,8 +14,9 @@ mkdir -p /data
 java -Xmx${HBASE_HEAP:-1g} $opens -cp "$cp" org.apache.hadoop.hbase.master.HMaster start &
 master=$!
 sleep 10
+# the Thrift server reads conf-thrift/hbase-site.xml first: its own HBase client's timeouts are bounded (see there)
 # shellcheck disable=SC2086
-java -Xmx${THRIFT_HEAP:-512m} $opens -cp "$cp" org.apache.hadoop.hbase.thrift.ThriftServer -p 9090 start &
+java -Xmx${THRIFT_HEAP:-512m} $opens -cp "/opt/hbase/conf-thrift:$cp" org.apache.hadoop.hbase.thrift.ThriftServer -p 9090 start &
 thrift=$!
 trap 'kill $thrift; java $opens -cp "$cp" org.apache.hadoop.hbase.master.HMaster stop --shutDownCluster; wait' TERM INT
 wait -n $master $thrift

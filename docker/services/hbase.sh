@@ -119,6 +119,11 @@ _hbase_write_conf() {
   <property><name>hbase.hregion.memstore.mslab.enabled</name><value>false</value></property>
   <property><name>hbase.master.handler.count</name><value>10</value></property>
   <property><name>hbase.client.retries.number</name><value>10</value></property>
+  <!-- the ZooKeeper sessions of a standalone HBase (master, region server and ZooKeeper in one JVM) last 10 s by
+       default (and at most 40 s): one frozen longer (kill -STOP, a paused VM, a long GC) found its own sessions
+       expired when it went on, and aborted -->
+  <property><name>zookeeper.session.timeout.localHBaseCluster</name><value>90000</value></property>
+  <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>90000</value></property>
 </configuration>
 XML
   # The Thrift gateway's own HBase client settings (its classpath has conf-thrift/ first): HBase's client defaults
