@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError, StoreError, StoreLockedError
+from nutch2.errors import ConfigError, StoreError, StoreLockedError, StoreUnavailable
 from nutch2.stores import base, pool
 from nutch2.stores.base import DataStore
 from nutch2.stores.lease import StoreLease, held_leases, holder_text
@@ -159,19 +159,22 @@ class Held:
         self.leases.append(lease)
         log.debug(f"{job}: took {_lease_name(scope)} ({self.store.table})")
 
-    def release(self, record: bool = True) -> None:
-        """Let the leases go (record=False: stop renewing them, writing nothing; see StoreLease.release)."""
+    def release(self, record: bool = True, wait: bool = True) -> None:
+        """Let the leases go (record=False: stop renewing them, writing nothing; wait=False: not even waiting for a
+        renewal in flight; see StoreLease.release)."""
         for lease in reversed(self.leases):
-            lease.release(record)
-            log.debug(f"{lease.job}: released {_lease_name(lease.scope)} ({self.store.table})")
+            lease.release(record, wait)
+            log.debug(f"{lease.job}: {'released' if record else 'left to expire'} {_lease_name(lease.scope)} "
+                      f"({self.store.table})")
         self.leases.clear()
         self.store.close()
 
     def __enter__(self) -> Held:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        answering = not isinstance(error, StoreUnavailable)
+        self.release(record=answering, wait=answering)
 
 
 def _lease_name(scope: str) -> str:

@@ -413,13 +413,16 @@ class Gone:
 
 
 def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],
-                 fail: Callable[[Exception], Exception], first_delay: float = 0.5, gone: Gone | None = None) -> Any:
+                 fail: Callable[[Exception], Exception], first_delay: float = 0.5, gone: Gone | None = None,
+                 silent: Callable[[Exception], Exception | None] | None = None) -> Any:
     """fn(), retried after transient failures with a doubling backoff (at most 5 s); the last failure, or a
     permanent one, is raised as fail(e). Service stores use it for reconnects after timeouts and restarts.
 
     A call that timed out waited its whole timeout already: it is tried once more, not `retries` times (a server
     that accepts connections and never answers would otherwise hold a job for retries x timeout per call, in
-    silence). Each retry is a warning line naming the failure."""
+    silence). `silent`, given a call that timed out, may answer the error to fail with at once instead (the store
+    found the server silent: not a second wait of the whole timeout). Each retry is a warning line naming the
+    failure."""
     if gone is not None and gone.error is not None:
         raise StoreUnavailable(str(gone.error))
     delay = first_delay
@@ -431,6 +434,11 @@ def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Excep
             raise
         except Exception as e:
             slow += timed_out(e)
+            quiet = silent(e) if silent is not None and timed_out(e) and slow == 1 else None
+            if quiet is not None:
+                if gone is not None and isinstance(quiet, StoreUnavailable):
+                    gone.error = quiet
+                raise quiet from None
             if attempt == retries or slow > 1 or not transient(e):
                 err = fail(e)
                 if transient(e) and type(err) is StoreError:  # it went away or fell silent: it may come back

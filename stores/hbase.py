@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import struct
 import time
@@ -171,6 +172,8 @@ class HBaseStore(BufferedStore, EntryStorage):
 
         self.where = f"{host}:{port}"
         self.retries = max(0, retries)
+        self._server = (host, port, transport, protocol)
+        self._timeout_s = timeout_ms / 1000
         self.gone = Gone()  # the server went away or fell silent: later calls fail at once
         self._happybase = happybase
 
@@ -184,6 +187,8 @@ class HBaseStore(BufferedStore, EntryStorage):
             except Exception as e:
                 if _hbase_down(e):  # the settings are right: HBase is not up behind the gateway
                     raise StoreUnavailable(f"HBase at {self.where}: {_short(e)}") from None
+                if timed_out(e):  # it took the connection (the address is right) and said nothing: frozen or stuck
+                    raise StoreUnavailable(f"HBase at {self.where}: {_failed(e)}") from None
                 raise StoreError(
                     f"cannot reach the HBase Thrift server at {self.where} ({_short(e)}); check hbase.thrift.host, "
                     "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start "
@@ -206,6 +211,11 @@ class HBaseStore(BufferedStore, EntryStorage):
     def _with_retry(self, action: str, fn: Callable[[Any], Any], table: bytes | None = None) -> Any:
         """Run fn(table) (the webpage table by default) on a pooled connection; reconnect and retry on
         Thrift/socket failures."""
+        started = time.monotonic()
+        known = _silent_lately(self.where, self._timeout_s)
+        if known is not None:  # another call of this process found the server silent just now
+            raise StoreUnavailable(str(known))
+
         def run() -> Any:
             with self.pool.connection() as conn:
                 conn.open()
@@ -217,7 +227,23 @@ class HBaseStore(BufferedStore, EntryStorage):
                 return self.gone.error
             return StoreError(_message(self.where, action, e))
 
-        return with_retries(run, self.retries, _transient, fail, 0.2, self.gone)
+        return with_retries(run, self.retries, _transient, fail, 0.2, self.gone,
+                            lambda e: self._silence(action, e, started))
+
+    def _silence(self, action: str, e: Exception, started: float) -> StoreUnavailable | None:
+        """A call that waited storage.hbase.timeout in vain: None (try it once more) when the Thrift server answers
+        a new connection within PROBE_S, else the error to fail with. A frozen gateway or HBase (kill -STOP, a
+        paused VM) takes connections and never answers: a second wait of the whole timeout, and the lease's and
+        the other threads' calls each waiting theirs, held a job for twice the timeout and more."""
+        found = _SILENT.get((os.getpid(), self.where))
+        if found is not None and found[1] >= started:  # found silent while this call waited
+            return found[0]
+        if _answers(*self._server, min(PROBE_S, self._timeout_s)):
+            return None
+        err = StoreUnavailable(_message(self.where, action, e).replace(
+            "storage.hbase.timeout", "storage.hbase.timeout, nor to a new connection", 1))
+        _SILENT[(os.getpid(), self.where)] = (err, time.monotonic())
+        return err
 
     def _ts(self) -> int:
         """A write timestamp (ms), strictly increasing in this process, with room for the t-1 deletes."""
@@ -324,6 +350,10 @@ class HBaseStore(BufferedStore, EntryStorage):
         row_stop = end.encode() if end is not None else None
         attempts = slow = 0
         n = 0
+        started = time.monotonic()
+        known = _silent_lately(self.where, self._timeout_s)
+        if known is not None:  # another call of this process found the server silent just now
+            raise StoreUnavailable(str(known))
         while True:  # a broken scanner restarts after the last row it returned
             try:
                 with self.pool.connection() as conn:
@@ -343,6 +373,10 @@ class HBaseStore(BufferedStore, EntryStorage):
             except Exception as e:
                 attempts += 1
                 slow += timed_out(e)  # a silent server: tried once more, as with_retries does
+                quiet = self._silence("scan", e, started) if timed_out(e) and slow == 1 else None
+                if quiet is not None:
+                    self.gone.error = quiet
+                    raise quiet from None
                 if attempts > self.retries or slow > 1 or not _transient(e):
                     message = _message(self.where, "scan", e)
                     if not _transient(e) and not _hbase_down(e):
@@ -602,6 +636,33 @@ class HBaseStore(BufferedStore, EntryStorage):
     def close(self) -> None:
         """Flush; the connections stay with the process for the next open (stores/pool.py)."""
         self.flush()
+
+
+PROBE_S = 5.0  # after a call's timeout, how long a new connection's getTableNames may take to say the server is up
+# (pid, host:port) -> (the error, when): a Thrift server that a call of this process found silent (its timeout,
+# then no answer to a new connection); the process's other calls fail at once for one timeout from then
+_SILENT: dict[tuple[int, str], tuple[StoreUnavailable, float]] = {}
+
+
+def _silent_lately(where: str, within_s: float) -> StoreUnavailable | None:
+    found = _SILENT.get((os.getpid(), where))
+    return found[0] if found is not None and time.monotonic() - found[1] < within_s else None
+
+
+def _answers(host: str, port: int, transport: str, protocol: str, timeout_s: float) -> bool:
+    """Does the Thrift server answer a new connection within timeout_s (an error it sends is an answer)?"""
+    import happybase
+
+    conn = happybase.Connection(host, port, timeout=int(timeout_s * 1000), transport=transport, protocol=protocol,
+                                autoconnect=False)
+    try:
+        conn.open()
+        conn.tables()
+    except Exception as e:  # noqa: BLE001 - only silence counts as no answer
+        return not timed_out(e)
+    finally:
+        conn.close()
+    return True
 
 
 def _close_pool(made: Any) -> None:

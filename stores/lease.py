@@ -167,12 +167,17 @@ class StoreLease:
             self.lost = True
             return False
 
-    def release(self, record: bool = True) -> None:
-        """Stop renewing the lease and record it released; record=False leaves its record as it is (held until it
-        expires: for a table about to be dropped, whose record goes with it)."""
+    def release(self, record: bool = True, wait: bool = True) -> None:
+        """Stop renewing the lease and record it released. record=False writes nothing: the record stays held until
+        it expires (a table about to be dropped, whose record goes with it; a store that stopped answering, where
+        the write would wait out its timeout before the command could say why it failed: then wait=False too, not
+        waiting for a renewal in flight). A command of this machine takes such a lease over at once once its
+        holder's process is gone."""
         _HOLDING.discard(self.holder)
         _pop(self)
         self._stop.set()
+        if not wait:
+            return
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         with self._lock:

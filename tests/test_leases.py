@@ -200,3 +200,22 @@ def test_a_lease_this_process_leaked_still_expires(store) -> None:
     second = StoreLease(store, "crawl", "generate")
     assert second.try_acquire() is None
     second.release()
+
+
+def test_a_command_whose_store_stopped_answering_writes_no_release(tmp_path: Path) -> None:
+    """A job that failed with StoreUnavailable (HBase frozen): releasing its leases wrote to the store that did not
+    answer, and waited out its timeout (the renewal's too) before the command said why it failed. Now the leases
+    are left to expire (a rerun on this machine takes them over at once, their process gone)."""
+    from nutch2.errors import StoreUnavailable
+
+    conf = make_conf(tmp_path, "sqlite")
+    held = crawl_lock(conf, None, "updatedb", create=True)
+    writes = []
+    swap = held.store.swap_state
+    held.store.swap_state = lambda *a: writes.append(a) or swap(*a)  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailable):
+        with held:
+            raise StoreUnavailable("HBase at h:9090: get failed: no answer")
+    assert writes == []
+    with open_store(conf, None) as store:  # left held, to expire (or be taken over: its process gone)
+        assert json.loads(store.get_state("lease/crawl"))["state"] == "held"

@@ -128,6 +128,7 @@ def test_hbase_down_behind_its_thrift_server_fails_at_once_and_resumably() -> No
 
     store = HBaseStore.__new__(HBaseStore)
     store.where, store.retries, store.gone, store.pool, store.tname = "h:9090", 5, Gone(), Pool(), b"t_webpage"
+    store._timeout_s, store._server = 30.0, ("h", 9090, "buffered", "binary")
     with pytest.raises(StoreUnavailable, match=r"^HBase at h:9090: write failed: the Thrift server answers, but HBase "
                                                r"behind it does not \(RetriesExhaustedWithDetailsException\)"):
         store._with_retry("write", put)
@@ -137,3 +138,61 @@ def test_hbase_down_behind_its_thrift_server_fails_at_once_and_resumably() -> No
     assert len(calls) == 1
     table_missing = IOError("IOError(message=b'org.apache.hadoop.hbase.TableNotFoundException: x_webpage')")
     assert "no crawl db x_webpage" in HBaseStore._with_retry.__globals__["_message"]("h:9090", "get", table_missing)
+
+
+@pytest.mark.parametrize("answers", [False, True])
+def test_a_frozen_thrift_server_fails_the_process_calls_after_one_timeout(monkeypatch: pytest.MonkeyPatch,
+                                                                          answers: bool) -> None:
+    """A Thrift server or HBase stopped (kill -STOP) takes connections and never answers: a call that waited
+    storage.hbase.timeout was tried once more (a second whole timeout), and the lease's store and the other
+    threads' waited theirs, so a frozen HBase ended a job after 66-82 s, not ~30. Now a new connection is asked
+    (a short getTableNames): unanswered too, the call fails at once, and so do the process's other stores' calls
+    for the next timeout; answered, the call is tried once more as before."""
+    from contextlib import contextmanager
+
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores import hbase
+    from nutch2.stores.base import Gone
+    from nutch2.stores.hbase import HBaseStore
+
+    monkeypatch.setattr(hbase, "_SILENT", {})
+    probes: list[float] = []
+    monkeypatch.setattr(hbase, "_answers", lambda *a: probes.append(a[-1]) or answers)
+    calls = []
+
+    class Pool:
+        @contextmanager
+        def connection(self):  # type: ignore[no-untyped-def]
+            class Conn:
+                def open(self) -> None:
+                    pass
+
+                def table(self, name: bytes) -> bytes:
+                    return name
+            yield Conn()
+
+    def silent(table: object) -> None:
+        calls.append(table)
+        raise TimeoutError("timed out")
+
+    def store_on(where: str) -> HBaseStore:
+        store = HBaseStore.__new__(HBaseStore)
+        store.where, store.retries, store.gone, store.pool, store.tname = where, 5, Gone(), Pool(), b"t_webpage"
+        store._timeout_s, store._server = 30.0, ("h", 9090, "buffered", "binary")
+        return store
+
+    with pytest.raises(StoreUnavailable) as e:
+        store_on("h:9090")._with_retry("get", silent)
+    if answers:  # the server answers a new connection: the call was only slow, tried once more
+        assert len(calls) == 2 and "nor to a new connection" not in str(e.value)
+        return
+    assert len(calls) == 1 and probes == [5.0]
+    assert str(e.value) == ("HBase at h:9090: get failed: no answer within storage.hbase.timeout, nor to a new "
+                            "connection; is HBase up behind its Thrift server, and not overloaded? "
+                            "(docker/services.sh status hbase)")
+    lease = store_on("h:9090")  # another store of the process (a lease's): fails at once, no wait of its own
+    with pytest.raises(StoreUnavailable, match="nor to a new connection"):
+        lease._with_retry("swap state", silent)
+    assert len(calls) == 1 and len(probes) == 1
+    store_on("other:9090")._with_retry("get", lambda t: None)  # another server is not concerned
+
