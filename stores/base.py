@@ -406,10 +406,19 @@ def value_size(value: Any) -> int:
 class Gone:
     """A store client's memory that its server went away or fell silent (retries spent): its later calls fail at
     once with the same error instead of waiting out their own timeouts in turn (the fetcher threads of a task,
-    each with a write in hand, would otherwise hold the task for threads x retries x timeout)."""
+    each with a write in hand, would otherwise hold the task for threads x retries x timeout). It also says one
+    "trying again" line for an outage, whatever the threads and retries."""
 
     def __init__(self) -> None:
         self.error: StoreUnavailable | None = None
+        self.warned = False  # a "trying again" line was said for the failing calls: not one per thread and retry
+        self._lock = threading.Lock()
+
+    def first_warning(self) -> bool:
+        """True once per outage (until a call succeeds): whether to say this retry."""
+        with self._lock:
+            first, self.warned = not self.warned, True
+            return first
 
 
 def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Exception], bool],
@@ -429,7 +438,10 @@ def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Excep
     slow = 0
     for attempt in range(retries + 1):
         try:
-            return fn()
+            result = fn()
+            if gone is not None and gone.warned:  # the outage is over: the next one is said again
+                gone.warned = False
+            return result
         except StoreError:
             raise
         except Exception as e:
@@ -446,7 +458,8 @@ def with_retries(fn: Callable[[], Any], retries: int, transient: Callable[[Excep
                     if gone is not None:
                         gone.error = err
                 raise err from None
-            log.warning(f"warning: {fail(e)}; trying again ({attempt + 1} of {1 if slow else retries} retries)")
+            if gone is None or gone.first_warning():  # one line per store and outage, not per thread and retry
+                log.warning(f"warning: {fail(e)}; trying again ({attempt + 1} of {1 if slow else retries} retries)")
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
     raise AssertionError("unreachable")

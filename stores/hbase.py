@@ -367,6 +367,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                         n += 1
                         self.rows_read += 1
                         yield self._page(key, data, names)
+                self.gone.warned = False  # the outage is over: the next one is said again
                 return
             except GeneratorExit:
                 raise
@@ -383,7 +384,8 @@ class HBaseStore(BufferedStore, EntryStorage):
                         raise StoreError(message) from None
                     self.gone.error = StoreUnavailable(message)
                     raise self.gone.error from None
-                log.warning(f"warning: HBase at {self.where}: scan failed: {_short(e)}; trying again")
+                if self.gone.first_warning():  # one line per store and outage
+                    log.warning(f"warning: HBase at {self.where}: scan failed: {_short(e)}; trying again")
                 time.sleep(min(0.2 * 2**attempts, 5.0))
 
     # -------------------------------------------------------------- index entries (EntryStorage)

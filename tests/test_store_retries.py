@@ -196,3 +196,42 @@ def test_a_frozen_thrift_server_fails_the_process_calls_after_one_timeout(monkey
     assert len(calls) == 1 and len(probes) == 1
     store_on("other:9090")._with_retry("get", lambda t: None)  # another server is not concerned
 
+
+def test_one_trying_again_line_per_store_and_outage(caplog: pytest.LogCaptureFixture) -> None:
+    """A killed Thrift server: each thread of a task said a "trying again" line per retry (up to ~10 lines before
+    the error). Now the store's calls say one for the outage; the retries themselves are unchanged, and once a
+    call goes through, the next outage is said again."""
+    import threading
+
+    from nutch2.stores.base import Gone
+
+    gone, up = Gone(), threading.Event()
+    tries: list[int] = []
+    failed = threading.Barrier(5)
+
+    def call() -> str:
+        tries.append(1)
+        if len(tries) <= 5:
+            failed.wait()  # every thread fails before any retries
+        if not up.is_set():
+            raise ConnectionRefusedError("refused")
+        return "ok"
+
+    caplog.set_level(logging.WARNING)
+    threads = [threading.Thread(target=with_retries, args=(call, 5, lambda e: True,
+                                                           lambda e: StoreError(f"X at h:1: get failed: {e}"),
+                                                           0.05, gone)) for _ in range(5)]
+    for t in threads:
+        t.start()
+    while len(tries) < 15:  # every thread retried at least twice
+        threading.Event().wait(0.01)
+    up.set()
+    for t in threads:
+        t.join()
+    assert len(tries) >= 15
+    lines = [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()]
+    assert lines == ["warning: X at h:1: get failed: refused; trying again (1 of 5 retries)"]
+    up.clear()  # a second outage, after calls went through: said again
+    with pytest.raises(StoreError):
+        with_retries(call, 1, lambda e: True, lambda e: StoreError(f"X at h:1: get failed: {e}"), 0.001, gone)
+    assert len([r for r in caplog.records if "trying again" in r.getMessage()]) == 2
