@@ -260,3 +260,43 @@ def test_a_frozen_postgres_fails_the_call_and_the_command_in_one_line(tmp_path: 
         store.drop_schema()
         store.close()
         proxy.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_frozen_hbase_thrift_server_fails_the_process_calls_after_one_timeout(tmp_path: Path) -> None:
+    """The Thrift server (or HBase behind it) stopped (kill -STOP): a call waited storage.hbase.timeout, was tried
+    once more, and every other store of the process (a lease's) waited its own two timeouts: a job ended after
+    66-82 s with a 30 s timeout. Now a call that waited its timeout asks a new connection; unanswered too, it fails,
+    the process's other calls on that server fail at once without sending anything, and after one timeout they
+    try again (the server answers again: they go through)."""
+    if "hbase" not in SERVICE_STORES:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs without the HBase store enabled")
+        pytest.skip("the HBase store is not enabled (NUTCH2_TEST_STORES)")
+    from nutch2.errors import StoreUnavailable
+
+    crawl_id = f"fz{uuid.uuid4().hex[:8]}"
+    proxy = Proxy(("127.0.0.1", PORT["hbase"]))
+    conf = make_conf(tmp_path, "hbase", **{"storage.hbase.timeout": 2000, **port_props("hbase", proxy.port)})
+    store = open_store(conf, crawl_id)
+    lease_store = open_store(conf, crawl_id)  # the lease's own store, on the same server
+    try:
+        store.put("com.example:http/a", WebPage("com.example:http/a", status=1))
+        store.flush()
+        assert lease_store.get_state("lease/crawl") is None
+        proxy.freeze()
+        with pytest.raises(StoreUnavailable, match="no answer within storage.hbase.timeout, nor to a new connection"):
+            store.get("com.example:http/a")
+        sent = proxy.bytes
+        with pytest.raises(StoreUnavailable, match="nor to a new connection"):
+            lease_store.get_state("lease/crawl")
+        assert proxy.bytes == sent  # failed at once: not sent, not waited for
+        proxy.thaw()
+        time.sleep(2.5)  # one timeout later the process asks the server again
+        assert lease_store.get_state("lease/crawl") is None
+        assert lease_store.get("com.example:http/a").status == 1
+    finally:
+        proxy.thaw()
+        lease_store.drop_schema()
+        proxy.close()
