@@ -178,6 +178,9 @@ class HBaseStore(BufferedStore, EntryStorage):
         self._happybase = happybase
 
         def connect() -> Any:
+            known = _silent_lately(self.where, self._timeout_s)
+            if known is not None:  # a call or open of this process found the server silent just now
+                raise StoreUnavailable(str(known))
             try:
                 made = happybase.ConnectionPool(pool_size, host=host, port=port, timeout=timeout_ms,
                                                 transport=transport, protocol=protocol, autoconnect=False)
@@ -188,7 +191,9 @@ class HBaseStore(BufferedStore, EntryStorage):
                 if _hbase_down(e):  # the settings are right: HBase is not up behind the gateway
                     raise StoreUnavailable(f"HBase at {self.where}: {_short(e)}") from None
                 if timed_out(e):  # it took the connection (the address is right) and said nothing: frozen or stuck
-                    raise StoreUnavailable(f"HBase at {self.where}: {_failed(e)}") from None
+                    silent = StoreUnavailable(f"HBase at {self.where}: {_failed(e)}")
+                    _SILENT[(os.getpid(), self.where)] = (silent, time.monotonic())  # the process's other opens
+                    raise silent from None
                 raise StoreError(
                     f"cannot reach the HBase Thrift server at {self.where} ({_short(e)}); check hbase.thrift.host, "
                     "hbase.thrift.port and hbase.thrift.transport/protocol, or start it: docker/services.sh start "

@@ -235,3 +235,33 @@ def test_one_trying_again_line_per_store_and_outage(caplog: pytest.LogCaptureFix
     with pytest.raises(StoreError):
         with_retries(call, 1, lambda e: True, lambda e: StoreError(f"X at h:1: get failed: {e}"), 0.001, gone)
     assert len([r for r in caplog.records if "trying again" in r.getMessage()]) == 2
+
+
+def test_opening_a_store_on_a_frozen_thrift_server_is_said_and_not_waited_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Thrift server that takes connections and never answers (kill -STOP): opening the store said 'check
+    hbase.thrift.host ...' (the settings were right) and each later open of the process (a job's next task, its
+    lease) waited its own timeout. Now it is StoreUnavailable naming the silence, and the process's next opens on
+    that server fail at once for one timeout."""
+    import socket
+
+    happybase = pytest.importorskip("happybase")
+    from nutch2.errors import StoreUnavailable
+    from nutch2.stores import hbase
+
+    monkeypatch.setattr(hbase, "_SILENT", {})
+    made = []
+    pool = happybase.ConnectionPool
+    monkeypatch.setattr(happybase, "ConnectionPool", lambda *a, **k: made.append(1) or pool(*a, **k))
+    frozen = socket.socket()  # listens (the kernel takes connections) and never answers
+    frozen.bind(("127.0.0.1", 0))
+    frozen.listen(8)
+    port = frozen.getsockname()[1]
+    try:
+        for _ in range(2):
+            with pytest.raises(StoreUnavailable, match=rf"^HBase at 127.0.0.1:{port}: no answer within "
+                                                       r"storage.hbase.timeout; is HBase up"):
+                hbase.HBaseStore("t", "127.0.0.1", port, timeout_ms=300)
+        assert len(made) == 1
+    finally:
+        frozen.close()
