@@ -3,6 +3,7 @@ check (`urlfilter.max.length`); a URL is kept when every filter keeps it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -11,6 +12,19 @@ from nutch2.config import Configuration
 from nutch2.plugin.extension import Extension
 
 DEFAULT_MAX_LENGTH = 2048
+
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()  # (point, plugin) already named in this process
+
+
+def plugin_failed(point: str, plugin: Any, url: str, e: BaseException) -> None:
+    """A URL filter or normalizer raised on `url`: the URL is dropped, as Nutch drops it, and the first time in
+    this process one line names the plugin, what it raised and the fix."""
+    name = getattr(plugin, "plugin_id", "") or type(plugin).__name__
+    if (point, name) not in _warned:
+        _warned.add((point, name))
+        log.warning(f"{point} {name} raised {type(e).__name__}: {e} on {url}; that URL (and any other it raises "
+                    f"on) is dropped: fix {name}, or take it out of plugin.includes")
 
 
 class URLFilter(Extension):
@@ -78,8 +92,12 @@ class URLFilters:
         kept_by = []
         for url_filter in self.filters:
             name = getattr(url_filter, "plugin_id", "") or type(url_filter).__name__
-            why = url_filter.explain(url) if hasattr(url_filter, "explain") else None
-            if url_filter.filter(url) is None:
+            try:
+                why = url_filter.explain(url) if hasattr(url_filter, "explain") else None
+                kept = url_filter.filter(url) is not None
+            except Exception as e:  # noqa: BLE001 - the checker names the plugin's bug as what dropped the URL
+                return False, f"{name}: raised {type(e).__name__}: {e} (fix {name}, or take it out of plugin.includes)"
+            if not kept:
                 return False, f"{name}: {why}" if why else name
             if why:
                 kept_by.append(f"{name}: {why}")
@@ -90,7 +108,11 @@ class URLFilters:
             return None
         result: str | None = url
         for url_filter in self.filters:
-            result = url_filter.filter(result)
+            try:
+                result = url_filter.filter(result)
+            except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, and is named once
+                plugin_failed("url filter", url_filter, url, e)
+                return None
             if result is None:
                 return None
         return result

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.plugin.extension import Extension
+from nutch2.urls.filters import plugin_failed
 
 # Scopes Nutch passes to its normalizers (a normalizer may treat them differently)
 SCOPE_DEFAULT = "default"
@@ -57,7 +58,11 @@ class URLNormalizers:
         for _ in range(self.loop_count):
             before = url
             for normalizer in self.normalizers:
-                normalized = normalizer.normalize(url, scope)
+                try:
+                    normalized = normalizer.normalize(url, scope)
+                except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, and is named once
+                    plugin_failed("url normalizer", normalizer, url, e)
+                    return None
                 if normalized is None:
                     return None
                 url = normalized
