@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.config import Configuration
-from nutch2.index.filters import FilterOverrun, IndexingFilters, indexable
+from nutch2.index.filters import FilterFailed, FilterOverrun, IndexingFilters, indexable
 from nutch2.index.solr import document_id, row_key_of
 from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
@@ -97,6 +97,12 @@ class IndexingJob(Job):
         except FilterOverrun as e:
             ctx.incr("failed_indexing_filter_timeout")
             ctx.log(f"index: {unreverse_url(page.key)}: {e}; not sent (a later index sends it)")
+            self.overran.append(page.key)
+            return iter(())
+        except FilterFailed as e:
+            ctx.incr("failed_indexing_filter")
+            ctx.log(f"index: {unreverse_url(page.key)}: {e}; not sent: fix the plugin, or take it out of "
+                    "plugin.includes (a later index sends it)")
             self.overran.append(page.key)
             return iter(())
         if doc is None:

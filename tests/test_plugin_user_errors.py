@@ -9,12 +9,17 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
+from nutch2.crawldb.scoring import ScoringFilters
+from nutch2.index.filters import FilterFailed, IndexingFilter, IndexingFilters
 from nutch2.urls.filters import URLFilter, URLFilters
 from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
+from nutch2.webpage import WebPage
 
+REPO = Path(__file__).resolve().parent.parent
 URL = "http://example.com/a"
 
 
@@ -47,3 +52,29 @@ def test_a_url_normalizer_that_raises_drops_the_url_and_is_named(caplog: pytest.
     with caplog.at_level(logging.WARNING):
         assert URLNormalizers([RaisingNormalizer(None)]).normalize(URL) is None  # type: ignore[arg-type]
     assert any("url normalizer my-norm raised ValueError: bad port" in r.getMessage() for r in caplog.records)
+
+
+class Index(IndexingFilter):
+    plugin_id = "my-index"
+
+    def __init__(self, result: object) -> None:
+        self.result = result
+
+    def filter(self, doc, url, page):  # type: ignore[no-untyped-def]
+        if isinstance(self.result, Exception):
+            raise self.result
+        return self.result
+
+
+@pytest.mark.parametrize("result, says", [(KeyError("title"), "indexing filter my-index raised KeyError"),
+                                          ("doc", "indexing filter my-index returned str, not the document")])
+def test_an_indexing_filter_that_raises_or_returns_no_document_is_named(result: object, says: str) -> None:
+    filters = IndexingFilters([Index(result)], ScoringFilters([]))
+    with pytest.raises(FilterFailed, match=says):
+        filters.document(WebPage("com.example:http/a"), None)
+
+
+def test_the_indexing_filter_that_keeps_a_page_out_is_known() -> None:
+    filters = IndexingFilters([Index(None)], ScoringFilters([]))
+    assert filters.document(WebPage("com.example:http/a"), None) is None
+    assert filters.dropped_by == "my-index"

@@ -40,6 +40,10 @@ class FilterOverrun(Exception):
     """An indexing filter did not finish a document within indexingfilter.timeout (it was abandoned)."""
 
 
+class FilterFailed(Exception):
+    """An indexing filter raised on a document, or returned something that is not one."""
+
+
 class IndexingFilters:
     """The chain; ``fields`` is every row field the filters read. `timeout`: seconds the chain may take for one
     document (indexingfilter.timeout; None: unbounded)."""
@@ -48,6 +52,7 @@ class IndexingFilters:
         self.filters = list(filters)
         self.scoring = scoring
         self.timeout = timeout
+        self.dropped_by = ""  # the filter that kept the last page out (indexchecker names it)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> IndexingFilters:
@@ -63,7 +68,8 @@ class IndexingFilters:
 
     def document(self, page: WebPage, crawl_id: str | None) -> dict[str, Any] | None:
         """The page's document, or None when a filter keeps it out; fields without a value are left out.
-        FilterOverrun when the chain takes longer than its timeout."""
+        FilterOverrun when the chain takes longer than its timeout, FilterFailed when a filter raises or returns
+        no document."""
         running: list[str] = [""]
         try:
             return timebox.run(lambda: self._document(page, crawl_id, running), self.timeout if self.filters else None,
@@ -83,10 +89,17 @@ class IndexingFilters:
         }
         for flt in self.filters:
             running[0] = getattr(flt, "plugin_id", type(flt).__name__)
-            with timebox.owner(running[0]):
-                result = flt.filter(doc, url, page)
+            try:
+                with timebox.owner(running[0]):
+                    result = flt.filter(doc, url, page)
+            except Exception as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
+                raise FilterFailed(f"indexing filter {running[0]} raised {type(e).__name__}: {e}"[:500]) from e
             if result is None:
+                self.dropped_by = running[0]
                 return None
+            if not isinstance(result, dict):
+                raise FilterFailed(f"indexing filter {running[0]} returned {type(result).__name__}, not the "
+                                   "document: return the dict it was given (None keeps the page out)")
             doc = result
         doc["boost"] = self.scoring.indexer_score(url, doc, page, 1.0)
         return {k: v for k, v in doc.items() if v is not None and v != []}

@@ -154,11 +154,18 @@ class IndexChecker(_Checker):
         if not parsed or not indexable(page):
             raise NutchError(f"{url} would not be indexed: parse {page.parse_status.name}"
                              + (", noindex" if parsed else ""))
+        from nutch2.index.filters import FilterFailed, FilterOverrun
+
         filters = IndexingFilters.from_conf(self.conf)
-        doc = filters.document(page, self.crawl_id)
-        filters.close()
+        try:
+            doc = filters.document(page, self.crawl_id)
+        except (FilterFailed, FilterOverrun) as e:
+            raise NutchError(f"{url} would not be indexed: {e}; fix the plugin, or take it out of "
+                             "plugin.includes") from None
+        finally:
+            filters.close()
         if doc is None:
-            raise NutchError(f"{url} would not be indexed: an indexing filter keeps it out")
+            raise NutchError(f"{url} would not be indexed: indexing filter {filters.dropped_by} keeps it out")
         if not self.args.dumpText:
             doc["content"] = _short(doc.get("content", ""))
         for name in sorted(doc):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import has_rows
+from nutch2.errors import NutchError
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
 from nutch2.plugin import Plugins
@@ -111,6 +112,10 @@ class Index(BatchTool[IndexArgs]):
 
         run_index(self.conf, store, batch, self.writers, self.args.reindex,
                   make_runner(self.conf, self.tasks()), counters, self.crawl_id)
+        failed = counters.get("failed_indexing_filter")
+        if failed and not counters.get("indexed"):  # a plugin's bug kept every page out: the index did nothing
+            raise NutchError(f"no document was sent: an indexing filter failed on all {failed} pages (the lines "
+                             "above name it); fix the plugin, or take it out of plugin.includes, and run this again")
 
 
 # ---------------------------------------------------------------- clean, dedup
