@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,9 @@ from nutch2.index.filters import FilterFailed, IndexingFilter, IndexingFilters
 from nutch2.urls.filters import URLFilter, URLFilters
 from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
 from nutch2.webpage import WebPage
+from tests.crawlutil import defines, seed_file
+from tests.helpers import nutch2
+from tests.testweb import TestWeb
 
 REPO = Path(__file__).resolve().parent.parent
 URL = "http://example.com/a"
@@ -78,3 +83,70 @@ def test_the_indexing_filter_that_keeps_a_page_out_is_known() -> None:
     filters = IndexingFilters([Index(None)], ScoringFilters([]))
     assert filters.document(WebPage("com.example:http/a"), None) is None
     assert filters.dropped_by == "my-index"
+
+
+PLUGIN = '''
+import os
+from nutch2.plugin import Plugin
+from nutch2.index.filters import IndexingFilter
+from nutch2.parse.parsers import ParseFilter
+
+PLUGIN = Plugin("broken-test", {"parse-filter": "broken_plugin:Meta", "indexing-filter": "broken_plugin:Idx"})
+
+
+class Meta(ParseFilter):
+    def filter(self, doc, parse, page, dom):
+        if os.environ.get("BROKEN_PARSE"):
+            raise KeyError("author")
+        page.metadata["my.meta"] = b"yes"
+
+
+class Idx(IndexingFilter):
+    fields = ("metadata",)
+
+    def filter(self, doc, url, page):
+        if os.environ.get("BROKEN_INDEX"):
+            doc["x_s"] = page.metadata["missing"].decode()
+        doc["x_s"] = page.metadata["my.meta"].decode()
+        return doc
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_plugin_failing_every_page_ends_the_command_naming_it_and_a_rerun_finishes(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    info = site / "broken_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "broken_plugin.py").write_text(PLUGIN)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[nutch2.plugins]\nbroken-test = broken_plugin:PLUGIN\n")
+    writers = tmp_path / "writers.xml"
+    writers.write_text(f"""<writers><writer id="jsonl" class="indexer-jsonl">
+      <parameters><param name="outpath" value="{tmp_path / 'jsonl'}"/></parameters></writer></writers>""")
+    d = defines(tmp_path, "sqlite:processes", **{
+        "plugin.includes": "protocol-http|urlfilter-regex|urlnormalizer-basic|parse-html|index-basic|"
+                           "indexer-jsonl|broken-test", "indexer.indexwriters.file": writers})
+    path = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    crawl_id = f"pe{uuid.uuid4().hex[:8]}"
+
+    def run(*args: object, **env: str):  # type: ignore[no-untyped-def]
+        return nutch2(*args, "-crawlId", crawl_id, *d, env={**path, **env}, timeout=240)
+
+    with TestWeb(hosts=1, pages_per_host=4, traps=False) as web:
+        assert run("inject", seed_file(tmp_path, *[web.page_url(0, i) for i in range(4)])).returncode == 0
+        batch = run("generate").stdout.strip()
+        assert run("fetch", batch).returncode == 0
+    p = run("parse", batch, BROKEN_PARSE="1")
+    assert p.returncode == 1, p.stderr
+    assert "parse filter broken-test raised KeyError: 'author'" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert "nutch2 parse: error: no page was parsed" in p.stderr, p.stderr
+    p = run("parse", batch)  # fixed: the same command finishes
+    assert p.returncode == 0 and "parsed=4" in p.stderr, p.stderr
+    assert run("updatedb", batch).returncode == 0
+    p = run("index", batch, BROKEN_INDEX="1")
+    assert p.returncode == 1, p.stderr
+    assert "indexing filter broken-test raised KeyError: 'missing'" in p.stderr and "Traceback" not in p.stderr
+    assert "nutch2 index: error: no document was sent" in p.stderr, p.stderr
+    p = run("index", batch)
+    assert p.returncode == 0 and "indexed=4" in p.stderr, p.stderr

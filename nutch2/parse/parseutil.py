@@ -129,11 +129,17 @@ class PageParser:
             page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION, [f"parse filter {running[0]}: "
                                                                                       f"{why}"])
             ctx.incr("parse_filter_stopped" if e.stopped else "failed_parse_filter_timeout")
+            if not e.stopped:
+                ctx.log(f"parse: {url}: parse filter {running[0]}: {why}; the page's parse failed: fix the plugin, "
+                        "or take it out of plugin.includes (a later parse takes the page again)")
             return False
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
             page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION,
                                             [f"parse filter {running[0]}: {type(e).__name__}: {e}"[:500]])
             ctx.incr("failed_parse_filter")
+            ctx.log(f"parse: {url}: parse filter {running[0]} raised {type(e).__name__}: {e}"[:400]
+                    + "; the page's parse failed: fix the plugin, or take it out of plugin.includes (a later parse "
+                    "takes the page again)")
             return False
         finally:
             result.dom = None  # the tree is not kept past the filters

@@ -14,6 +14,7 @@ from nutch2.config import Configuration
 from nutch2.crawldb import lifecycle
 from nutch2.crawldb.journal import FETCHED, PARSED, has_rows
 from nutch2.crawldb.lifecycle import BatchStep
+from nutch2.errors import NutchError
 from nutch2.logs import counted
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters
@@ -209,6 +210,10 @@ class Parse(BatchTool[ParseArgs]):
         a = self.args
         make_runner(self.conf, a.num_tasks).run(ParserJob(self.conf, batch, a.resume, a.force, a.reparse), store,
                                                 counters)
+        failed = counters.get("failed_parse_filter") + counters.get("failed_parse_filter_timeout")
+        if failed and not counters.get("parsed"):  # a plugin's bug failed every page: the parse did nothing
+            raise NutchError(f"no page was parsed: a parse filter failed on all {failed} pages (the lines above "
+                             "name it); fix the plugin, or take it out of plugin.includes, and run this again")
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         if self.args.reparse:
