@@ -296,6 +296,15 @@ class InjectorJob(Job):
                      "inject.address.check.seconds: one of this machine's network must be listed in "
                      "fetcher.address.allow")
 
+    def _dropped(self, url: str) -> str:
+        """Why the normalizers gave None for `url`: the normalizer that dropped it, named, or not a valid URL."""
+        normalizers = self.checker.normalizers
+        steps = normalizers.explain(url, self.checker.scope) if normalizers is not None else []
+        if steps and steps[-1][1] is None and steps[-1][0] != "urlnormalizer-basic":  # basic drops invalid URLs
+            name, _, why = steps[-1]
+            return f"{_shown(url)} dropped by the URL normalizer {name}{': ' + why if why else ''}"
+        return f"not a valid URL: {_shown(url)}"
+
     def _seed(self, record: SeedLine, ctx: TaskContext) -> tuple[str, str, dict[str, str], float | None,
                                                                   int | None] | None:
         """(key, URL, metadata, score, interval) of a seed line; None for blank, filtered or bad lines."""
@@ -311,7 +320,7 @@ class InjectorJob(Job):
             except ValueError as e:
                 raise BadSeed(f"not a valid URL: {_shown(url)} ({e})") from None
             if norm is None:
-                raise BadSeed(f"not a valid URL: {_shown(url)}")
+                raise BadSeed(self._dropped(url))
             if self.checker.filter(norm) is None:
                 ctx.incr("filtered")
                 return None

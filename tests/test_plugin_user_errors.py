@@ -150,3 +150,21 @@ def test_a_plugin_failing_every_page_ends_the_command_naming_it_and_a_rerun_fini
     assert "nutch2 index: error: no document was sent" in p.stderr, p.stderr
     p = run("index", batch)
     assert p.returncode == 0 and "indexed=4" in p.stderr, p.stderr
+
+
+def test_normalizerchecker_names_a_normalizer_that_raises() -> None:
+    steps = URLNormalizers([RaisingNormalizer(None)]).explain(URL)  # type: ignore[arg-type]
+    assert steps == [("my-norm", None, "raised ValueError: bad port (fix my-norm, or take it out of plugin.includes)")]
+
+
+def test_inject_names_the_normalizer_that_drops_a_seed(tmp_path: Path) -> None:
+    (tmp_path / "dropping.py").write_text("from nutch2.urls.normalizers import URLNormalizer\n\n\n"
+                                          "class Drop(URLNormalizer):\n"
+                                          "    def normalize(self, url, scope):\n"
+                                          "        return None if 'drop' in url else url\n")
+    seeds = seed_file(tmp_path, "http://127.0.1.1:9/drop", "http://127.0.1.1:9/keep")
+    d = defines(tmp_path, "sqlite", **{"plugin.classes": "dropping:Drop"})
+    p = nutch2("inject", seeds, "-crawlId", "dropped", *d,
+               env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "'http://127.0.1.1:9/drop' dropped by the URL normalizer dropping:Drop" in p.stderr, p.stderr

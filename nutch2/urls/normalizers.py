@@ -85,9 +85,14 @@ class URLNormalizers:
         for _ in range(self.loop_count):
             before = url
             for normalizer in chain:
-                why = normalizer.explain(url, scope) if hasattr(normalizer, "explain") else None
-                normalized = normalizer.normalize(url, scope)
-                steps.append((getattr(normalizer, "plugin_id", "") or type(normalizer).__name__, normalized, why))
+                name = getattr(normalizer, "plugin_id", "") or type(normalizer).__name__
+                try:
+                    why = normalizer.explain(url, scope) if hasattr(normalizer, "explain") else None
+                    normalized = normalizer.normalize(url, scope)
+                except Exception as e:  # noqa: BLE001 - the checker names the plugin's bug as what dropped the URL
+                    why, normalized = f"raised {type(e).__name__}: {e} (fix {name}, or take it out of " \
+                        "plugin.includes)", None
+                steps.append((name, normalized, why))
                 if normalized is None:
                     return steps
                 url = normalized
