@@ -15,6 +15,7 @@ from nutch2.index.writers import IndexWriters, writer_marks
 from nutch2.mapred.job import Counters, Job, TaskContext
 from nutch2.mapred.runner import Runner
 from nutch2.marks import Mark
+from nutch2.plugin.extension import fix_hint
 from nutch2.rowkeys import NOINDEX_KEY
 from nutch2.status import CrawlStatus, ParseMinor
 from nutch2.stores.base import DataStore, MarkFilter
@@ -101,8 +102,8 @@ class IndexingJob(Job):
             return iter(())
         except FilterFailed as e:
             ctx.incr("failed_indexing_filter")
-            ctx.log(f"index: {unreverse_url(page.key)}: {e}; not sent: fix the plugin, or take it out of "
-                    "plugin.includes (a later index sends it)")
+            ctx.log(f"index: {unreverse_url(page.key)}: {e}; not sent: {fix_hint(e.plugin)} "
+                    "(a later index sends it)")
             self.overran.append(page.key)
             return iter(())
         if doc is None:

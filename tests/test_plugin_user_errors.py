@@ -168,3 +168,13 @@ def test_inject_names_the_normalizer_that_drops_a_seed(tmp_path: Path) -> None:
                env={"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "'http://127.0.1.1:9/drop' dropped by the URL normalizer dropping:Drop" in p.stderr, p.stderr
+
+
+def test_the_fix_names_plugin_classes_for_a_class_of_ones_own() -> None:
+    class Mine(URLFilter):
+        plugin_id = "mymods:Mine"
+
+        def filter(self, url: str) -> str | None:
+            raise RuntimeError("boom")
+
+    assert URLFilters([Mine(None)]).explain(URL)[1].endswith("(fix mymods:Mine, or take it out of plugin.classes)")

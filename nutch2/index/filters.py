@@ -43,6 +43,10 @@ class FilterOverrun(Exception):
 class FilterFailed(Exception):
     """An indexing filter raised on a document, or returned something that is not one."""
 
+    def __init__(self, message: str, plugin: str = "") -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
 
 class IndexingFilters:
     """The chain; ``fields`` is every row field the filters read. `timeout`: seconds the chain may take for one
@@ -93,13 +97,14 @@ class IndexingFilters:
                 with timebox.owner(running[0]):
                     result = flt.filter(doc, url, page)
             except Exception as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
-                raise FilterFailed(f"indexing filter {running[0]} raised {type(e).__name__}: {e}"[:500]) from e
+                why = f"indexing filter {running[0]} raised {type(e).__name__}: {e}"[:500]
+                raise FilterFailed(why, running[0]) from e
             if result is None:
                 self.dropped_by = running[0]
                 return None
             if not isinstance(result, dict):
                 raise FilterFailed(f"indexing filter {running[0]} returned {type(result).__name__}, not the "
-                                   "document: return the dict it was given (None keeps the page out)")
+                                   "document: return the dict it was given (None keeps the page out, running[0])")
             doc = result
         doc["boost"] = self.scoring.indexer_score(url, doc, page, 1.0)
         return {k: v for k, v in doc.items() if v is not None and v != []}

@@ -15,6 +15,7 @@ from nutch2.parse.parsers import GENERIC_TYPES, ParserFactory
 from nutch2.parse.result import ParseResult
 from nutch2.parse.signature import md5_signature, signature_class, simhash_signature, text_profile_signature
 from nutch2.plugin import Plugins
+from nutch2.plugin.extension import fix_hint
 from nutch2.rowkeys import NOINDEX_KEY, TRUNCATED_KEY
 from nutch2.status import ParseMajor, ParseMinor
 from nutch2.urls.checker import UrlChecker
@@ -130,16 +131,15 @@ class PageParser:
                                                                                       f"{why}"])
             ctx.incr("parse_filter_stopped" if e.stopped else "failed_parse_filter_timeout")
             if not e.stopped:
-                ctx.log(f"parse: {url}: parse filter {running[0]}: {why}; the page's parse failed: fix the plugin, "
-                        "or take it out of plugin.includes (a later parse takes the page again)")
+                ctx.log(f"parse: {url}: parse filter {running[0]}: {why}; the page's parse failed: "
+                        f"{fix_hint(running[0])} (a later parse takes the page again)")
             return False
         except (Exception, SystemExit) as e:  # noqa: BLE001 - one plugin's failure on one page fails that page only
             page.parse_status = ParseStatus(ParseMajor.FAILED, ParseMinor.EXCEPTION,
                                             [f"parse filter {running[0]}: {type(e).__name__}: {e}"[:500]])
             ctx.incr("failed_parse_filter")
             ctx.log(f"parse: {url}: parse filter {running[0]} raised {type(e).__name__}: {e}"[:400]
-                    + "; the page's parse failed: fix the plugin, or take it out of plugin.includes (a later parse "
-                    "takes the page again)")
+                    + f"; the page's parse failed: {fix_hint(running[0])} (a later parse takes the page again)")
             return False
         finally:
             result.dom = None  # the tree is not kept past the filters

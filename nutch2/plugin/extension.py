@@ -44,3 +44,9 @@ class Extension:
 
     def close(self) -> None:
         """Release clients and files (a task's cleanup)."""
+
+
+def fix_hint(plugin: str) -> str:
+    """What a user does about a plugin that fails: "fix <id>, or take it out of plugin.includes" (plugin.classes
+    for a `module:Class` of their own)."""
+    return f"fix {plugin}, or take it out of {'plugin.classes' if ':' in plugin else 'plugin.includes'}"

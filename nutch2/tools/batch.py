@@ -213,7 +213,8 @@ class Parse(BatchTool[ParseArgs]):
         failed = counters.get("failed_parse_filter") + counters.get("failed_parse_filter_timeout")
         if failed and not counters.get("parsed"):  # a plugin's bug failed every page: the parse did nothing
             raise NutchError(f"no page was parsed: a parse filter failed on all {failed} pages (the lines above "
-                             "name it); fix the plugin, or take it out of plugin.includes, and run this again")
+                             "name it); fix the plugin, or take it out of plugin.includes (plugin.classes), and "
+                             "run this again")
 
     def done(self, store: DataStore, batch: str | None, counters: Counters) -> None:
         if self.args.reparse:

@@ -161,7 +161,7 @@ class IndexChecker(_Checker):
             doc = filters.document(page, self.crawl_id)
         except (FilterFailed, FilterOverrun) as e:
             raise NutchError(f"{url} would not be indexed: {e}; fix the plugin, or take it out of "
-                             "plugin.includes") from None
+                             "plugin.includes (plugin.classes)") from None
         finally:
             filters.close()
         if doc is None:

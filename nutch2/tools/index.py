@@ -115,7 +115,8 @@ class Index(BatchTool[IndexArgs]):
         failed = counters.get("failed_indexing_filter")
         if failed and not counters.get("indexed"):  # a plugin's bug kept every page out: the index did nothing
             raise NutchError(f"no document was sent: an indexing filter failed on all {failed} pages (the lines "
-                             "above name it); fix the plugin, or take it out of plugin.includes, and run this again")
+                             "above name it); fix the plugin, or take it out of plugin.includes (plugin.classes), and "
+                             "run this again")
 
 
 # ---------------------------------------------------------------- clean, dedup

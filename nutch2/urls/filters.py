@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
-from nutch2.plugin.extension import Extension
+from nutch2.plugin.extension import Extension, fix_hint
 
 DEFAULT_MAX_LENGTH = 2048
 
@@ -24,7 +24,7 @@ def plugin_failed(point: str, plugin: Any, url: str, e: BaseException) -> None:
     if (point, name) not in _warned:
         _warned.add((point, name))
         log.warning(f"{point} {name} raised {type(e).__name__}: {e} on {url}; that URL (and any other it raises "
-                    f"on) is dropped: fix {name}, or take it out of plugin.includes")
+                    f"on) is dropped: {fix_hint(name)}")
 
 
 class URLFilter(Extension):
@@ -96,7 +96,7 @@ class URLFilters:
                 why = url_filter.explain(url) if hasattr(url_filter, "explain") else None
                 kept = url_filter.filter(url) is not None
             except Exception as e:  # noqa: BLE001 - the checker names the plugin's bug as what dropped the URL
-                return False, f"{name}: raised {type(e).__name__}: {e} (fix {name}, or take it out of plugin.includes)"
+                return False, f"{name}: raised {type(e).__name__}: {e} ({fix_hint(name)})"
             if not kept:
                 return False, f"{name}: {why}" if why else name
             if why:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
-from nutch2.plugin.extension import Extension
+from nutch2.plugin.extension import Extension, fix_hint
 from nutch2.urls.filters import plugin_failed
 
 # Scopes Nutch passes to its normalizers (a normalizer may treat them differently)
@@ -90,8 +90,7 @@ class URLNormalizers:
                     why = normalizer.explain(url, scope) if hasattr(normalizer, "explain") else None
                     normalized = normalizer.normalize(url, scope)
                 except Exception as e:  # noqa: BLE001 - the checker names the plugin's bug as what dropped the URL
-                    why, normalized = f"raised {type(e).__name__}: {e} (fix {name}, or take it out of " \
-                        "plugin.includes)", None
+                    why, normalized = f"raised {type(e).__name__}: {e} ({fix_hint(name)})", None
                 steps.append((name, normalized, why))
                 if normalized is None:
                     return steps
