@@ -87,6 +87,8 @@ class IndexingJob(Job):
         self.out = self.writers.open(ctx.conf, ctx.task, self.run)
         self.overran: list[str] = []  # rows an indexing filter did not finish: neither sent nor marked
         self.refused: list[list[str]] = []  # per writer, the rows whose documents it did not take: not marked for it
+        self.sent = 0
+        self.kept_out: dict[str, int] = {}  # pages each indexing filter kept out (returned None for)
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         reason = self.skip(page)
@@ -108,7 +110,9 @@ class IndexingJob(Job):
             return iter(())
         if doc is None:
             ctx.incr("skipped_by_filter")
+            self.kept_out[self.filters.dropped_by] = self.kept_out.get(self.filters.dropped_by, 0) + 1
             return iter(())
+        self.sent += 1
         if self.reindex:
             self.out.delete(page.key)  # the id this row had before crawl ids
         self.out.write(doc)
@@ -127,11 +131,19 @@ class IndexingJob(Job):
             self.filters.close()
 
     def result(self, ctx: TaskContext) -> Any:
-        return {"overran": self.overran, "refused": self.refused}
+        return {"overran": self.overran, "refused": self.refused, "sent": self.sent, "kept_out": self.kept_out}
 
     def finish(self, results: list[Any], ctx: TaskContext) -> None:
         parts = [part for part in results if part]
         self.overran = [key for part in parts for key in part["overran"]]
+        kept_out: dict[str, int] = {}
+        for part in parts:
+            for name, n in part.get("kept_out", {}).items():
+                kept_out[name] = kept_out.get(name, 0) + n
+        if kept_out and not any(part.get("sent") for part in parts):  # a missing `return doc` looks just like this
+            by = ", ".join(f"indexing filter {name} kept {n} pages out" for name, n in sorted(kept_out.items()))
+            ctx.logger.warning(f"index: no document was sent: {by} (an indexing filter that returns None keeps the "
+                               "page out: return the document to send it)")
         self.refused = [sorted({key for part in parts if part["refused"] for key in part["refused"][i]})
                         for i in range(len(self.writers.writers))]
         out = self.writers.open(ctx.conf, None, self.run)

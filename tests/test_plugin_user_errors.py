@@ -108,7 +108,8 @@ class Idx(IndexingFilter):
         if os.environ.get("BROKEN_INDEX"):
             doc["x_s"] = page.metadata["missing"].decode()
         doc["x_s"] = page.metadata["my.meta"].decode()
-        return doc
+        if not os.environ.get("FORGET_RETURN"):
+            return doc
 '''
 
 
@@ -148,6 +149,9 @@ def test_a_plugin_failing_every_page_ends_the_command_naming_it_and_a_rerun_fini
     assert p.returncode == 1, p.stderr
     assert "indexing filter broken-test raised KeyError: 'missing'" in p.stderr and "Traceback" not in p.stderr
     assert "nutch2 index: error: no document was sent" in p.stderr, p.stderr
+    p = run("index", batch, FORGET_RETURN="1")  # keeps every page out, as it may: said, by name
+    assert p.returncode == 0 and "skipped_by_filter=4" in p.stderr, p.stderr
+    assert "no document was sent: indexing filter broken-test kept 4 pages out" in p.stderr, p.stderr
     p = run("index", batch)
     assert p.returncode == 0 and "indexed=4" in p.stderr, p.stderr
 
@@ -178,3 +182,4 @@ def test_the_fix_names_plugin_classes_for_a_class_of_ones_own() -> None:
             raise RuntimeError("boom")
 
     assert URLFilters([Mine(None)]).explain(URL)[1].endswith("(fix mymods:Mine, or take it out of plugin.classes)")
+
