@@ -183,3 +183,22 @@ def test_the_fix_names_plugin_classes_for_a_class_of_ones_own() -> None:
 
     assert URLFilters([Mine(None)]).explain(URL)[1].endswith("(fix mymods:Mine, or take it out of plugin.classes)")
 
+
+
+def test_plugins_says_an_active_plugin_cannot_be_loaded(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    info = site / "unloadable_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "unloadable_plugin.py").write_text(
+        "from nutch2.plugin import Plugin\n"
+        "PLUGIN = Plugin('unloadable-test', {'url-filter': 'unloadable_ext:F'})\n")
+    (site / "unloadable_ext.py").write_text("import nonexistent_dependency_of_the_test\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: unloadable-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[nutch2.plugins]\nunloadable-test = unloadable_plugin:PLUGIN\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    p = nutch2("plugins", "-D", "plugin.includes=urlfilter-regex|unloadable-test", env=env, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr  # it listed them (as for a plugin.classes entry)
+    line = next(line for line in p.stdout.splitlines() if "unloadable-test" in line)
+    assert line.startswith("!  unloadable-test") and "pip install nonexistent_dependency_of_the_test" in line, line
+    p = nutch2("plugins", "-D", "plugin.includes=urlfilter-regex", env=env, timeout=60)  # not active: not imported
+    assert p.returncode == 0 and "-  unloadable-test" in p.stdout, p.stdout + p.stderr

@@ -301,7 +301,7 @@ class PluginLister(Tool[PluginArgs]):
     job = False
 
     def run(self, run: Run) -> int:
-        from nutch2.plugin import Plugins, descriptor, installed
+        from nutch2.plugin import Plugins, descriptor, extension_class, installed
 
         ids = Plugins(self.conf).ids
         point = self.args.point
@@ -314,6 +314,13 @@ class PluginLister(Tool[PluginArgs]):
                 run.out(f"!  {pid}\t(cannot load: {e})")
                 continue
             if point and point not in plugin.extensions:
+                continue
+            try:
+                if pid in ids and ":" not in pid:  # active: its classes are imported, as a command imports them
+                    for ext_point in plugin.extensions:
+                        extension_class(pid, ext_point)
+            except NutchError as e:
+                run.out(f"!  {pid}\t(cannot load: {e})")
                 continue
             mark = "+" if pid in ids else "-"
             run.out(f"{mark}  {pid}\t{', '.join(plugin.extensions)}\t{plugin.description}{source}")
