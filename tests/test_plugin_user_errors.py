@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from nutch2.crawldb.scoring import ScoringFilters
+from nutch2.crawldb.scoring import ScoringFilter, ScoringFilters
 from nutch2.index.filters import FilterFailed, IndexingFilter, IndexingFilters
+from nutch2.plugin import PluginError
 from nutch2.urls.filters import URLFilter, URLFilters
 from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
 from nutch2.webpage import WebPage
@@ -202,3 +203,24 @@ def test_plugins_says_an_active_plugin_cannot_be_loaded(tmp_path: Path) -> None:
     assert line.startswith("!  unloadable-test") and "pip install nonexistent_dependency_of_the_test" in line, line
     p = nutch2("plugins", "-D", "plugin.includes=urlfilter-regex", env=env, timeout=60)  # not active: not imported
     assert p.returncode == 0 and "-  unloadable-test" in p.stdout, p.stdout + p.stderr
+
+
+class Score(ScoringFilter):
+    plugin_id = "my-scoring"
+
+    def injected_score(self, url: str, page: WebPage) -> None:
+        raise ZeroDivisionError("no inlinks")
+
+    def generator_sort_value(self, url, page, value):  # type: ignore[no-untyped-def]
+        pass  # the forgotten return
+
+
+def test_a_scoring_filter_that_raises_or_returns_no_number_is_named() -> None:
+    chain = ScoringFilters([Score(None)])  # type: ignore[arg-type]
+    page = WebPage("com.example:http/a")
+    with pytest.raises(PluginError, match=r"^scoring filter my-scoring: injected_score raised ZeroDivisionError: "
+                                          r"no inlinks on http://example.com/a; fix my-scoring, or take it out of "
+                                          r"plugin.includes$"):
+        chain.injected_score(URL, page)
+    with pytest.raises(PluginError, match="generator_sort_value returned NoneType, not a number"):
+        chain.generator_sort_value(URL, page, 1.0)

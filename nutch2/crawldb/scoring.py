@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
-from nutch2.plugin.extension import Extension
+from nutch2.plugin.descriptor import PluginError
+from nutch2.plugin.extension import Extension, fix_hint
 from nutch2.webpage import WebPage
 
 
@@ -61,33 +62,53 @@ class ScoringFilters:
 
     def injected_score(self, url: str, page: WebPage) -> None:
         for f in self.filters:
-            f.injected_score(url, page)
+            _call(f, "injected_score", url, page)
 
     def initial_score(self, url: str, page: WebPage) -> None:
         for f in self.filters:
-            f.initial_score(url, page)
+            _call(f, "initial_score", url, page)
 
     def generator_sort_value(self, url: str, page: WebPage, value: float) -> float:
         for f in self.filters:
-            value = f.generator_sort_value(url, page, value)
+            value = _number(f, "generator_sort_value", url, _call(f, "generator_sort_value", url, page, value))
         return value
 
     def distribute_score_to_outlinks(self, url: str, page: WebPage, outlinks: list[ScoreDatum]) -> None:
         for f in self.filters:
-            f.distribute_score_to_outlinks(url, page, outlinks, len(outlinks))
+            _call(f, "distribute_score_to_outlinks", url, page, outlinks, len(outlinks))
 
     def update_score(self, url: str, page: WebPage, inlinks: list[ScoreDatum]) -> None:
         for f in self.filters:
-            f.update_score(url, page, inlinks)
+            _call(f, "update_score", url, page, inlinks)
 
     def indexer_score(self, url: str, doc: dict[str, Any], page: WebPage, score: float = 1.0) -> float:
         for f in self.filters:
-            score = f.indexer_score(url, doc, page, score)
+            score = _number(f, "indexer_score", url, _call(f, "indexer_score", url, doc, page, score))
         return score
 
     def close(self) -> None:
         for f in self.filters:
             f.close()
+
+
+def _call(f: Any, method: str, url: str, *args: Any) -> Any:
+    """f.method(url, *args); a scoring filter that raises ends the job in one line naming it (a score is not
+    left half-computed: the job runs again once it is fixed)."""
+    try:
+        return getattr(f, method)(url, *args)
+    except Exception as e:  # noqa: BLE001 - the user's plugin: named, with the fix, instead of a traceback
+        name = getattr(f, "plugin_id", "") or type(f).__name__
+        raise PluginError(f"scoring filter {name}: {method} raised {type(e).__name__}: {e} on {url}; "
+                          f"{fix_hint(name)}") from e
+
+
+def _number(f: Any, method: str, url: str, value: Any) -> float:
+    """The value a scoring filter's method returned, which must be a number (a forgotten return is None)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    name = getattr(f, "plugin_id", "") or type(f).__name__
+    raise PluginError(f"scoring filter {name}: {method} returned {type(value).__name__}, not a number, on {url}; "
+                      f"return the value it was given (changed or not)")
 
 
 __all__ = ["ScoringFilters", "ScoreDatum"]
