@@ -40,6 +40,7 @@ _URL = st.tuples(st.sampled_from(["http://h", "https://h:8080", "http://H", "ftp
 @example(lines=["User-agent: *", "Disallow: /a/b"], breaks="\n", urls=["http://h/a/./b", "http://h/a/x/../b"],
          agent="foobot")  # dot segments: the matcher resolves them
 @example(lines=["User-agent: *", "Disallow: /~a"], breaks="\n", urls=["http://h/%7Ea"], agent="foobot")
+@example(lines=["User-agent: *", "Disallow: *A"], breaks="\n", urls=["http://h/*"], agent="foobot")  # "*A" on "/*"
 @given(lines=st.lists(_LINE, max_size=25), breaks=st.sampled_from(["\n", "\r\n", "\r"]),
        urls=st.lists(_URL, min_size=1, max_size=6), agent=st.sampled_from(AGENTS))
 def test_the_index_answers_as_the_whole_file(lines: list[str], breaks: str, urls: list[str], agent: str) -> None:

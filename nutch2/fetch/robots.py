@@ -219,8 +219,9 @@ class _RuleIndex:
 
     def text_for(self, url: str) -> str:
         """The robots.txt to match `url` against: the same answer as the whole file."""
-        if not url.startswith(("http://", "https://")) or not _PLAIN.issuperset(url) or "/." in url:
-            return self.whole  # a URL the matcher may read otherwise than it is written (%7E as ~, a dot segment)
+        if (not url.startswith(("http://", "https://")) or not _PLAIN.issuperset(url) or "/." in url
+                or "*" in url or "$" in url):  # a URL the matcher may read otherwise than it is written (%7E as ~,
+            return self.whole  # a dot segment; a `*` of the path matched as a pattern's wildcard: "*A" on "/*")
         by_gram = self.by_gram
         found = set(self.always)
         for k in range(len(url) - _GRAM + 1):
