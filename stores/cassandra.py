@@ -212,8 +212,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         self.q = f'"{keyspace}"."{table}"'
         self.qi = f'"{keyspace}"."{table}_idx"'
         self.qb = f'"{keyspace}"."{table}_idxbuckets"'
-        self._prefixes: set[str] = set()  # prefixes and index buckets this process already recorded
-        self._buckets: set[tuple[str, str]] = set()
+        self._prefixes: set[str] = set()  # prefixes this process already recorded
         self._state_ready = False
         self._last_ts = 0
         self.index = EntryIndex(self, int((self.retries + 1) * (3 * timeout * 1000 + 5000)))
@@ -329,7 +328,6 @@ class CassandraStore(BufferedStore, EntryStorage):
         for suffix in ("", "_idx", "_idxbuckets", "_marks", "_markvalues", "_prefixes", "_state"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
-        self._buckets.clear()
         self.index = EntryIndex(self, self.index.in_flight_ms)
 
     # -------------------------------------------------------------- reads
@@ -481,13 +479,13 @@ class CassandraStore(BufferedStore, EntryStorage):
     def put_entries(self, entries: list[Entry], stamp: int) -> None:
         """The bulk path: unlogged batches of one index partition (a bucket's shard) each."""
         cql = f"INSERT INTO {self.qi} (idx, bucket, shard, term, key, s) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
-        new = {(e.index, e.bucket) for e in entries} - self._buckets
-        # buckets and entries in one go: both land before the rows that make them needed are written
-        self._run_all(self._batches([((b[0],), f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?)", b, 64)
-                                     for b in sorted(new)]) + self._batches(sorted(
+        # buckets and entries in one go: both land before the rows that make them needed are written; a bucket is
+        # recorded again at every write of its entries, so that it outlives a forget_bucket begun before the write
+        buckets = sorted({(e.index, e.bucket) for e in entries})
+        self._run_all(self._batches([((b[0],), f"INSERT INTO {self.qb} (idx, bucket) VALUES (?, ?) USING TIMESTAMP ?",
+                                      (*b, stamp * 1000), 64) for b in buckets]) + self._batches(sorted(
             (((e.index, e.bucket, e.shard), cql, (e.index, e.bucket, e.shard, e.term, e.key, stamp, stamp * 1000),
               64 + len(e.key)) for e in entries), key=lambda item: item[0])))
-        self._buckets |= new
 
     def _batches(self, items: list[tuple[Any, str, tuple, int]]) -> list[Any]:
         """Statements (partition, cql, params, bytes), sorted by partition, as few requests: unlogged batches of
@@ -563,6 +561,11 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     def buckets(self, index: str) -> list[str]:
         return [r[0] for r in self._rows(f"SELECT bucket FROM {self.qb} WHERE idx = ?", (index,))]
+
+    def forget_bucket(self, index: str, bucket: str, before: int) -> None:
+        # at `before`: a write of the bucket's entries since records it again, later than this delete
+        self._run(f"DELETE FROM {self.qb} USING TIMESTAMP ? WHERE idx = ? AND bucket = ?",
+                  (before * 1000, index, bucket), write=True)
 
     def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
         rows = self._get_many(keys, (*fields, "w"))

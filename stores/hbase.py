@@ -451,6 +451,9 @@ class HBaseStore(BufferedStore, EntryStorage):
             out.append(bucket.decode("utf-8"))
             begin = head + bucket + b"\x01"  # past every entry of this bucket
 
+    def forget_bucket(self, index: str, bucket: str, before: int) -> None:
+        pass  # buckets are listed from the entries themselves: one with none left is gone already
+
     def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
         columns = self._columns(fields)
         found = self._with_retry("get", lambda t: t.rows([k.encode() for k in keys], columns=columns,

@@ -179,6 +179,11 @@ class EntryStorage(ABC):
         """Buckets that may hold entries of `index` (some may be empty)."""
 
     @abstractmethod
+    def forget_bucket(self, index: str, bucket: str, before: int) -> None:
+        """A bucket found with no entry left: `buckets` need not list it unless an entry was written to it at or
+        after `before` (ms)."""
+
+    @abstractmethod
     def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
         """The rows that exist among keys, with `fields` and the stamp of their last write."""
 
@@ -206,6 +211,7 @@ class EntryIndex:
         self.in_flight_ms = in_flight_ms
         self.entries_read = 0
         self.rows_read = 0
+        self.entries_kept = 0  # entries left because their rows' writes may still be in flight
         self._complete: set[str] = set()
 
     def write(self, pending: dict[str, dict[str, Any]], stamp: int) -> None:
@@ -251,18 +257,21 @@ class EntryIndex:
         if query.limit is None:  # every row: the next chunks' rows are read while the caller takes these
             yield from self._read_ahead(_chunked(entries, CHUNK), read, query.fields)
             return
-        left = query.limit  # a few rows (a limit): chunks no bigger than the rows still wanted, none read ahead
+        # a few rows (a limit): the first chunk no bigger than the rows wanted, none read ahead; each chunk after
+        # one that left rows wanted is twice as big (up to CHUNK), so that the stale entries of a finished batch
+        # (a mark every row has lost) cost a get a chunk, not a get an entry
+        left, size = query.limit, min(CHUNK, query.limit)
         chunk: list[tuple[Entry, int]] = []
         for item in chain(entries, (None,)):  # None: the end
             if item is not None:
                 chunk.append(item)
-            if chunk and (item is None or len(chunk) >= min(CHUNK, left)):
+            if chunk and (item is None or len(chunk) >= size):
                 for page in self._checked(chunk, self._rows(chunk, read), query.fields):
                     yield page
                     left -= 1
                     if left <= 0:
                         return
-                chunk = []
+                chunk, size = [], min(CHUNK, size * 2)
 
     def _rows(self, chunk: list[tuple[Entry, int]], read: tuple[str, ...]) -> tuple[dict[str, Any], float]:
         """The chunk's rows (with their stamps) and the oldest stamp a write still in flight at the read can
@@ -313,13 +322,15 @@ class EntryIndex:
                 pages.append(page)
             elif row_stamp >= stamp or stamp < oldest_in_flight:
                 stale.append((entry, stamp))
-            # else: the row's write may still be in flight (entries first, then rows): leave the entry
+            else:  # the row's write may still be in flight (entries first, then rows): leave the entry
+                self.entries_kept += 1
         if stale:
             self.storage.drop_entries(stale)
         return pages
 
     def mark_values(self, name: str) -> set[str]:
-        """Values of a mark that at least one row carries now."""
+        """Values of a mark that at least one row carries now. A bucket left with no entry at all (every row lost
+        the mark: a finished batch) is forgotten, so that a long crawl's later calls do not read it again."""
         check_mark((name, None))
         self.ensure_complete(MARK)
         values = set()
@@ -327,8 +338,11 @@ class EntryIndex:
         for bucket in self.storage.buckets(MARK):
             if bucket.startswith(prefix):
                 value = bucket[len(prefix):]
+                begun, kept = int(time.time() * 1000), self.entries_kept
                 if next(self.select(Query(fields=("markers",), mark=(name, value), limit=1)), None) is not None:
                     values.add(value)
+                elif self.entries_kept == kept:  # every entry read was stale, and dropped
+                    self.storage.forget_bucket(MARK, bucket, begun - self.in_flight_ms)
         return values
 
 

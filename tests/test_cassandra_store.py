@@ -233,3 +233,41 @@ def test_connections_send_at_once(session, tmp_path: Path) -> None:
         assert conns and all(c._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for c in conns)
     finally:
         store.close()
+
+
+def test_a_finished_batch_is_forgotten_and_a_new_write_records_it_again(session, tmp_path: Path) -> None:
+    """mark_values (a crawl's start, fetch -all, updatedb -all) read every batch's mark bucket ever made, 16 reads
+    each, however long ago the batch ended: a bucket found with no entry left is forgotten; entries written to it
+    later record it again."""
+    conf = make_conf(tmp_path, "cassandra")
+    ks = conf.get_str("storage.cassandra.keyspace")
+    cid = "c" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+    buckets = f'SELECT bucket FROM "{ks}"."{cid}_webpage_idxbuckets" WHERE idx = \'m\''
+    try:
+        pages = [WebPage(f"com.example.www:http/{i}", status=1) for i in range(40)]
+        for page in pages:
+            Mark.GENERATE.put(page, "b1")
+            store.put(page.key, page)
+        store.flush()
+        assert store.mark_values(Mark.GENERATE.value) == {"b1"}
+        for page in pages:  # updatedb ends the batch
+            Mark.GENERATE.remove(page)
+            store.put(page.key, page)
+        store.flush()
+        assert [r.bucket for r in session.execute(buckets)] == ["_gnmrk_\x00b1"]
+        store.index.in_flight_ms = 0  # as if the batch ended longer ago than a write can take (3.5 min here)
+        assert store.mark_values(Mark.GENERATE.value) == set()
+        assert session.execute(buckets).all() == []
+        Mark.GENERATE.put(pages[7], "b1")  # the same batch's mark written again, from another process
+        other = open_store(conf, cid, create=False)
+        try:
+            other.put(pages[7].key, pages[7])
+            other.flush()
+        finally:
+            other.close()
+        assert store.mark_values(Mark.GENERATE.value) == {"b1"}
+        assert [p.key for p in store.scan(mark=("_gnmrk_", "b1"))] == [pages[7].key]
+    finally:
+        store.drop_schema()
+        store.close()

@@ -25,6 +25,7 @@ class Storage(EntryStorage):
         self.calls = 0
         self.called = threading.Condition()
         self.dropped: list[Entry] = []
+        self.forgotten: list[tuple[str, str, int]] = []
 
     def put_entries(self, entries: list[Entry], stamp: int) -> None:
         self.entries.update(dict.fromkeys(entries, stamp))
@@ -40,6 +41,9 @@ class Storage(EntryStorage):
 
     def buckets(self, index: str) -> list[str]:
         return sorted({e.bucket for e in self.entries if e.index == index})
+
+    def forget_bucket(self, index: str, bucket: str, before: int) -> None:
+        self.forgotten.append((index, bucket, before))
 
     def fetch_rows(self, keys: list[str], fields: tuple[str, ...]) -> dict[str, tuple[WebPage, int]]:
         with self.called:
@@ -108,3 +112,37 @@ def test_an_entry_is_judged_by_the_time_of_its_rows_read(monkeypatch) -> None:
     storage.fetch_rows = slow_fetch  # type: ignore[method-assign]
     assert list(batch(storage)) == []
     assert storage.dropped == []  # kept: its row may be written yet
+
+
+def test_a_limited_read_of_a_finished_batch_reads_its_entries_a_chunk_at_a_time() -> None:
+    """Every row lost the mark (updatedb ended the batch): a limit=1 read, as mark_values makes, finds no row and
+    drops every entry, reading rows in growing chunks rather than one get per entry (a continuous crawl's restart
+    read every fetched row of every batch since one by one)."""
+    storage = Storage(3000)
+    for row in storage.rows.values():
+        row["markers"] = {}
+    assert list(batch(storage, limit=1)) == []
+    assert sorted(storage.dropped) == sorted(storage.entries)
+    assert storage.calls <= 9 + 3000 // CHUNK + 1  # chunks of 1, 2, 4 ... CHUNK, then CHUNK at a time
+    live = Storage(3000)  # the first entry's row carries the mark: one get of one row, as before
+    assert [p.key for p in batch(live, limit=1)] == live.keys[:1] and live.calls == 1
+
+
+def test_mark_values_forgets_a_bucket_left_without_entries() -> None:
+    storage = Storage(300)
+    for row in storage.rows.values():
+        row["markers"] = {}
+    index = EntryIndex(storage, 60_000)
+    before = int(time.time() * 1000)
+    assert index.mark_values(Mark.GENERATE.value) == set()
+    [(idx, bucket, at)] = storage.forgotten
+    assert (idx, bucket) == ("m", mark_bucket(Mark.GENERATE.value, "b1"))
+    assert before - 60_000 <= at <= int(time.time() * 1000) - 60_000  # writes since the read began keep it
+    # an entry whose row's write may still be in flight (newer than the row, younger than in_flight_ms): kept,
+    # and its bucket with it
+    pending = Storage(3)
+    for row in pending.rows.values():
+        row["markers"] = {}
+    pending.entries = {e: pending.stamp + 1 for e in pending.entries}
+    assert EntryIndex(pending, 60_000).mark_values(Mark.GENERATE.value) == set()
+    assert pending.forgotten == [] and pending.dropped == []
