@@ -121,6 +121,10 @@ def prefix_of(key: str) -> str:
     return key if i < 0 else key[: i + 1]
 
 
+_TABLE_PROPS = "SELECT table_name, gc_grace_seconds, compaction FROM system_schema.tables WHERE keyspace_name = ?"
+_TUNED: set[tuple[str, str]] = set()  # (keyspace, table): index tables this process checked (_tune_index)
+
+
 class CassandraStore(BufferedStore, EntryStorage):
     """A WebPage table in Cassandra."""
 
@@ -137,7 +141,8 @@ class CassandraStore(BufferedStore, EntryStorage):
                    conf.get_str("storage.cassandra.consistency.write"),
                    conf.get_str("storage.cassandra.local.datacenter"), conf.get_int("storage.cassandra.concurrency"),
                    conf.get_float("storage.cassandra.timeout"), conf.get_int("storage.write.batch.size"),
-                   conf.get_int("storage.cassandra.retries"))
+                   conf.get_int("storage.cassandra.retries"),
+                   conf.get_int("storage.cassandra.index.gc.grace.seconds"))
 
     @classmethod
     def tables(cls, conf: Configuration) -> list[str]:
@@ -152,7 +157,7 @@ class CassandraStore(BufferedStore, EntryStorage):
 
     def __init__(self, table: str, contact_points: list[str], port: int, keyspace: str, replication: str,
                  read_cl: str, write_cl: str, local_dc: str, concurrency: int, timeout: float,
-                 batch_size: int = 500, retries: int = 5) -> None:
+                 batch_size: int = 500, retries: int = 5, index_gc_grace: int = 3600) -> None:
         super().__init__(table, batch_size)
         try:
             _import_driver()
@@ -169,6 +174,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         self.replication = replication
         self.concurrency = max(1, concurrency)
         self.retries = max(0, retries)
+        self.index_gc_grace = max(0, index_gc_grace)
         self.gone = Gone()  # the server went away or fell silent: later requests fail at once
         try:
             self.read_cl = ConsistencyLevel.name_to_value[read_cl.upper()]
@@ -285,11 +291,11 @@ class CassandraStore(BufferedStore, EntryStorage):
     def create_schema(self) -> None:
         sides = {f"{self.table}{side}" for side in ("_idx", "_idxbuckets", "_prefixes", "_state")}
         try:  # every table there already (each command's tasks open the store): two reads, no DDL (~0.3 s)
-            names = {r[0] for r in self._run("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
-                                             (self.keyspace,))}
-            if {self.table, *sides} <= names and self._run(
+            tables = {r[0]: r for r in self._run(_TABLE_PROPS, (self.keyspace,))}
+            if {self.table, *sides} <= tables.keys() and self._run(
                     "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND "
                     "column_name = 'w'", (self.keyspace, self.table)).one() is not None:
+                self._tune_index(tables[f"{self.table}_idx"])
                 self._state_ready = True
                 return
         except StoreError:
@@ -309,6 +315,7 @@ class CassandraStore(BufferedStore, EntryStorage):
                     raise
         self._run(f"CREATE TABLE IF NOT EXISTS {self.qi} (idx text, bucket text, shard int, term text, key text, "
                   "s bigint, PRIMARY KEY ((idx, bucket, shard), term, key))")
+        self._tune_index(self._run(f"{_TABLE_PROPS} AND table_name = ?", (self.keyspace, f"{self.table}_idx")).one())
         self._run(f"CREATE TABLE IF NOT EXISTS {self.qb} (idx text, bucket text, PRIMARY KEY ((idx), bucket))")
         self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_prefixes" '
                   "(bucket int, prefix text, PRIMARY KEY ((bucket), prefix))")
@@ -316,6 +323,28 @@ class CassandraStore(BufferedStore, EntryStorage):
             for index in ("m", "d"):
                 self.set_complete(index)
         self._create_state()
+
+    def _tune_index(self, table: Any) -> None:
+        """Give the index table short-lived tombstones and the compactions that drop them (once per table).
+
+        Every fetch makes the row's due entry stale (its fetch time moves), and the next selection deletes it: a
+        tombstone in the partition every later selection reads from its start. With Cassandra's 10 days of
+        gc_grace_seconds, a crawl fetching 20 pages a second leaves ~100,000 a day in each of the 16 index shards,
+        past which Cassandra refuses the read (tombstone_failure_threshold) and generate fails. A stale entry that a
+        repair brings back is harmless (a selection checks each entry against its row), so the index table's
+        tombstones need live only storage.cassandra.index.gc.grace.seconds; its memtable is flushed and its
+        SSTables compacted alone on the same period, keeping the operator's compaction class."""
+        grace = self.index_gc_grace
+        period = max(grace, 60)
+        options = dict(table[2] or {}) if table is not None else {}
+        wanted = {"unchecked_tombstone_compaction": "true", "tombstone_compaction_interval": str(period),
+                  "tombstone_threshold": "0.1"}
+        if table is not None and (table[1] != grace or any(options.get(k) != v for k, v in wanted.items())):
+            compaction = {"class": "SizeTieredCompactionStrategy", **options, **wanted}
+            cql = ", ".join(f"'{k}': '{v}'" for k, v in compaction.items())
+            self._run(f"ALTER TABLE {self.qi} WITH gc_grace_seconds = {grace} AND memtable_flush_period_in_ms = "
+                      f"{period * 1000} AND compaction = {{{cql}}}")
+        _TUNED.add((self.keyspace, self.table))
 
     def _create_state(self) -> None:
         self._run(f'CREATE TABLE IF NOT EXISTS "{self.keyspace}"."{self.table}_state" '
@@ -325,6 +354,7 @@ class CassandraStore(BufferedStore, EntryStorage):
     def drop_schema(self) -> None:
         self.discard_pending()
         self._state_ready = False
+        _TUNED.discard((self.keyspace, self.table))
         for suffix in ("", "_idx", "_idxbuckets", "_marks", "_markvalues", "_prefixes", "_state"):
             self._run(f'DROP TABLE IF EXISTS "{self.keyspace}"."{self.table}{suffix}"')
         self._prefixes.clear()
@@ -367,6 +397,9 @@ class CassandraStore(BufferedStore, EntryStorage):
         if query.indexed:
             if partition is not None and not isinstance(partition, Shards):
                 raise ValueError(f"the cassandra store reads an indexed query by shards, not {partition!r}")
+            if query.due is not None and (self.keyspace, self.table) not in _TUNED:  # a table no inject opened since
+                self._tune_index(self._run(f"{_TABLE_PROPS} AND table_name = ?", (self.keyspace, f"{self.table}_idx"))
+                                 .one())
             return self.index.select(query, partition)
         if isinstance(partition, TokenRange):
             if query.start is not None or query.end is not None:
@@ -738,6 +771,9 @@ def _short(e: Exception) -> str:
         return "no answer within storage.cassandra.timeout, retries included"
     if "Unable to connect" in text or "NoHostAvailable" in type(e).__name__:
         return "no host available"
+    if "TOO_MANY_TOMBSTONES" in text:  # a read past tombstone_failure_threshold: the index table's deletions
+        return ("the server refused a read past its tombstone_failure_threshold (deleted index entries); lower "
+                "storage.cassandra.index.gc.grace.seconds (README: Cassandra's tombstones in a long crawl)")
     return text[:300]
 
 

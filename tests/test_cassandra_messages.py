@@ -24,6 +24,18 @@ def test_a_server_gone_or_silent_is_named_with_what_to_check() -> None:
     assert _failed(ValueError("Invalid query: unknown column")) == "Invalid query: unknown column"
 
 
+def test_a_read_refused_for_its_tombstones_names_the_setting() -> None:
+    class ReadFailure(Exception):
+        pass
+
+    refused = ReadFailure('Error from server: code=1300 [Replica(s) failed to execute read] message="Operation '
+                          'failed - received 0 responses and 1 failures: READ_TOO_MANY_TOMBSTONES from '
+                          '/127.0.0.1:7000" info={\'consistency\': \'LOCAL_ONE\'}')
+    assert _failed(refused) == ("the server refused a read past its tombstone_failure_threshold (deleted index "
+                                "entries); lower storage.cassandra.index.gc.grace.seconds (README: Cassandra's "
+                                "tombstones in a long crawl)")
+
+
 def test_the_drivers_scheduler_at_exit_is_quiet_and_other_threads_are_not() -> None:
     shown: list[str] = []
     hook = _quiet_exit(lambda args: shown.append(args.thread.name))

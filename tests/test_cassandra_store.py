@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -106,6 +108,51 @@ def test_maps_are_one_cell_and_older_tables_still_work(session, tmp_path: Path,
             store.drop_schema()
             store.close()
     assert kinds == {new: "frozen<map<text, text>>", old: "map<text, text>"}
+
+
+def _index_table(session, ks: str, cid: str):
+    return session.execute("SELECT gc_grace_seconds, memtable_flush_period_in_ms, compaction FROM "
+                           "system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                           [ks, f"{cid}_webpage_idx"]).one()
+
+
+def test_index_tombstones_live_briefly_on_new_and_older_tables(session, tmp_path: Path) -> None:
+    """Every fetch deletes a due entry: the index table's tombstones live storage.cassandra.index.gc.grace.seconds
+    (Cassandra's 10 days let a month-long crawl's selections reach tombstone_failure_threshold), and its SSTables
+    are compacted alone for them. An older table gets the same from the next generate, its own compaction class
+    and options kept."""
+    conf = make_conf(tmp_path, "cassandra")
+    ks = conf.get_str("storage.cassandra.keyspace")
+    cid = "c" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+    try:
+        new = _index_table(session, ks, cid)
+        assert (new.gc_grace_seconds, new.memtable_flush_period_in_ms) == (3600, 3_600_000)
+        assert {k: new.compaction[k] for k in ("unchecked_tombstone_compaction", "tombstone_compaction_interval",
+                                               "tombstone_threshold")} == {
+            "unchecked_tombstone_compaction": "true", "tombstone_compaction_interval": "3600",
+            "tombstone_threshold": "0.1"}
+        # as a table made before: Cassandra's defaults, and an operator's own compaction
+        session.execute(f'ALTER TABLE "{ks}"."{cid}_webpage_idx" WITH gc_grace_seconds = 864000 AND '
+                        "memtable_flush_period_in_ms = 0 AND compaction = {'class': 'LeveledCompactionStrategy', "
+                        "'sstable_size_in_mb': '80'}")
+        store.put("com.example.www:http/a", WebPage("com.example.www:http/a", status=1, fetch_time=1000))
+        store.flush()
+        done = subprocess.run([sys.executable, "-m", "nutch2.cli", "generate", "-crawlId", cid,
+                               *(x for k, v in {"storage.data.store.class": "cassandra", "http.agent.name": "t",
+                                                "storage.data.dir": str(tmp_path / "crawl"),
+                                                "storage.cassandra.index.gc.grace.seconds": 600}.items()
+                                 for x in ("-D", f"{k}={v}"))], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        old = _index_table(session, ks, cid)
+        assert (old.gc_grace_seconds, old.memtable_flush_period_in_ms) == (600, 600_000)
+        assert old.compaction["class"].endswith("LeveledCompactionStrategy")
+        assert old.compaction["sstable_size_in_mb"] == "80"
+        assert old.compaction["unchecked_tombstone_compaction"] == "true"
+        assert old.compaction["tombstone_compaction_interval"] == "600"
+    finally:
+        store.drop_schema()
+        store.close()
 
 
 def test_a_write_indexes_only_the_marks_it_adds(session, tmp_path: Path) -> None:
