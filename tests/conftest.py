@@ -86,12 +86,33 @@ def _service_crawls() -> dict[str, set[str]]:
     return out
 
 
+_SESSIONS = Path(tempfile.gettempdir()) / "nutch2-test-sessions"  # a file per pytest session using the services
+
+
+def _other_sessions() -> list[int]:
+    """The pids of other pytest sessions on this machine that use the service stores and still run."""
+    out = []
+    for f in _SESSIONS.glob("*"):
+        pid = int(f.name) if f.name.isdigit() else 0
+        if pid and pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+                out.append(pid)
+            except ProcessLookupError:
+                f.unlink(missing_ok=True)
+            except PermissionError:
+                out.append(pid)
+    return out
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Note the service stores' crawls, so the tests' own can be dropped at the end (below). Not on CI, where the
     servers are the run's own and stop with it, nor in xdist's workers (the controller does it once)."""
     if os.environ.get("CI") or hasattr(session.config, "workerinput") or not SERVICE_STORES:
         return
     session.config.stash[_SESSION_CRAWLS] = _service_crawls()
+    _SESSIONS.mkdir(exist_ok=True)
+    (_SESSIONS / str(os.getpid())).touch()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -99,6 +120,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tables, and hundreds of them slow a developer's HBase and Cassandra (every region and memtable is kept)."""
     before = session.config.stash.get(_SESSION_CRAWLS, None)
     if before is None:
+        return
+    (_SESSIONS / str(os.getpid())).unlink(missing_ok=True)
+    if _other_sessions():  # the crawls made meanwhile may be another session's, in the middle of its tests
         return
     for backend, crawls in _service_crawls().items():
         if backend not in before:  # unreachable at the start: what it held then is not known
