@@ -196,9 +196,48 @@ class MarkIndexedJob(IndexingJob):
         pass
 
 
+class UnmarkJob(IndexingJob):
+    """First pass of `-reindex`, before any document is sent: the marks of this run's writers off every row it
+    will send. -reindex is run when an index no longer holds what the marks say (a core emptied or restored); a
+    reindex that fails part-way then leaves the rows it did not send unmarked, so `index -all` sends them too,
+    not only the same -reindex again. The INDEX mark stays: clean finds by it the rows
+    whose documents may still be in the index."""
+
+    def __init__(self, conf: Configuration, batch_id: str | None, writers: IndexWriters,
+                 crawl_id: str | None = None) -> None:
+        Job.__init__(self, conf)
+        self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, True, crawl_id
+        self.marks = list(writers.marks)
+        self.fields = ("status", "parse_status", "metadata", "markers")
+
+    map_phase = "unmark"
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        pass
+
+    def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        if self.skip(page) is None and any(mark in page.markers for mark in self.marks):
+            unmarked = WebPage(page.key, markers=dict(page.markers))
+            for mark in self.marks:
+                unmarked.markers.pop(mark, None)
+            ctx.write(unmarked)
+        return iter(())
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        pass
+
+    def result(self, ctx: TaskContext) -> Any:
+        return None
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        pass
+
+
 def run_index(conf: Configuration, store: DataStore, batch_id: str | None, writers: IndexWriters, reindex: bool,
               runner: Runner, counters: Counters, crawl_id: str | None = None) -> None:
-    """Send the documents (and commit), then mark what the index holds now."""
+    """Send the documents (and commit), then mark what the index holds now (-reindex: unmark its rows first)."""
+    if reindex and writers.marks:
+        runner.run(UnmarkJob(conf, batch_id, writers, crawl_id), store)
     job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
     writers.begin(conf, job.run)
     runner.run(job, store, counters)

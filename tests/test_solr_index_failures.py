@@ -1,0 +1,87 @@
+"""index against a real Solr that fails (docker/services.sh start solr): whatever part of a run Solr did not take,
+a later index sends, and a rerun of the same command ends with every document in the index and every row marked."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from nutch2.index.solr import crawl_filter, document_id
+from nutch2.jobs.index import indexable
+from tests.conftest import SOLR_URL as SOLR
+from tests.crawlutil import cli, conf_for, defines, rows
+from tests.helpers import KILLED, nutch2
+from tests.proxy import Proxy
+from tests.testweb import TestWeb
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def delete_crawl(crawl_id: str) -> None:
+    requests.post(f"{SOLR}/update?commit=true", json={"delete": {"query": crawl_filter(crawl_id)}},
+                  timeout=30).raise_for_status()
+
+
+def solr_ids(crawl_id: str) -> set[str]:
+    r = requests.get(f"{SOLR}/select", params={"q": "*:*", "fq": crawl_filter(crawl_id), "fl": "id", "rows": 10000,
+                                               "wt": "json"}, timeout=30)
+    r.raise_for_status()
+    return {doc["id"] for doc in r.json()["response"]["docs"]}
+
+
+@pytest.fixture(scope="module")
+def web():
+    with TestWeb(hosts=4, pages_per_host=6, slow_seconds=0.5) as w:
+        yield w
+
+
+@pytest.fixture
+def crawl(web: TestWeb, solr_up: str, tmp_path: Path):
+    """A crawled table (2 rounds, not indexed), its crawl id, -D options and the ids Solr must hold in the end."""
+    crawl_id = "sf" + uuid.uuid4().hex[:8]
+    d = defines(tmp_path, "sqlite", **{"solr.commit.size": 2})
+    (tmp_path / "seeds.txt").write_text(web.seed_url + "\n")
+    assert cli("crawl", tmp_path / "seeds.txt", "-crawlId", crawl_id, "-rounds", "2", "-threads", "6", *d) == 0
+    conf = conf_for(tmp_path, "sqlite")
+    expected = {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items() if indexable(p)}
+    assert len(expected) > 6
+    yield crawl_id, d, expected
+    delete_crawl(crawl_id)
+
+
+def test_a_failed_reindex_leaves_what_it_did_not_send_to_index_all(crawl) -> None:
+    crawl_id, d, expected = crawl
+    addr = urlsplit(SOLR)
+    proxy = Proxy((addr.hostname, addr.port))
+    url = f"http://127.0.0.1:{proxy.port}{addr.path}"
+    try:
+        assert cli("index", "-all", "-crawlId", crawl_id, "-solr", url, *d) == 0
+        assert solr_ids(crawl_id) == expected
+        delete_crawl(crawl_id)  # the core was emptied (or restored from an old backup): the operator reindexes
+        proxy.allow = proxy.requests + 3  # the ping and two requests, then Solr is gone
+        proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", url, "-numTasks", "1", *d)
+        assert proc.returncode == 1, proc.stderr
+        assert "Solr at" in proc.stderr and "Traceback" not in proc.stderr
+        proxy.allow = None
+        proxy.restore()
+        # Solr is back: the crawl's next index (of what changed) sends what the reindex did not
+        assert cli("index", "-all", "-crawlId", crawl_id, "-solr", url, *d) == 0
+        assert solr_ids(crawl_id) == expected
+    finally:
+        proxy.close()
+
+
+def test_reindex_killed_after_unmarking_then_the_same_command(crawl) -> None:
+    crawl_id, d, expected = crawl
+    assert cli("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d) == 0
+    delete_crawl(crawl_id)
+    proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", SOLR, *d, failpoints="runner.job=1")
+    assert proc.returncode == KILLED, proc.stderr
+    assert nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", SOLR, *d).returncode == 0
+    assert solr_ids(crawl_id) == expected
+    proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d)
+    assert proc.returncode == 0 and " indexed=" not in proc.stderr, proc.stderr  # every row is marked again
