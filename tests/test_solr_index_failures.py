@@ -85,3 +85,20 @@ def test_reindex_killed_after_unmarking_then_the_same_command(crawl) -> None:
     assert solr_ids(crawl_id) == expected
     proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d)
     assert proc.returncode == 0 and " indexed=" not in proc.stderr, proc.stderr  # every row is marked again
+
+
+def test_a_document_solr_refuses_in_a_worker_task_is_one_line_naming_the_fix(crawl, tmp_path: Path) -> None:
+    crawl_id, d, expected = crawl
+    includes = "protocol-http|urlfilter-regex|urlnormalizer-basic|parse-html|index-(basic|anchor|static)|" \
+               "indexer-solr|scoring-opic"
+    in_workers = ["-D", f"plugin.includes={includes}", "-D", "mapreduce.framework.name=processes",
+                  "-D", "mapreduce.processes.driver.task=false", "-numTasks", "2"]
+    proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d, *in_workers,
+                  "-D", "index.static=nosuchfield:x")  # a field the core's schema lacks: Solr answers 400
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and "unknown field 'nosuchfield'" in lines[0] and "schema" in lines[0], lines
+    assert not any(m.startswith("_idxmrk_") for p in rows(conf_for(tmp_path, "sqlite"), crawl_id).values()
+                   for m in p.markers)
+    assert nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d, *in_workers).returncode == 0
+    assert solr_ids(crawl_id) == expected

@@ -129,7 +129,16 @@ class SolrClient:
         self._solr_answer("answer a ping", self._solr.ping)
 
     def add(self, docs: list[dict[str, Any]]) -> None:
-        self._solr_answer(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
+        try:
+            self._solr_answer(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
+        except SolrQueryError as e:  # a document the core's schema does not take (a field it lacks, a bad value)
+            if "unknown field" in e.reason:
+                fix = ("give the core's schema that field (conf/solr/nutch has dynamic fields such as *_s and *_txt) "
+                       "or rename or remove it (index-writers.xml, the indexing filters)")
+            else:
+                fix = ("change that field's type in the core's schema (conf/solr/nutch), or rename or remove the "
+                       "field (index-writers.xml, the indexing filters)")
+            raise SolrQueryError(f"{e}; {fix}, then run this again", e.reason) from None
 
     def delete_ids(self, ids: Iterable[str]) -> None:
         ids = list(ids)

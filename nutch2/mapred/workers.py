@@ -34,6 +34,7 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
+from nutch2.errors import NutchError
 from nutch2.mapred import progress, stop, timebox
 from nutch2.mapred.memory import limit_arenas, rss_mb
 
@@ -335,9 +336,12 @@ def _report(conn: Connection, send_lock: threading.Lock, running: list[int | Non
 
 
 def _picklable(e: BaseException) -> BaseException:
-    """The exception itself when it crosses to the driver intact, else a RuntimeError with its text."""
+    """The exception itself when it crosses to the driver intact, else one with its text: a NutchError stays one
+    (the command's one-line error, e.g. Solr's 400 with its reason), anything else becomes a RuntimeError."""
     try:
         pickle.loads(pickle.dumps(e))
         return e
     except Exception:  # noqa: BLE001 - any pickling failure
+        if isinstance(e, NutchError):
+            return NutchError(str(e))
         return RuntimeError(f"{type(e).__name__}: {e}")
