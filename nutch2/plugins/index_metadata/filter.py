@@ -12,6 +12,14 @@ from nutch2.webpage import WebPage
 META_PREFIX = "meta_"  # parse-metatags' row metadata keys, and the fields they are indexed as
 NUTCH_META_PREFIX = "metatag."  # Nutch's parse-metatags prefix of the same names
 HEADER_PREFIX = "header_"  # fields of index.content.md
+MAX_TERM_BYTES = 32766  # Lucene's longest term (UTF-8): Solr and OpenSearch refuse a document with a longer string
+
+
+def term(value: str) -> str:
+    """The value as a string field can index it: cut to MAX_TERM_BYTES of UTF-8 (a page's 40 KB meta description
+    would make Solr answer 400 to the whole request, and every later index again)."""
+    raw = value.encode("utf-8", "surrogatepass")
+    return value if len(raw) <= MAX_TERM_BYTES else raw[:MAX_TERM_BYTES].decode("utf-8", "ignore")
 
 
 def names(value: str) -> list[str]:
@@ -52,12 +60,12 @@ class MetadataIndexer(IndexingFilter):
             value = page.metadata.get(key)
             if value:
                 text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-                values = [v.strip() for v in text.split("\t") if v.strip()]  # tabs separate values (Nutch 2)
+                values = [term(v.strip()) for v in text.split("\t") if v.strip()]  # tabs separate values (Nutch 2)
                 if values:
                     doc[field] = values
         if self.headers:
             for name, value in page.headers.items():
                 field = self.headers.get(name.lower())
                 if field and value and value.strip():
-                    doc.setdefault(field, []).append(value.strip())
+                    doc.setdefault(field, []).append(term(value.strip()))
         return doc
