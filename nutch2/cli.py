@@ -48,6 +48,9 @@ def _nutch_hint(tool: str, extra: list[str]) -> str:
     """What an argument Nutch's commands take is called here, for a Nutch user's habit."""
     if "-depth" in extra:
         return "; Nutch 1's -depth N is -rounds N here"
+    if tool == "index" and "-deleteGone" in extra:  # bin/nutch index ... -deleteGone
+        return ("; Nutch 1's -deleteGone is `nutch2 clean` here (GONE pages, redirects, noindex pages and duplicates "
+                "out of every index writer; crawl runs it each round)")
     if any(w in ("-s", "--set") for w in extra):  # scrapy crawl -s NAME=VALUE
         return "; Scrapy's -s NAME=VALUE is -D property=value here (conf/nutch-default.toml lists them)"
     if tool == "crawl" and len(extra) == 2 and extra[1].lstrip("-").isdigit():  # bin/crawl <seeds> <id> <rounds>

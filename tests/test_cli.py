@@ -496,6 +496,8 @@ def test_nutch_and_hadoop_spellings_of_help_and_defines(tmp_path: Path) -> None:
     assert typo.returncode == 2 and "no command 'fecth'; did you mean 'fetch'?" in one_error_line(typo)
     depth = run(tmp_path, "crawl", "seeds/", "-depth", "2")  # a Nutch user's habits
     assert depth.returncode == 2 and "; Nutch 1's -depth N is -rounds N here" in one_error_line(depth)
+    gone = run(tmp_path, "index", "-all", "-deleteGone")
+    assert gone.returncode == 2 and "Nutch 1's -deleteGone is `nutch2 clean` here" in one_error_line(gone)
     order = run(tmp_path, "crawl", "seeds/", "news", "3")
     assert order.returncode == 2 and ("Nutch 2's bin/crawl <seedDir> <crawlId> <rounds> is: -crawlId news -rounds 3"
                                       in one_error_line(order))
