@@ -129,3 +129,28 @@ def test_a_page_with_a_meta_description_longer_than_a_term_is_indexed(solr_up: s
         server.shutdown()
         server.server_close()
         delete_crawl(crawl_id)
+
+
+@pytest.mark.parametrize(("status", "says"), [(401, "give its user and password in the URL"),
+                                              (403, "the login is not allowed")])
+def test_a_solr_that_asks_for_a_login_is_one_line_naming_it(tmp_path: Path, status: int, says: str) -> None:
+    import threading
+
+    class Every(dict):  # the same answer to every path
+        def get(self, path: str, default: object = None) -> object:
+            return status, {"Content-Type": "text/html"}, b"<html><body>HTTP ERROR</body></html>"
+
+    server = QuietServer(Every())
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        d = defines(tmp_path, "sqlite")
+        (tmp_path / "s.txt").write_text("http://127.0.0.1:9/\n")
+        assert nutch2("inject", tmp_path / "s.txt", "-crawlId", "login", *d).returncode == 0
+        url = f"http://127.0.0.1:{server.server_address[1]}/solr/nutch"
+        proc = nutch2("index", "-all", "-crawlId", "login", "-solr", url, *d)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 1 and len(lines) == 1 and f"HTTP {status}" in lines[0], proc.stderr
+        assert says in lines[0] and "configset" not in lines[0], lines[0]
+    finally:
+        server.shutdown()
+        server.server_close()

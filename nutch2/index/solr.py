@@ -89,6 +89,12 @@ class SolrClient:
             hint = "check that Solr is up (docker/services.sh start solr) and -solr / solr.server.url"
         elif "timed out" in low or "timeout" in low:
             cause, hint = "timed out", "check that Solr is up and not overloaded (solr.timeout)"
+        elif "http 401" in low:
+            cause = "HTTP 401, Solr asks for a login"
+            hint = "give its user and password in the URL (http://user:password@host:8983/solr/<core>)"
+        elif "http 403" in low:
+            cause = "HTTP 403, the login is not allowed to do it"
+            hint = "give a user of a role that may (Solr's security.json) in the URL"
         elif "http 404" in low:
             cause, hint = "HTTP 404, no such core", "check the core name in -solr / solr.server.url"
         elif "http 400" in low or "maxclausecount" in low:  # malformed, or too large to run (HTTP 500)
