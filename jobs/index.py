@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nutch2.config import Configuration
+from nutch2.crawldb.journal import Journal
 from nutch2.index.filters import FilterFailed, FilterOverrun, IndexingFilters, indexable
 from nutch2.index.solr import document_id, row_key_of
 from nutch2.index.writers import IndexWriters, writer_marks
@@ -200,14 +201,15 @@ class UnmarkJob(IndexingJob):
     """First pass of `-reindex`, before any document is sent: the marks of this run's writers off every row it
     will send. -reindex is run when an index no longer holds what the marks say (a core emptied or restored); a
     reindex that fails part-way then leaves the rows it did not send unmarked, so `index -all` sends them too,
-    not only the same -reindex again. The INDEX mark stays: clean finds by it the rows
-    whose documents may still be in the index."""
+    not only the same -reindex again. A -reindex of the table is in the journal (index/reindex) from before this
+    pass until its rows are marked again, so an `index -all` after one killed in this pass finishes it first.
+    The INDEX mark stays: clean finds by it the rows whose documents may still be in the index."""
 
-    def __init__(self, conf: Configuration, batch_id: str | None, writers: IndexWriters,
+    def __init__(self, conf: Configuration, batch_id: str | None, writers: IndexWriters, marks: list[str],
                  crawl_id: str | None = None) -> None:
         Job.__init__(self, conf)
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, True, crawl_id
-        self.marks = list(writers.marks)
+        self.marks = list(marks)
         self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "unmark"
@@ -235,13 +237,22 @@ class UnmarkJob(IndexingJob):
 
 def run_index(conf: Configuration, store: DataStore, batch_id: str | None, writers: IndexWriters, reindex: bool,
               runner: Runner, counters: Counters, crawl_id: str | None = None) -> None:
-    """Send the documents (and commit), then mark what the index holds now (-reindex: unmark its rows first)."""
-    if reindex and writers.marks:
-        runner.run(UnmarkJob(conf, batch_id, writers, crawl_id), store)
+    """Send the documents (and commit), then mark what the index holds now (-reindex: unmark its rows first; an
+    index of the table first finishes the unmarking of a -reindex that did not end)."""
+    journal = Journal(store)
+    unmark = list(writers.marks) if reindex else []
+    if batch_id is None:
+        if reindex and unmark:
+            journal.start_reindex(unmark)
+        unmark += [mark for mark in journal.reindexing() if mark in writers.marks and mark not in unmark]
+    if unmark:
+        runner.run(UnmarkJob(conf, batch_id, writers, unmark, crawl_id), store)
     job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
     writers.begin(conf, job.run)
     runner.run(job, store, counters)
     runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id, job.overran, job.refused), store)
+    if batch_id is None and unmark:
+        journal.end_reindex(unmark)
 
 
 class CleaningJob(Job):

@@ -75,6 +75,22 @@ def test_a_failed_reindex_leaves_what_it_did_not_send_to_index_all(crawl) -> Non
         proxy.close()
 
 
+def test_reindex_killed_while_unmarking_then_index_all(crawl) -> None:
+    """A kill in the middle of -reindex's first pass (some rows unmarked, others not): the next index of the
+    table finishes the unmarking (the journal keeps the reindex until its rows are marked), so -all sends every
+    row, as the same -reindex would."""
+    crawl_id, d, expected = crawl
+    assert cli("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d) == 0
+    delete_crawl(crawl_id)
+    proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", SOLR, "-numTasks", "1", *d,
+                  "-D", "storage.write.batch.size=3", failpoints="store.flush=2")
+    assert proc.returncode == KILLED, proc.stderr
+    assert nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d).returncode == 0
+    assert solr_ids(crawl_id) == expected
+    proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d)
+    assert proc.returncode == 0 and " indexed=" not in proc.stderr, proc.stderr  # done: the journal forgot it
+
+
 def test_reindex_killed_after_unmarking_then_the_same_command(crawl) -> None:
     crawl_id, d, expected = crawl
     assert cli("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d) == 0

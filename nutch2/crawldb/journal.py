@@ -13,6 +13,9 @@ Marks say where each row is; the journal says whether a job that writes many row
     Each entry also keeps "counts": {"generated": n, "fetched": n, "parsed": n, "updated": n, "indexed": n}, the
     rows each step left with its mark (the dashboard's figures for batches whose marks updatedb removed).
     update/all  {"state": "updating", "run": r}      an updatedb of every batch in progress (deleted when it ends)
+    index/reindex  ["_idxmrk_@...", ...]             the index writers (their marks) an `index -reindex` of the
+                                                     table started on: until an index of the whole table (-reindex
+                                                     or -all) marked every row again, their marks are not trusted
     crawl       {"round": k, "rounds": n}            a `crawl` command in progress (deleted when it ends); n is -1
                                                      until nothing is due, CONTINUOUS (-2) for a continuous crawl
 The newest KEEP_FINISHED updated batches are remembered; updatedb forgets older ones (a crawl makes a batch a round
@@ -47,6 +50,7 @@ GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, UPDATED, 
 ORDER = (GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, UPDATED, INDEXED)
 _UPDATE_ALL = "update/all"  # the entry of an updatedb of every batch: not a batch, so batches() never lists it
 _OLD_UPDATE_ALL = "batch/-all"  # where tables written before kept it
+_REINDEX = "index/reindex"  # the writer marks of an unfinished `index -reindex` of the table
 COUNTS = ("generated", "fetched", "parsed", "updated", "indexed")  # the figures a batch keeps, in step order
 CONTINUOUS = -2  # the `rounds` of a continuous crawl in the journal's crawl entry
 KEEP_FINISHED = 1000  # updated batches the journal remembers (the dashboard's history); older ones are forgotten
@@ -140,6 +144,20 @@ class Journal:
         else:
             self.store.put_state(_UPDATE_ALL, json.dumps({"state": UPDATING, "run": run}))
         return run
+
+    def reindexing(self) -> list[str]:
+        """The writer marks of an `index -reindex` of the table that did not finish (none: [])."""
+        raw = self.store.get_state(_REINDEX)
+        return list(json.loads(raw)) if raw else []
+
+    def start_reindex(self, marks: list[str]) -> None:
+        """An `index -reindex` of the table starts on the writers of these marks (written before any mark goes)."""
+        self._put(_REINDEX, json.dumps(sorted(set(self.reindexing()) | set(marks))))
+
+    def end_reindex(self, marks: list[str]) -> None:
+        """An index of the whole table sent every row to the writers of these marks and marked them."""
+        left = sorted(set(self.reindexing()) - set(marks))
+        self._put(_REINDEX, json.dumps(left) if left else None)
 
     def forget_all_update(self) -> None:
         """The updatedb of every batch ended."""
