@@ -63,7 +63,8 @@ def test_a_failed_reindex_leaves_what_it_did_not_send_to_index_all(crawl) -> Non
         assert solr_ids(crawl_id) == expected
         delete_crawl(crawl_id)  # the core was emptied (or restored from an old backup): the operator reindexes
         proxy.allow = proxy.requests + 3  # the ping and two requests, then Solr is gone
-        proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", url, "-numTasks", "1", *d)
+        proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", url, "-numTasks", "1", *d,
+                      "-D", "solr.retries=0")  # Solr stays gone: no waiting for it
         assert proc.returncode == 1, proc.stderr
         assert "Solr at" in proc.stderr and "Traceback" not in proc.stderr
         proxy.allow = None
@@ -170,3 +171,70 @@ def test_a_solr_that_asks_for_a_login_is_one_line_naming_it(tmp_path: Path, stat
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_solr_restarting_in_the_middle_of_an_index_ends_no_job(crawl) -> None:
+    """Solr gone for a moment after the job's first requests (a restart, a proxy's hiccup): the writes are sent
+    again after a back-off, and the index ends with every document; before, the job failed at the first one."""
+    import threading
+
+    crawl_id, d, expected = crawl
+    addr = urlsplit(SOLR)
+    proxy = Proxy((addr.hostname, addr.port))
+    url = f"http://127.0.0.1:{proxy.port}{addr.path}"
+    proxy.allow = proxy.requests + 3  # the ping and two requests go through, then the connections are refused
+
+    def back() -> None:
+        proxy.allow = None
+        proxy.restore()
+
+    timer = threading.Timer(1.5, back)
+    timer.start()
+    try:
+        proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", url, *d)
+        assert proc.returncode == 0, proc.stderr
+        assert "trying again" in proc.stderr and "Traceback" not in proc.stderr
+        assert solr_ids(crawl_id) == expected
+    finally:
+        timer.cancel()
+        proxy.close()
+
+
+def test_a_solr_that_stays_busy_fails_the_index_naming_the_retries(tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Busy(BaseHTTPRequestHandler):  # pings answer; every update is 503
+        def answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            ok = "ping" in self.path
+            body = b'{"responseHeader":{"status":0},"status":"OK"}' if ok else b"<html>Service Unavailable</html>"
+            self.send_response(200 if ok else 503)
+            self.send_header("Content-Type", "application/json" if ok else "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    web = QuietServer({"/": (200, {"Content-Type": "text/html"}, page_html("A page", "words"))})
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        d = defines(tmp_path, "sqlite", **{"solr.retries": 2, "solr.backoff.seconds": 0.1})
+        (tmp_path / "s.txt").write_text(f"http://127.0.0.1:{web.server_address[1]}/\n")
+        assert nutch2("crawl", tmp_path / "s.txt", "-crawlId", "busy", "-rounds", "1", *d).returncode == 0
+        url = f"http://127.0.0.1:{server.server_address[1]}/solr/nutch"
+        proc = nutch2("index", "-all", "-crawlId", "busy", "-solr", url, *d)
+        assert proc.returncode == 1, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        assert "HTTP 503, Solr is overloaded or not ready" in last and "after 2 retries" in last, proc.stderr
+        assert "solr.retries" in last and proc.stderr.count("trying again") == 2, proc.stderr
+    finally:
+        for s in (server, web):
+            s.shutdown()
+            s.server_close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, NutchError, raised_in
 from nutch2.index.opensearch import redacted
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CRAWL = "webpage"  # the crawlId field of documents from the crawl without -crawlId (table `webpage`)
 
@@ -47,6 +51,10 @@ class SolrUnavailable(NutchError):
     """Solr is down, unreachable, or rejected a request."""
 
 
+class SolrBusy(SolrUnavailable):
+    """Solr answered 503 or 429, or the connection was lost or refused: a write is worth sending again."""
+
+
 class SolrQueryError(SolrUnavailable):
     """Solr is up but rejected the request as malformed (HTTP 400), e.g. a query it cannot parse."""
 
@@ -67,11 +75,14 @@ def solr_url(conf: Configuration, cli_url: str | None) -> str:
 class SolrClient:
     """One Solr core. Every failure becomes SolrUnavailable naming the URL, the cause and what to do."""
 
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, timeout: float = 60.0, retries: int = 0, backoff: float = 0.5) -> None:
+        """retries: times a write (add, delete, commit) is sent again after a busy answer or a lost connection,
+        backoff seconds after the first, doubled each time (a restarting or overloaded Solr ends no index job)."""
         try:
             import pysolr
         except ImportError:
             raise ConfigError("pysolr is not installed: pip install 'nutch2[solr]'") from None
+        self.retries, self.backoff = max(0, retries), max(0.0, backoff)
         self.url = url
         self.shown = redacted(url)  # as messages name it: a password in the URL (Solr's basic auth) is not shown
         self._pysolr = pysolr
@@ -80,6 +91,7 @@ class SolrClient:
     def _fail(self, action: str, e: Exception) -> SolrUnavailable:
         raw = " ".join(str(e).split())
         low = raw.lower()
+        kind = SolrBusy
         if "refused" in low or "errno 111" in low or "failed to establish" in low:
             cause = "connection refused"
             hint = "start it (docker/services.sh start solr) or fix -solr / solr.server.url"
@@ -87,16 +99,20 @@ class SolrClient:
                                     "connection reset")):
             cause = "the connection failed"
             hint = "check that Solr is up (docker/services.sh start solr) and -solr / solr.server.url"
-        elif "timed out" in low or "timeout" in low:
-            cause, hint = "timed out", "check that Solr is up and not overloaded (solr.timeout)"
+        elif "timed out" in low or "timeout" in low:  # not sent again: solr.timeout was waited already
+            kind, cause, hint = SolrUnavailable, "timed out", "check that Solr is up and not overloaded (solr.timeout)"
+        elif busy := re.search(r"http (503|429)\b", low):
+            cause = f"{busy.group(0).upper()}, Solr is overloaded or not ready"
+            hint = "raise solr.retries or solr.backoff.seconds, or index with fewer tasks (-numTasks)"
         elif "http 401" in low:
-            cause = "HTTP 401, Solr asks for a login"
+            kind, cause = SolrUnavailable, "HTTP 401, Solr asks for a login"
             hint = "give its user and password in the URL (http://user:password@host:8983/solr/<core>)"
         elif "http 403" in low:
-            cause = "HTTP 403, the login is not allowed to do it"
+            kind, cause = SolrUnavailable, "HTTP 403, the login is not allowed to do it"
             hint = "give a user of a role that may (Solr's security.json) in the URL"
         elif "http 404" in low:
-            cause, hint = "HTTP 404, no such core", "check the core name in -solr / solr.server.url"
+            kind, cause = SolrUnavailable, "HTTP 404, no such core"
+            hint = "check the core name in -solr / solr.server.url"
         elif "http 400" in low or "maxclausecount" in low:  # malformed, or too large to run (HTTP 500)
             reason = re.sub(r"^.*?\[Reason:\s*", "", raw).rstrip("]")
             reason = re.sub(r"^(?:org\.apache\.solr\.[\w.]+|[\w.]+Exception):\s*", "", reason)
@@ -107,7 +123,8 @@ class SolrClient:
             cause = re.sub(r"<[^>]+>", " ", raw)
             cause = " ".join(cause.split())[:240]
             hint = "check the Solr log and the configset in conf/solr"
-        return SolrUnavailable(f"Solr at {self.shown} failed to {action}: {cause}; {hint}")
+            kind = SolrUnavailable
+        return kind(f"Solr at {self.shown} failed to {action}: {cause}; {hint}")
 
     def _call(self, action: str, fn: Any, *args: Any, **kw: Any) -> Any:
         try:
@@ -131,12 +148,29 @@ class SolrClient:
             raise SolrUnavailable(f"Solr at {self.shown} failed to {action}: the answer is not Solr's ({seen!r}); "
                                   "check that -solr / solr.server.url names a Solr core")
 
+    def _write(self, action: str, fn: Any, *args: Any, **kw: Any) -> None:
+        """_solr_answer, sent again after a busy answer or a lost connection (writes are idempotent: a document
+        sent twice replaces itself) up to `retries` times; then the last failure, saying how long it tried."""
+        started = time.monotonic()
+        for attempt in range(self.retries + 1):
+            try:
+                return self._solr_answer(action, fn, *args, **kw)
+            except SolrBusy as e:
+                if attempt >= self.retries:
+                    if not attempt:
+                        raise
+                    raise SolrBusy(f"{e} (after {attempt} {'retry' if attempt == 1 else 'retries'} over "
+                                   f"{time.monotonic() - started:.0f} s)") from None
+                wait = self.backoff * 2**attempt
+                log.warning(f"{e}; trying again in {wait:g} s ({attempt + 1} of {self.retries} retries)")
+                time.sleep(wait)
+
     def ping(self) -> None:
         self._solr_answer("answer a ping", self._solr.ping)
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         try:
-            self._solr_answer(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
+            self._write(f"add {len(docs)} documents", self._solr.add, docs, commit=False)
         except SolrQueryError as e:  # a document the core's schema does not take (a field it lacks, a bad value)
             if "unknown field" in e.reason:
                 fix = ("give the core's schema that field (conf/solr/nutch has dynamic fields such as *_s and *_txt) "
@@ -149,10 +183,10 @@ class SolrClient:
     def delete_ids(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         if ids:
-            self._solr_answer(f"delete {len(ids)} documents", self._solr.delete, id=ids, commit=False)
+            self._write(f"delete {len(ids)} documents", self._solr.delete, id=ids, commit=False)
 
     def commit(self) -> None:
-        self._solr_answer("commit", self._solr.commit)
+        self._write("commit", self._solr.commit)
 
     def search(self, q: str, **params: Any) -> Any:
         return self._call("search", self._solr.search, q, **params)

@@ -66,7 +66,8 @@ def solr_client(conf: Configuration, url: str | None):
     """A client of the configured core that answered a ping (a dead Solr fails here, before any work)."""
     from nutch2.index.solr import SolrClient, solr_url
 
-    client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"))
+    client = SolrClient(solr_url(conf, url), conf.get_float("solr.timeout"), conf.get_int("solr.retries"),
+                        conf.get_float("solr.backoff.seconds"))
     client.ping()
     return client
 

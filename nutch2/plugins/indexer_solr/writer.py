@@ -17,7 +17,8 @@ class SolrIndexWriter(IndexWriter):
         self.url = solr_url(conf, spec.params.get("url") or None)
         self.batch_size = max(1, int(spec.params.get("commitSize") or conf.get_int("solr.commit.size")))
         self.commit_index = conf.get_bool("solr.commit.index")
-        self.solr = SolrClient(self.url, float(spec.params.get("timeout") or conf.get_float("solr.timeout")))
+        self.solr = SolrClient(self.url, float(spec.params.get("timeout") or conf.get_float("solr.timeout")),
+                               conf.get_int("solr.retries"), conf.get_float("solr.backoff.seconds"))
         self.docs: list[dict[str, Any]] = []
         self.deletes: list[str] = []
 
