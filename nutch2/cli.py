@@ -23,7 +23,7 @@ from pathlib import Path
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import ConfigError, NutchError, StoreUnavailable, UsageError, WorkerDied, error_line
-from nutch2.mapred import stop
+from nutch2.mapred import hangs, stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
 from nutch2.stores import Capability, open_store, store_class
@@ -132,8 +132,9 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
         os._exit(130)
 
     def overdue() -> None:
-        quit_now(f": the work in hand did not end within {grace:g} s of the stop (a store or server that does "
-                 "not answer?)")
+        stuck = hangs.summary()  # a plugin's call that never returns, rather than a store or server
+        quit_now(f": the work in hand did not end within {grace:g} s of the stop ("
+                 + (f"{stuck}" if stuck else "a store or server that does not answer?") + ")")
 
     def handler(signum: int, _frame: object) -> None:
         if handling["now"]:  # arrived while the first one's line was written: quit once it is

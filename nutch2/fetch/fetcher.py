@@ -33,7 +33,7 @@ from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
-from nutch2.mapred import measures, stop
+from nutch2.mapred import hangs, measures, stop
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.stores.base import DataStore
@@ -245,7 +245,9 @@ class Fetcher:
                 pages = self.stats.pages
                 rate = (pages - last_pages) / (now - last_check)
                 if progress is not None:
-                    progress.update(self.stats.line(self.threads, queues.size(), len(queues.queues)))
+                    stuck = hangs.summary()  # a URL plugin that never returns holds a fetcher thread: name it
+                    progress.update(self.stats.line(self.threads, queues.size(), len(queues.queues))
+                                    + (f"; {stuck}" if stuck else ""))
                 if (self.throughput_min > 0 and now - self.stats.started > self.throughput_after
                         and not queues.aborted):
                     low = low + 1 if rate < self.throughput_min else 0

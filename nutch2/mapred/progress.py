@@ -16,6 +16,7 @@ from typing import Any
 
 from nutch2.config import Configuration
 from nutch2.logs import Progress, Window
+from nutch2.mapred import hangs
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,9 @@ class JobProgress:
         name, unit, base, window = self._phase
         n = self._done() - base
         rate, avg = window.rates(n)
-        return f"{self.job}: {name}: {n} {unit}, {rate[0]:.1f} {unit}/s ({avg[0]:.1f} avg)"
+        stuck = hangs.summary()  # a plugin that never returns holds the job: say which, and on what
+        return f"{self.job}: {name}: {n} {unit}, {rate[0]:.1f} {unit}/s ({avg[0]:.1f} avg)" + \
+            (f"; {stuck}" if stuck else "")
 
     def _watch(self) -> None:
         while not self._stop.wait(self._tick):

@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 from nutch2.errors import NutchError
-from nutch2.mapred import progress, stop, timebox
+from nutch2.mapred import hangs, progress, stop, timebox
 from nutch2.mapred.memory import limit_arenas, rss_mb
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ class WorkerPool:
                  max_rss_mb: float = 0.0) -> None:
         self.reports: list[tuple[int, int]] = [(-1, -1)] * size  # per worker: records done, requests in flight
         self.live: dict[int, dict[str, int]] = {}  # per task (id of its future): its counters as last reported
+        self.stuck: dict[int, list[str]] = {}  # per worker slot: the plugin calls stuck there (nutch2/mapred/hangs)
         self.retired = 0  # workers replaced after passing max_rss_mb
         self._retired_records = 0  # records done by the workers that retired (their last report)
         self.max_rss_mb = max_rss_mb
@@ -73,6 +74,7 @@ class WorkerPool:
         self._closed = False
         for slot in range(size):
             self._add_worker(slot)
+        self._unwatch = hangs.add_source(self.stuck_lines)
 
     def grow(self, size: int) -> None:
         """Start workers until there are `size` (two jobs at once, a pipelined crawl's, each get theirs)."""
@@ -122,6 +124,10 @@ class WorkerPool:
         for future in futures:
             self.live.pop(id(future), None)
 
+    def stuck_lines(self) -> list[str]:
+        """The plugin calls stuck in this pool's workers, as they last reported them."""
+        return [line for lines in list(self.stuck.values()) for line in lines]
+
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
         with self._lock:
@@ -134,6 +140,7 @@ class WorkerPool:
     def shutdown(self, wait: bool = False) -> None:
         """Cancel the queued tasks and let the workers go: each ends after its current task (or dies with the
         driver). wait: until they have ended (a command at exit, so that it leaves nothing running)."""
+        self._unwatch()
         with self._lock:
             self._closed = True
             queued = list(self._queue)
@@ -174,6 +181,7 @@ class WorkerPool:
                     return
                 self._retired_records += max(0, self.reports[slot][0])
                 self.reports[slot] = (-1, -1)
+                self.stuck.pop(slot, None)
                 self._conns[slot], self._procs[slot] = self._start(slot)
                 self.retired += 1
                 self._idle.append(slot)
@@ -205,6 +213,7 @@ class WorkerPool:
                     self.reports[slot] = (rest[0], rest[1])
                     if len(rest) > 2 and rest[2] is not None:
                         self.live[rest[2][0]] = rest[2][1]
+                    self.stuck[slot] = rest[3] if len(rest) > 3 else []
                     continue
                 retiring = rest[2]
                 with self._lock:
@@ -329,7 +338,7 @@ def _report(conn: Connection, send_lock: threading.Lock, running: list[int | Non
             counts = progress.live_counts() if task_id is not None else {}
             live = (task_id, counts) if task_id is not None and counts else None
             try:
-                conn.send(("report", progress.records(), -1 if n is None else n, live))
+                conn.send(("report", progress.records(), -1 if n is None else n, live, hangs.lines(local_only=True)))
             except OSError:
                 return
         time.sleep(_REPORT_EVERY)

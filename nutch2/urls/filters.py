@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
+from nutch2.mapred import hangs
 from nutch2.plugin.extension import Extension, fix_hint
 
 DEFAULT_MAX_LENGTH = 2048
@@ -48,6 +49,7 @@ class URLFilters:
         self.max_length = max_length
         # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
         self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
+        hangs.start()  # a filter that never returns is named with its URL (no cost on a URL's path)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> URLFilters:
@@ -122,3 +124,6 @@ class URLFilters:
             close = getattr(url_filter, "close", None)
             if close is not None:
                 close()
+
+
+hangs.watch(URLFilters._filter.__code__, "url filter", "url_filter", "url", fix_hint)

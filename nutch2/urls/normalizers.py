@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
+from nutch2.mapred import hangs
 from nutch2.plugin.extension import Extension, fix_hint
 from nutch2.urls.filters import plugin_failed
 
@@ -41,6 +42,7 @@ class URLNormalizers:
         self.normalizers = list(normalizers)
         self.scope = scope
         self.loop_count = max(loop_count, 1)
+        hangs.start()  # a normalizer that never returns is named with its URL (no cost on a URL's path)
 
     @classmethod
     def from_conf(cls, conf: Configuration, scope: str = SCOPE_DEFAULT) -> URLNormalizers:
@@ -112,3 +114,6 @@ def _scoped(conf: Configuration, name: str, scope: str) -> str:
         return conf.get_str(f"{name}.{scope}").strip()
     except KeyError:
         return ""
+
+
+hangs.watch(URLNormalizers.normalize.__code__, "url normalizer", "normalizer", "url", fix_hint)

@@ -1,0 +1,115 @@
+"""A URL filter or normalizer that never returns is named, with the URL it is stuck on (nutch2/mapred/hangs.py):
+in one warning line, in the progress line of its job and in the stop line of a command that does not end, also
+when it is stuck in a worker process of the processes runner. Nothing is added to a URL's own path."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from nutch2.config import Configuration
+from nutch2.mapred import hangs
+from nutch2.mapred.progress import JobProgress
+from nutch2.mapred.workers import WorkerPool
+from nutch2.urls.filters import URLFilter, URLFilters
+from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
+
+STUCK = "http://127.0.1.1:1/p/5.html"
+
+
+class Blocking(URLFilter, URLNormalizer):
+    plugin_id = "blocking:Filter"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def _wait(self, url: str) -> str:
+        if url == STUCK:
+            self.entered.set()
+            self.release.wait(60)
+        return url
+
+    def filter(self, url: str) -> str | None:
+        return self._wait(url)
+
+    def normalize(self, url: str, scope: str) -> str | None:
+        return self._wait(url)
+
+
+def _stuck_in(call) -> tuple[Blocking, threading.Thread]:
+    plugin = Blocking()
+    thread = threading.Thread(target=call, args=(plugin,), daemon=True)
+    thread.start()
+    assert plugin.entered.wait(10)
+    return plugin, thread
+
+
+@pytest.mark.parametrize("point", ["url filter", "url normalizer"])
+def test_a_stuck_url_plugin_is_named_with_its_url_until_it_returns(point: str, caplog) -> None:
+    def call(plugin: Blocking) -> None:
+        if point == "url filter":
+            URLFilters([plugin]).filter(STUCK)
+        else:
+            URLNormalizers([plugin], "outlink").normalize(STUCK)
+
+    plugin, thread = _stuck_in(call)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    assert not hangs.lines(local_only=True, now=t0 + 1)  # a call is named only once it has lasted
+    with caplog.at_level(logging.WARNING, logger="nutch2.mapred.hangs"):
+        hangs.sample(t0 + hangs.STUCK_AFTER + 1)
+        hangs.sample(t0 + hangs.STUCK_AFTER + 2)  # one warning line per stuck call
+    warned = [r.getMessage() for r in caplog.records if r.name == "nutch2.mapred.hangs"]
+    assert len(warned) == 1
+    assert f"{point} blocking:Filter has not returned" in warned[0] and STUCK in warned[0]
+    assert "take it out of plugin.classes" in warned[0]
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 3)
+    assert line.startswith(f"{point} blocking:Filter has not returned for ") and STUCK in line
+    plugin.release.set()
+    thread.join(10)
+    hangs.sample()
+    assert not hangs.lines(local_only=True)
+
+
+def test_the_progress_line_names_the_stuck_plugin(monkeypatch) -> None:
+    plugin, thread = _stuck_in(lambda p: URLFilters([p]).filter(STUCK))
+    monkeypatch.setattr(hangs, "STUCK_AFTER", 0.0)
+    hangs.sample()
+    job = JobProgress("parse", "map", Configuration(None, {}), lambda: 18)
+    try:
+        assert f"url filter blocking:Filter has not returned for 0 s on {STUCK}" in job.line()
+    finally:
+        job.close()
+        plugin.release.set()
+        thread.join(10)
+        hangs.sample()
+
+
+def _fast_names() -> None:
+    hangs.STUCK_AFTER = 0.0  # this worker names a stuck call at once
+
+
+def _filter_stuck_for_good() -> None:
+    URLFilters([Blocking()]).filter(STUCK)
+
+
+def test_a_url_plugin_stuck_in_a_worker_is_named_in_the_driver() -> None:
+    pool = WorkerPool(1, _fast_names, ())
+    try:
+        pool.submit(_filter_stuck_for_good)
+        deadline = time.monotonic() + 60
+        while not hangs.lines() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [line] = hangs.lines()
+        assert f"url filter blocking:Filter has not returned for 0 s on {STUCK}" in line
+        assert "url filter blocking:Filter has not returned" in hangs.summary()
+    finally:
+        pool.shutdown()
+        for pid in pool.pids():  # the task never ends: its worker goes with the test
+            os.kill(pid, signal.SIGKILL)
