@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
+from nutch2.fetch import clock
 from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.dns import is_dns_failure
 from nutch2.fetch.output import ProtocolOutput
@@ -78,7 +79,7 @@ class Fetcher:
         # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
         self.robots_agent = robot_agents(conf.get_str("http.agent.name"), conf.get_str("http.robots.agents"))
         timelimit = conf.get_float("fetcher.timelimit.mins")
-        self.deadline = time.monotonic() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
+        self.deadline = clock.now() + timelimit * 60 if timelimit > 0 else None  # counts from the task start
         # the address guard every request passes (nutch2/fetch/addresses.py): checked here per URL, and by the
         # protocol on the address it connects to
         self.addresses = addresses if addresses is not None else AddressPolicy.from_conf(conf)
@@ -196,7 +197,7 @@ class Fetcher:
         end within http.timeout."""
         if self._queues is not None:
             self.counters.incr("dropped_by_stop", self._queues.abort())
-            WATCHDOG.shorten(time.monotonic() + self.conf.get_int("http.timeout") / 1000.0)
+            WATCHDOG.shorten(clock.now() + self.conf.get_int("http.timeout") / 1000.0)
 
     def _feed(self, items: Iterator[FetchItem], queues: FetchItemQueues) -> None:
         try:
@@ -224,13 +225,13 @@ class Fetcher:
         """Progress, a stop request, the time limit and the throughput threshold; the gauges of the metrics (items
         queued, queues, threads active and in all)."""
         low = 0
-        last_check = last_trim = time.monotonic()
+        last_check = last_trim = clock.now()
         last_pages = 0
         progress = None if self.progress is False else Progress(
             "fetch", self.log_interval, tty=None if self.progress is None else True, logger=log)
         while any(w.is_alive() for w in workers):
             time.sleep(min(0.2, self.progress_interval))
-            now = time.monotonic()
+            now = clock.now()  # the time limit and the rates do not count the time the process was stopped
             for gauge, value in zip(gauges, (queues.size(), len(queues.queues), self.stats.active, self.threads),
                                     strict=False):
                 gauge.set(value)
@@ -396,10 +397,10 @@ class Fetcher:
             if self.claim is not None and not item.claimed:
                 self.claim(item)
                 item.claimed = True  # asked again after a 429 or 503, it is this claim's work (no second claim)
-            asked = time.monotonic()
+            asked = clock.now()
             out = protocol.fetch(item.url, modified_since_ms=item.modified_since, etag=item.etag,
                                  may_follow=lambda target: self._may_follow(target, q))
-            latency = time.monotonic() - asked
+            latency = clock.now() - asked
             if probe and out.code == ProtocolStatusCode.EXCEPTION and out.http_code is None and not out.stopped:
                 down = self.robots.unreachable(item.url, out.args[0] if out.args else "no response")
             if self.protocol.renders(item.url, out):
@@ -476,7 +477,7 @@ class Fetcher:
         refusal = self._robots_refusal(url, rules)
         if refusal is not None:
             return None, refusal[0]
-        q = queues.acquire(url, until, page_q)
+        q = queues.acquire(url, clock.to_monotonic(until), page_q)  # a politeness slot waits in real time
         if q is None:
             return None, "stopped" if queues.aborted else "over_time"
         try:
@@ -494,7 +495,7 @@ class Fetcher:
         rules = self.robots.cached(url)
         if rules is not None:
             return rules
-        q = queues.acquire(url, until, page_q)
+        q = queues.acquire(url, clock.to_monotonic(until), page_q)  # a politeness slot waits in real time
         if q is None:
             return None
         loaded = threading.Event()
@@ -507,7 +508,7 @@ class Fetcher:
                 loaded.set()
 
         threading.Thread(target=load, name="RobotsForResource", daemon=True).start()
-        loaded.wait(max(0.0, until - time.monotonic()))
+        loaded.wait(max(0.0, until - clock.now()))
         return self.robots.cached(url)
 
     def _defer(self, item: FetchItem) -> None:

@@ -16,7 +16,8 @@ from nutch2.plugin.extension import Extension
 
 log = logging.getLogger(__name__)
 
-# a resource a rendered page asks for: (url, until: time.monotonic() deadline) -> (ProtocolOutput | None, refusal)
+# a resource a rendered page asks for: (url, until: a nutch2/fetch/clock.py deadline) -> (ProtocolOutput | None,
+# refusal)
 ResourceFetch = Callable[[str, float], Any]
 
 
@@ -27,7 +28,7 @@ class ProtocolSession:
     def fetch(self, url: str, *, modified_since_ms: int | None = None, etag: str | None = None,
               may_follow: Callable[[str], bool] | None = None, deadline: float | None = None) -> Any:
         """The URL's ProtocolOutput (nutch2/fetch/output.py); never raises: every outcome is a protocol status.
-        ``may_follow(target)``: whether a redirect may be followed inline; ``deadline``: a time.monotonic() the
+        ``may_follow(target)``: whether a redirect may be followed inline; ``deadline``: a clock.now() the
         request ends at, whatever its own limits."""
         raise NotImplementedError
 
@@ -52,7 +53,8 @@ class Protocol(Extension):
     # RenderHosts, chromium.mode=auto), set by the fetcher before open() from its store; None: this task only
 
     def open(self, stop_at: float | None, counters: Any) -> None:
-        """Start for one task: ``stop_at`` (time.monotonic()) ends every request, ``counters`` are the task's."""
+        """Start for one task: ``stop_at`` (nutch2/fetch/clock.py's now()) ends every request, ``counters`` are
+        the task's."""
 
     def session(self) -> ProtocolSession:
         raise NotImplementedError

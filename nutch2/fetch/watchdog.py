@@ -24,6 +24,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.exceptions import TimeoutError as TimeoutErrorU3
 
+from nutch2.fetch import clock
 from nutch2.fetch.addresses import AddressPolicy
 
 __all__ = ["Guard", "WATCHDOG", "Watchdog", "guard", "timed_out"]
@@ -68,7 +69,8 @@ class Watchdog:
         self._local = threading.local()
 
     def arm(self, deadline: float) -> Guard:
-        """Start watching a request of this thread; sockets it uses until :meth:`disarm` are cut at ``deadline``."""
+        """Start watching a request of this thread; sockets it uses until :meth:`disarm` are cut at ``deadline``
+        (nutch2/fetch/clock.py's `now()`)."""
         guard = Guard(deadline)
         if self._thread is None or not self._thread.is_alive():
             with self._start_lock:
@@ -117,7 +119,7 @@ class Watchdog:
                 if not self._active:  # armed between the look and the clear: it set the event again
                     self._wake.wait()
             time.sleep(_GRANULARITY)
-            now = time.monotonic()
+            now = clock.now()  # deadlines are the fetch clock's: time this process was stopped is not counted
             for guard in list(self._active.values()):
                 if guard.deadline <= now and not guard.expired:
                     with guard.lock:

@@ -39,6 +39,7 @@ import urllib3
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
+from nutch2.fetch import clock
 from nutch2.fetch.watchdog import WATCHDOG, guard, timed_out
 from nutch2.mapred import stop
 from nutch2.parse.parsers import Document, Parser, ParseSettings
@@ -228,7 +229,7 @@ class TikaParser(Parser):
 
     def _send(self, path: str, body: bytes, headers: dict[str, str], budget: float) -> tuple[int, str]:
         """One PUT, cut at ``budget`` seconds; _Dropped when the server closed the connection without an answer."""
-        deadline = time.monotonic() + budget
+        deadline = clock.now() + budget  # the watchdog's clock (time the process was stopped is not counted)
         guard = WATCHDOG.arm(deadline)
         try:
             resp = self._session().request("PUT", self.url + path, body=body, headers=headers, retries=False,

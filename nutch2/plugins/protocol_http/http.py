@@ -14,7 +14,8 @@ when its server chooses it in the TLS handshake (http2.py), with the same
 headers, auth, cookies, limits, address guard and deadline; HTTP/1.1 otherwise.
 
 Every request has a total deadline (Nutch's ``http.time.limit``, by default three
-times ``http.timeout``; never later than ``HttpSettings.stop_at``) covering connect,
+times ``http.timeout``; never later than ``HttpSettings.stop_at``; on nutch2/fetch/clock.py's clock, which
+does not count the time the process was stopped) covering connect,
 status line, headers and body: :mod:`nutch2.fetch.watchdog` shuts its socket down when it
 passes. A body cut by the deadline is kept and marked truncated; a request cut
 before its headers arrived is an EXCEPTION "timeout (total fetch time exceeded)".
@@ -33,6 +34,7 @@ from urllib.parse import urljoin, urlsplit
 import urllib3
 
 from nutch2.errors import ConfigError
+from nutch2.fetch import clock
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
 from nutch2.fetch.headers import http_date, http_date_ms
 from nutch2.fetch.output import ProtocolOutput
@@ -90,7 +92,7 @@ class HttpSettings:
     accept_language: str = "en-us,en-gb,en;q=0.7,*;q=0.3"
     store_headers: bool = True
     max_fetch_ms: int | None = None  # http.time.limit: total wall-clock cap; None = 3 × timeout_ms
-    stop_at: float | None = None  # time.monotonic() at which every request is cut (fetcher.timelimit.mins)
+    stop_at: float | None = None  # clock.now() at which every request is cut (fetcher.timelimit.mins)
     proxy: ProxySettings | None = None  # http.proxy.*: every request through it, but for http.proxy.exception.list
     auth: tuple[Credentials, ...] = field(default=(), repr=False)  # http.auth.file: answered 401 challenges
     cookies: bool = False  # http.enable.cookie.header: keep the cookies hosts set, send them back (a jar per task)
@@ -239,9 +241,9 @@ class HttpProtocol(ProtocolSession):
 
         With ``http.redirect.max`` > 0, ``may_follow(target)`` (when given) is asked before each redirect hop
         (robots.txt, politeness); when it says no, the redirect itself is returned (MOVED / TEMP_MOVED).
-        ``deadline`` (time.monotonic()) cuts the fetch earlier than its own time limit (a rendered page's resource).
+        ``deadline`` (clock.now()) cuts the fetch earlier than its own time limit (a rendered page's resource).
         """
-        start = time.monotonic()
+        start = clock.now()
         cap = start + self.settings.fetch_cap_ms / 1000.0
         deadline = cap if deadline is None else min(cap, deadline)
         stop_at = self.settings.stop_at
@@ -253,7 +255,7 @@ class HttpProtocol(ProtocolSession):
             out = ProtocolOutput(ProtocolStatusCode.ACCESS_DENIED, [str(exc)], final_url=url)
         except Exception as exc:  # noqa: BLE001 - fetch() must never raise
             out = ProtocolOutput(ProtocolStatusCode.EXCEPTION, [redact(_describe(exc), self._secrets)], final_url=url)
-        end = time.monotonic()
+        end = clock.now()
         out.fetch_ms = int((end - start) * 1000)
         failed = out.truncated or out.code == ProtocolStatusCode.EXCEPTION
         if failed and (stop_at is not None and end >= stop_at or stop.requested()):
@@ -282,7 +284,7 @@ class HttpProtocol(ProtocolSession):
             scheme = urlsplit(current).scheme.lower()
             if scheme not in _SCHEMES:
                 return ProtocolOutput(ProtocolStatusCode.PROTO_NOT_FOUND, [scheme], final_url=current)
-            if time.monotonic() >= deadline:
+            if clock.now() >= deadline:
                 raise _FetchError(_TOTAL_TIMEOUT)
             try:
                 out = self._fetch_once(current, cond, deadline)
@@ -311,7 +313,7 @@ class HttpProtocol(ProtocolSession):
     def _fetch_once(self, url: str, cond: dict[str, str], deadline: float) -> ProtocolOutput:
         """One GET without following redirects, cut by the watchdog at ``deadline``."""
         timeout = self.settings.timeout_ms / 1000.0
-        connect_timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
+        connect_timeout = min(timeout, max(deadline - clock.now(), 0.001))
         guard = WATCHDOG.arm(deadline)
         try:
             limits = urllib3.Timeout(connect=connect_timeout, read=timeout)
@@ -437,7 +439,7 @@ class HttpProtocol(ProtocolSession):
         # read1 returns after one socket read, so the wall-clock cap is checked between small reads
         read = resp.read1
         try:
-            while time.monotonic() < deadline:
+            while clock.now() < deadline:
                 chunk = read(_CHUNK, decode_content=False)
                 if not chunk:  # the end of the body, or the watchdog cut the socket
                     cut = "time" if guard.expired else "" if decoder.complete() else "disconnect"
