@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
+from nutch2.mapred import hangs
 from nutch2.plugin.descriptor import PluginError
 from nutch2.plugin.extension import Extension, fix_hint
 from nutch2.webpage import WebPage
@@ -53,6 +54,7 @@ class ScoringFilters:
 
     def __init__(self, filters: Iterable[Any]) -> None:
         self.filters = list(filters)
+        hangs.start()  # a scoring filter that never returns is named with its URL (no cost on a row's path)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> ScoringFilters:
@@ -110,5 +112,7 @@ def _number(f: Any, method: str, url: str, value: Any) -> float:
     raise PluginError(f"scoring filter {name}: {method} returned {type(value).__name__}, not a number, on {url}; "
                       f"return the value it was given (changed or not)")
 
+
+hangs.watch(_call.__code__, "scoring filter", "f", "url", fix_hint, "method")
 
 __all__ = ["ScoringFilters", "ScoreDatum"]

@@ -1,4 +1,5 @@
-"""Which plugin a thread is stuck in, and on which URL: for plugins called too often for a time limit of their own.
+"""Which plugin a thread is stuck in, and on which URL: for plugins called too often for a time limit of their own
+(URL filters and normalizers, scoring filters).
 
 A URL filter or normalizer runs on every outlink, so it is called in the caller's thread (a hand-off to a timed
 thread, as `timebox` does for a parser, would cost more than the filter). Python cannot stop a call that never
@@ -33,8 +34,10 @@ _PERIOD = 1.0  # seconds between two looks at the threads' stacks
 class _Site:
     """A watched call site: its frame's locals name the plugin (`plugin_var`) and the URL (`url_var`)."""
 
-    def __init__(self, what: str, plugin_var: str, url_var: str, hint: Callable[[str], str]) -> None:
+    def __init__(self, what: str, plugin_var: str, url_var: str, hint: Callable[[str], str],
+                 detail_var: str | None) -> None:
         self.what, self.plugin_var, self.url_var, self.hint = what, plugin_var, url_var, hint
+        self.detail_var = detail_var
 
 
 _sites: dict[CodeType, _Site] = {}
@@ -44,10 +47,12 @@ _seen: dict[int, tuple[FrameType, Any, str, float, bool]] = {}  # thread id: fra
 _started = [0]  # pid of the process whose sampler runs
 
 
-def watch(code: CodeType, what: str, plugin_var: str, url_var: str, hint: Callable[[str], str]) -> None:
+def watch(code: CodeType, what: str, plugin_var: str, url_var: str, hint: Callable[[str], str],
+          detail_var: str | None = None) -> None:
     """Frames of `code` call the plugin in their local `plugin_var` on the URL in `url_var` (`what`: "url
-    filter"); `hint(plugin name)` is the fix a line about it says."""
-    _sites[code] = _Site(what, plugin_var, url_var, hint)
+    filter"; the local `detail_var`, when given, is named after the plugin: the method called); `hint(plugin
+    name)` is the fix a line about it says."""
+    _sites[code] = _Site(what, plugin_var, url_var, hint, detail_var)
 
 
 def start() -> None:
@@ -101,9 +106,12 @@ def _name(plugin: Any) -> str:
 
 def _line(frame: FrameType, plugin: Any, url: str, age: float) -> str:
     site = _sites.get(frame.f_code)
+    if site is None:
+        return f"plugin {_name(plugin)} has not returned for {age:.0f} s on {url}"
     name = _name(plugin)
-    hint = f" ({site.hint(name)})" if site else ""
-    return f"{site.what if site else 'plugin'} {name} has not returned for {age:.0f} s on {url}{hint}"
+    detail = frame.f_locals.get(site.detail_var) if site.detail_var else None
+    return (f"{site.what} {name}{f' ({detail})' if detail else ''} has not returned for {age:.0f} s on {url} "
+            f"({site.hint(name)})")
 
 
 def sample(now: float | None = None) -> None:

@@ -1,6 +1,7 @@
-"""A URL filter or normalizer that never returns is named, with the URL it is stuck on (nutch2/mapred/hangs.py):
-in one warning line, in the progress line of its job and in the stop line of a command that does not end, also
-when it is stuck in a worker process of the processes runner. Nothing is added to a URL's own path."""
+"""A URL filter, normalizer or scoring filter that never returns is named, with the URL it is stuck on
+(nutch2/mapred/hangs.py): in one warning line, in the progress line of its job and in the stop line of a command
+that does not end, also when it is stuck in a worker process of the processes runner. Nothing is added to a URL's
+own path."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import time
 import pytest
 
 from nutch2.config import Configuration
+from nutch2.crawldb.scoring import ScoringFilter, ScoringFilters
 from nutch2.mapred import hangs
 from nutch2.mapred.progress import JobProgress
 from nutch2.mapred.workers import WorkerPool
 from nutch2.urls.filters import URLFilter, URLFilters
 from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
+from nutch2.webpage import WebPage
 
 STUCK = "http://127.0.1.1:1/p/5.html"
 
@@ -71,6 +74,35 @@ def test_a_stuck_url_plugin_is_named_with_its_url_until_it_returns(point: str, c
     assert "take it out of plugin.classes" in warned[0]
     [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 3)
     assert line.startswith(f"{point} blocking:Filter has not returned for ") and STUCK in line
+    plugin.release.set()
+    thread.join(10)
+    hangs.sample()
+    assert not hangs.lines(local_only=True)
+
+
+class BlockingScoring(ScoringFilter):
+    plugin_id = "blocking:Scoring"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def update_score(self, url, page, inlinks) -> None:
+        self.entered.set()
+        self.release.wait(60)
+
+
+def test_a_stuck_scoring_filter_is_named_with_its_method_and_url() -> None:
+    plugin = BlockingScoring()
+    thread = threading.Thread(target=ScoringFilters([plugin]).update_score, args=(STUCK, WebPage(), []),
+                              daemon=True)
+    thread.start()
+    assert plugin.entered.wait(10)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    assert line.startswith("scoring filter blocking:Scoring (update_score) has not returned for ") and STUCK in line
     plugin.release.set()
     thread.join(10)
     hangs.sample()
