@@ -1,6 +1,8 @@
 """A fetch stopped (SIGSTOP, Ctrl-Z) and continued (SIGCONT, `fg`) keeps the page it was reading whole: the time
 the process was stopped is not the server's slowness, so it does not count against a request's total deadline
-(3 x http.timeout: nutch2/fetch/clock.py). A server that is too slow while the fetch runs is still cut."""
+(3 x http.timeout: nutch2/mapred/clock.py); nor is it a plugin's slowness, so it does not count against
+parser.timeout or indexingfilter.timeout (nutch2/mapred/timebox.py). A server or plugin that is too slow while
+the process runs is still cut (tests/test_hostile_http.py, tests/test_plugin_timeouts.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from nutch2 import rowkeys
-from nutch2.fetch import clock
+from nutch2.mapred import clock
 from tests.crawlutil import conf_for, defines, row, seed_file
 from tests.helpers import REPO, nutch2
 
@@ -117,3 +119,37 @@ def test_the_fetch_clock_does_not_count_a_gap_the_ticker_did_not_run(monkeypatch
         clock._tick()
     assert clock.now() == pytest.approx(start + clock._MAX_GAP + 2.0, abs=1e-6)
     assert clock.to_monotonic(clock.now()) == pytest.approx(monotonic[0])
+
+
+_TIMEBOXED = """
+import sys, time
+from nutch2.mapred import timebox
+
+def work():  # 2 s of the process's running time, in small sleeps (a parse filter at work)
+    print("ready", flush=True)  # the plugin's time runs
+    for _ in range(40):
+        time.sleep(0.05)
+    return "done"
+
+try:
+    print(timebox.run(work, 5.0, "nutch2-parse-filter"), flush=True)
+except timebox.Overrun as e:
+    print(f"overrun: {e}", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_time_a_process_was_stopped_does_not_count_against_a_plugins_time_limit() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _TIMEBOXED], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        os.killpg(proc.pid, signal.SIGSTOP)
+        time.sleep(8)  # longer than the plugin's time limit
+        os.killpg(proc.pid, signal.SIGCONT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert out.strip() == "done"

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError
-from nutch2.fetch import clock
 from nutch2.fetch.addresses import DENIED, AddressPolicy
 from nutch2.fetch.dns import is_dns_failure
 from nutch2.fetch.output import ProtocolOutput
@@ -34,7 +33,7 @@ from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
-from nutch2.mapred import hangs, measures, stop
+from nutch2.mapred import clock, hangs, measures, stop
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.stores.base import DataStore

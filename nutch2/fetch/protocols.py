@@ -16,7 +16,7 @@ from nutch2.plugin.extension import Extension
 
 log = logging.getLogger(__name__)
 
-# a resource a rendered page asks for: (url, until: a nutch2/fetch/clock.py deadline) -> (ProtocolOutput | None,
+# a resource a rendered page asks for: (url, until: a nutch2/mapred/clock.py deadline) -> (ProtocolOutput | None,
 # refusal)
 ResourceFetch = Callable[[str, float], Any]
 
@@ -53,7 +53,7 @@ class Protocol(Extension):
     # RenderHosts, chromium.mode=auto), set by the fetcher before open() from its store; None: this task only
 
     def open(self, stop_at: float | None, counters: Any) -> None:
-        """Start for one task: ``stop_at`` (nutch2/fetch/clock.py's now()) ends every request, ``counters`` are
+        """Start for one task: ``stop_at`` (nutch2/mapred/clock.py's now()) ends every request, ``counters`` are
         the task's."""
 
     def session(self) -> ProtocolSession:

@@ -24,8 +24,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
 from urllib3.exceptions import TimeoutError as TimeoutErrorU3
 
-from nutch2.fetch import clock
 from nutch2.fetch.addresses import AddressPolicy
+from nutch2.mapred import clock
 
 __all__ = ["Guard", "WATCHDOG", "Watchdog", "guard", "timed_out"]
 
@@ -70,7 +70,7 @@ class Watchdog:
 
     def arm(self, deadline: float) -> Guard:
         """Start watching a request of this thread; sockets it uses until :meth:`disarm` are cut at ``deadline``
-        (nutch2/fetch/clock.py's `now()`)."""
+        (nutch2/mapred/clock.py's `now()`)."""
         guard = Guard(deadline)
         if self._thread is None or not self._thread.is_alive():
             with self._start_lock:

@@ -22,11 +22,10 @@ import logging
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -111,9 +110,9 @@ def run(fn: Callable[[], T], timeout: float | None, name: str) -> T:
             done.release()
 
     worker.submit(job)
-    deadline = time.monotonic() + timeout
-    while not done.acquire(timeout=min(0.1, max(0.0, deadline - time.monotonic()))):
-        if time.monotonic() >= deadline or stop.requested():
+    deadline = clock.now() + timeout  # time the process was stopped (Ctrl-Z) is not the plugin's
+    while not done.acquire(timeout=min(0.1, max(0.0, deadline - clock.now()))):
+        if clock.now() >= deadline or stop.requested():
             break
     if box:
         ok, value = box[0]

@@ -39,9 +39,8 @@ import urllib3
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.fetch import clock
 from nutch2.fetch.watchdog import WATCHDOG, guard, timed_out
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 from nutch2.parse.parsers import Document, Parser, ParseSettings
 from nutch2.parse.result import Canceller, ParseResult, failure
 from nutch2.parse.xhtml import XhtmlPart, join_parts, meta_result

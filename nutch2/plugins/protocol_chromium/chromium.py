@@ -51,10 +51,9 @@ from urllib.parse import urlsplit
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.fetch import clock
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.renderhosts import RenderHosts
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 from nutch2.parse.needsjs import NeedsJs
 from nutch2.status import ProtocolStatusCode
 
@@ -63,7 +62,8 @@ log = logging.getLogger(__name__)
 __all__ = ["BrowserPool", "ChromiumSettings", "Renderer"]
 
 # fetch(url, deadline) -> (ProtocolOutput or None when refused, reason): a resource fetched the crawler's way (robots,
-# the host's politeness), started and ended before the deadline (nutch2/fetch/clock.py's now()) or refused ("over_time")
+# the host's politeness), started and ended before the deadline (nutch2/mapred/clock.py's now()) or refused
+# ("over_time")
 ResourceFetch = Callable[[str, float], tuple["ProtocolOutput | None", str]]
 Counter = Callable[[str], None]
 

@@ -14,7 +14,7 @@ when its server chooses it in the TLS handshake (http2.py), with the same
 headers, auth, cookies, limits, address guard and deadline; HTTP/1.1 otherwise.
 
 Every request has a total deadline (Nutch's ``http.time.limit``, by default three
-times ``http.timeout``; never later than ``HttpSettings.stop_at``; on nutch2/fetch/clock.py's clock, which
+times ``http.timeout``; never later than ``HttpSettings.stop_at``; on nutch2/mapred/clock.py's clock, which
 does not count the time the process was stopped) covering connect,
 status line, headers and body: :mod:`nutch2.fetch.watchdog` shuts its socket down when it
 passes. A body cut by the deadline is kept and marked truncated; a request cut
@@ -34,13 +34,12 @@ from urllib.parse import urljoin, urlsplit
 import urllib3
 
 from nutch2.errors import ConfigError
-from nutch2.fetch import clock
 from nutch2.fetch.addresses import AddressDenied, AddressPolicy
 from nutch2.fetch.headers import http_date, http_date_ms
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.protocols import ProtocolSession
 from nutch2.fetch.watchdog import WATCHDOG, Guard, guard, timed_out
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 from nutch2.plugins.protocol_http.decoding import DecodingError, Identity, accept_encoding, decoder_for
 from nutch2.plugins.protocol_http.httpauth import BasicAuth, DigestAuth
 from nutch2.plugins.protocol_http.netconf import (

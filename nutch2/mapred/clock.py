@@ -1,7 +1,8 @@
-"""The fetch's clock: time.monotonic() without the time this process was stopped (SIGSTOP, Ctrl-Z then `fg`).
+"""The time limits' clock: time.monotonic() without the time this process was stopped (SIGSTOP, Ctrl-Z then `fg`).
 
 A request's time limits (the total deadline of 3 x http.timeout, fetcher.timelimit.mins, a rendered page's time)
-measure how slow a server is, not how long the crawler was stopped: CLOCK_MONOTONIC goes on while a process is
+measure how slow a server is, and a plugin's (parser.timeout, indexingfilter.timeout: nutch2/mapred/timebox.py)
+how slow the plugin is, not how long the crawler was stopped: CLOCK_MONOTONIC goes on while a process is
 stopped, so a page being read when the fetch was stopped for longer than its limit was cut, as if its server had
 been too slow, the moment the fetch went on. Linux keeps no count of the time a process spent stopped, so a
 ticker thread of this process reads the monotonic clock every `_TICK` seconds: a gap between two ticks longer than
@@ -9,11 +10,12 @@ ticker thread of this process reads the monotonic clock every `_TICK` seconds: a
 the last tick by more than `_MAX_GAP` either, so a thread that runs before the ticker after a stop sees no jump.
 
 This weakens no limit against a slow server (slowloris): while the process runs, the ticker ticks and `now()`
-follows the monotonic clock; a ticker kept from running over `_MAX_GAP` (a machine so loaded that no thread of
-the process runs) loses only that time, as the process's own reads were held too.
+follows the monotonic clock. A ticker held from running for over `_MAX_GAP` while the process runs (a machine so
+loaded that a thread waits a second for its turn) loses the excess: a limit may then end a little late, never
+early.
 
-Every deadline of the fetch path is in this clock's terms; `to_monotonic` turns one into time.monotonic()'s for
-code that waits on real time (a politeness slot).
+Every deadline of the fetch path and of timebox is in this clock's terms; `to_monotonic` turns one into
+time.monotonic()'s for code that waits on real time (a politeness slot).
 """
 
 from __future__ import annotations
