@@ -123,6 +123,26 @@ def test_the_progress_line_names_the_stuck_plugin(monkeypatch) -> None:
         hangs.sample()
 
 
+def test_threads_stuck_on_one_call_are_named_once() -> None:
+    plugin = Blocking()
+    chain = URLFilters([plugin])
+    threads = [threading.Thread(target=chain._filter, args=(STUCK,), daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    assert plugin.entered.wait(10)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    deadline = time.monotonic() + 10
+    while len(hangs._seen) < 2 and time.monotonic() < deadline:  # both threads in the filter
+        hangs.sample(t0)
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    assert line.startswith("url filter blocking:Filter has not returned") and line.endswith("(2 threads)")
+    plugin.release.set()
+    for t in threads:
+        t.join(10)
+    hangs.sample()
+
+
 def _fast_names() -> None:
     hangs.STUCK_AFTER = 0.0  # this worker names a stuck call at once
 

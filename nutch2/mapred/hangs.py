@@ -84,8 +84,14 @@ def lines(local_only: bool = False, now: float | None = None) -> list[str]:
     with _lock:
         seen = list(_seen.values())
         sources = [] if local_only else list(_sources)
-    out = [_line(frame, plugin, url, now - since) for frame, plugin, url, since, _ in seen
-           if now - since >= STUCK_AFTER]
+    stuck: dict[tuple[Any, ...], tuple[float, int, FrameType, Any, str]] = {}  # threads stuck on one call: once
+    for frame, plugin, url, since, _ in seen:
+        if now - since >= STUCK_AFTER:
+            key = (frame.f_code, id(plugin), url)
+            age, n = stuck[key][:2] if key in stuck else (0.0, 0)
+            stuck[key] = (max(age, now - since), n + 1, frame, plugin, url)
+    out = [_line(frame, plugin, url, age) + (f" ({n} threads)" if n > 1 else "")
+           for age, n, frame, plugin, url in stuck.values()]
     for source in sources:
         try:
             out += source()
