@@ -238,3 +238,30 @@ def test_a_solr_that_stays_busy_fails_the_index_naming_the_retries(tmp_path: Pat
         for s in (server, web):
             s.shutdown()
             s.server_close()
+
+
+def test_a_crawl_finishes_a_failed_reindex(crawl, tmp_path: Path) -> None:
+    """A -reindex that failed leaves its rows unmarked for an index of the table; a crawl's rounds index their
+    batches only, so a continuous crawl never sent them. A crawl's start now sends them (index -all)."""
+    crawl_id, d, expected = crawl
+    addr = urlsplit(SOLR)
+    proxy = Proxy((addr.hostname, addr.port))
+    url = f"http://127.0.0.1:{proxy.port}{addr.path}"
+    try:
+        assert cli("index", "-all", "-crawlId", crawl_id, "-solr", url, *d) == 0
+        delete_crawl(crawl_id)
+        proxy.allow = proxy.requests + 3
+        proc = nutch2("index", "-reindex", "-crawlId", crawl_id, "-solr", url, "-numTasks", "1", *d,
+                      "-D", "solr.retries=0")
+        assert proc.returncode == 1, proc.stderr
+        proxy.allow = None
+        proxy.restore()
+        assert len(solr_ids(crawl_id)) < len(expected)
+        proc = nutch2("crawl", "-crawlId", crawl_id, "-rounds", "1", "-solr", url, *d)
+        assert proc.returncode == 0, proc.stderr
+        assert "an `index -reindex` did not finish" in proc.stderr
+        conf = conf_for(tmp_path, "sqlite")  # the crawl's round added pages, and its dedup took duplicates out
+        assert solr_ids(crawl_id) == {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items()
+                                      if indexable(p)}
+    finally:
+        proxy.close()

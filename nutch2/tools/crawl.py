@@ -378,6 +378,7 @@ class Crawl(Tool[CrawlArgs]):
                                  and ((rec := journal.batch(b)) is None or rec.state != GENERATING)),
                                 key=lambda b: (order.get(b, -1), b))
             to_index = lifecycle.pending_index(store) if self.indexing else []
+            reindexed = bool(journal.reindexing()) if self.indexing else False
         for batch in sorted(importing):
             log.info(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
                      "warcimport")
@@ -400,6 +401,10 @@ class Crawl(Tool[CrawlArgs]):
                 log.info(f"crawl: batch {batch} was updated but not indexed; indexing it")
                 self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=self.args.opensearch,
                                                 num_tasks=self.tasks()))
+        if reindexed:  # its rows lost their marks and wait for an index of the table: rounds index batches only
+            log.info("crawl: an `index -reindex` did not finish; sending what its writers lack (index -all)")
+            self.step(run, Index, IndexArgs(all=True, solr=self.solr_url, opensearch=self.args.opensearch,
+                                            num_tasks=self.tasks()))
         if state is None:
             return 1
         return state["round"] + 1 if "batch" in state else state["round"]
