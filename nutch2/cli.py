@@ -16,14 +16,14 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from nutch2 import logs
 from nutch2.config import Configuration, parse_define
 from nutch2.errors import ConfigError, NutchError, StoreUnavailable, UsageError, WorkerDied, error_line
-from nutch2.mapred import hangs, stop
+from nutch2.mapred import clock, hangs, stop
 from nutch2.mapred.memory import limit_arenas
 from nutch2.searcher import command  # noqa: F401 - the server command registers itself beside the tools
 from nutch2.stores import Capability, open_store, store_class
@@ -125,7 +125,7 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
     or server that does not answer) is left as a second signal leaves it: every job is safe to kill anywhere."""
 
     handling = {"now": False, "again": False}  # a second signal may run this handler inside the first one
-    timers: list[threading.Timer] = []
+    timers: list[threading.Event] = []  # set: the work ended in time
 
     def quit_now(why: str = "") -> None:
         log.warning(f"{prog}: stopped at once{why}; what was written is kept: run `{resume}` to go on")
@@ -150,10 +150,7 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
             log.info(f"{prog}: stopping: finishing {what}; {'Ctrl-C' if signum == signal.SIGINT else 'a signal'} "
                      "again to quit now")
             stop.request()
-            timer = threading.Timer(grace, overdue)
-            timer.daemon = True
-            timer.start()
-            timers.append(timer)
+            timers.append(_after(grace, overdue))
         finally:
             handling["now"] = False
         if handling["again"]:
@@ -164,9 +161,25 @@ def stop_on_signals(prog: str, resume: str, grace: float = 15.0) -> Iterator[Non
         yield
     finally:
         for timer in timers:  # the work ended in time
-            timer.cancel()
+            timer.set()
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _after(seconds: float, fn: Callable[[], object]) -> threading.Event:
+    """fn() in a daemon thread once `seconds` of this process's running time passed (the time it spent stopped,
+    Ctrl-Z then `fg`, is not counted: nutch2/mapred/clock.py), unless the returned event is set first."""
+    cancelled = threading.Event()
+    deadline = clock.now() + seconds
+
+    def wait() -> None:
+        while not cancelled.wait(min(0.5, max(0.0, deadline - clock.now()))):
+            if clock.now() >= deadline:
+                fn()
+                return
+
+    threading.Thread(target=wait, name="stop-grace", daemon=True).start()
+    return cancelled
 
 
 def _store_failed_mid_job(e: NutchError, run: Run) -> bool:

@@ -413,3 +413,33 @@ def test_work_in_hand_that_outlasts_the_grace_after_a_stop_is_left_at_once(monke
         assert exits == []
     finally:
         stop.reset()
+
+
+def test_the_grace_after_a_stop_does_not_count_time_the_command_was_stopped(tmp_path) -> None:
+    """Ctrl-C, then Ctrl-Z, then `fg` later than the grace: the command went on waiting for its work in hand
+    rather than quitting the moment it ran again (the grace measured the time it was stopped too)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "from nutch2 import cli\n"
+        "with cli.stop_on_signals('nutch2 updatedb', 'nutch2 updatedb B', grace=5):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('stopping', flush=True)\n"
+        "    time.sleep(600)  # the work in hand hangs\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "stopping"
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(8)  # stopped for longer than the grace
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(1)
+        assert proc.poll() is None, proc.stderr.read()  # still waiting out the grace's running time
+        assert proc.wait(timeout=60) == 130
+        assert "did not end within 5 s of the stop" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
