@@ -10,6 +10,7 @@ configuration (from_conf) and declares its capabilities; crawl_ids(conf) names t
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import pkgutil
 import re
@@ -20,7 +21,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError, StoreError, StoreLockedError, StoreUnavailable
 from nutch2.stores import base, pool
 from nutch2.stores.base import DataStore
-from nutch2.stores.lease import StoreLease, held_leases, holder_text
+from nutch2.stores.lease import StoreLease, held_leases, holder_text, process_gone, process_record
 from nutch2.stores.query import Capability, Query
 
 log = logging.getLogger(__name__)
@@ -234,6 +235,58 @@ def discard_empty_crawl(conf: Configuration, crawl_id: str | None, job: str) -> 
     return True
 
 
+CREATING = "creating"  # state record: the command that created the crawl, until it ends (a kill -9 leaves it)
+
+
+def creation_begins(conf: Configuration, crawl_id: str | None, job: str, new: bool) -> bool:
+    """Called by a command that may create the crawl, once it holds its lease. `new`: the command found no crawl
+    and made it; it records itself as the crawl's creator (CREATING) until creation_ends. Else, a crawl whose
+    creator was killed before it wrote a row (its record left, its process gone) and that still holds none is
+    taken on as this command's own: True, so that, writing nothing either, it drops the table as an uninterrupted
+    run would have. A crawl with rows, or made by a command that ended or still runs, is never taken on."""
+    try:
+        store = open_store(conf, crawl_id, create=False)
+    except StoreError:  # no crawl (a crawl without seeds): the command says so itself
+        return new
+    try:
+        if not new:
+            raw = store.get_state(CREATING)
+            try:
+                rec = json.loads(raw) if raw else None
+            except ValueError:
+                rec = None
+            if not isinstance(rec, dict) or not process_gone(rec):
+                return False
+            if store.count():  # its creator wrote rows before it was killed: a crawl like any other
+                store.put_state(CREATING, None)
+                return False
+            log.info(f"{job}: crawl {store.crawl_id or '(no id)'} holds no row: the {rec.get('job', '?')} that "
+                     f"created it (pid {rec.get('pid', '?')}) was killed before it wrote one; it is this "
+                     f"{job}'s to fill or drop")
+        store.put_state(CREATING, json.dumps(process_record(job)))
+        return True
+    finally:
+        store.close()
+
+
+def creation_ends(conf: Configuration, crawl_id: str | None) -> None:
+    """The command that recorded itself as the crawl's creator ended (its table kept): the record goes."""
+    try:
+        store = open_store(conf, crawl_id, create=False)
+    except StoreError:  # dropped meanwhile
+        return
+    try:
+        raw = store.get_state(CREATING)
+        try:
+            rec = json.loads(raw) if raw else None
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict) and rec.get("pid") == process_record("")["pid"]:
+            store.put_state(CREATING, None)
+    finally:
+        store.close()
+
+
 def crawler_lease(conf: Configuration, crawl_id: str | None, create: bool = False,
                   log: Callable[[str], None] | None = None) -> Held:
     """One crawl command per crawl at a time, on any machine: the lease `crawler`, held for the whole crawl (its
@@ -269,5 +322,5 @@ def BatchLock(conf: Configuration, crawl_id: str | None, batch: str | None, job:
 
 
 __all__ = ["DataStore", "Query", "Capability", "StoreError", "open_store", "crawl_lock", "crawl_exists",
-           "discard_empty_crawl", "crawler_lease", "BatchLock",
+           "discard_empty_crawl", "creation_begins", "creation_ends", "crawler_lease", "BatchLock",
            "table_name", "backend_name", "store_class", "find_store_class", "known_stores", "crawl_ids"]

@@ -189,6 +189,16 @@ class StoreLease:
             self._raw = None
 
 
+def process_record(job: str) -> dict:
+    """This process as a lease names its holder (job, host, pid, start time): what process_gone() checks."""
+    return {"job": job, "host": socket.gethostname(), "pid": os.getpid(), "started": _OWN_START}
+
+
+def process_gone(rec: dict) -> bool:
+    """Has the process a record names (process_record) ended? Only a process of this machine can be known gone."""
+    return _gone(rec, socket.gethostname())
+
+
 def _gone(rec: dict, host: str) -> bool:
     """Was the record's holder a process of this machine that has ended?"""
     pid, started = rec.get("pid"), rec.get("started")

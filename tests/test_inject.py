@@ -465,3 +465,45 @@ def test_an_inject_of_only_rejected_lines_leaves_no_crawl_behind(tmp_path: Path,
     assert "no URL was injected" in err[-1] and "not created" not in err[-1], err
     assert {k: p.values() for k, p in rows(conf, "kept").items()} == before and len(before) == 1
     assert crawl_ids(conf) == ["kept"]
+
+
+@pytest.mark.parametrize("command", ["inject", "crawl"])
+def test_a_rerun_after_a_kill_before_the_empty_crawl_was_dropped_leaves_no_crawl(tmp_path: Path,
+                                                                                 command: str) -> None:
+    """kill -9 after the command made a new crawl's table and injected nothing, before it dropped the table: the
+    same command again ends as an uninterrupted run does (no crawl left, "was not created"). A crawl whose killed
+    creator wrote rows, and an empty crawl no killed creator left, are kept."""
+    from nutch2.stores import crawl_ids
+    from tests.crawlutil import conf_for, defines, rows, seed_file
+    from tests.helpers import KILLED, nutch2
+
+    d = defines(tmp_path, "sqlite")
+    conf = conf_for(tmp_path, "sqlite")
+    bad = write(tmp_path, "bad.txt", "ftp://x.example.com/\nnot a url\nmailto:a@b\n")
+    extra = ["-rounds", "1"] if command == "crawl" else []
+    killed = nutch2(command, bad, "-crawlId", "fresh", *extra, *d, failpoints="runner.job=1")  # the inject job ended
+    assert killed.returncode == KILLED, killed.stderr
+    assert crawl_ids(conf) == ["fresh"]  # what the kill left: the empty table
+    again = nutch2(command, bad, "-crawlId", "fresh", *extra, *d)
+    assert again.returncode == 1, again.stderr
+    assert "no URL was injected" in again.stderr and "crawl fresh was not created" in again.stderr, again.stderr
+    assert crawl_ids(conf) == []
+    assert not list((tmp_path / "crawl").glob("fresh_webpage.sqlite*"))
+
+    # the killed creator had written a row: the crawl is kept, and so is its row
+    good = seed_file(tmp_path, "http://127.0.1.1:8/a")
+    assert nutch2(command, good, "-crawlId", "kept", *extra, *d, failpoints="runner.job=1").returncode == KILLED
+    before = {k: p.values() for k, p in rows(conf, "kept").items()}
+    assert len(before) == 1
+    again = nutch2(command, bad, "-crawlId", "kept", *extra, *d)
+    assert again.returncode == 1 and "not created" not in again.stderr, again.stderr
+    assert {k: p.values() for k, p in rows(conf, "kept").items()} == before
+    assert crawl_ids(conf) == ["kept"]
+
+    # an empty crawl that no killed creator left (made by another command that ended): kept
+    from nutch2.stores import open_store
+
+    open_store(conf, "other", create=True).close()
+    again = nutch2(command, bad, "-crawlId", "other", *extra, *d)
+    assert again.returncode == 1 and "not created" not in again.stderr, again.stderr
+    assert crawl_ids(conf) == ["kept", "other"]

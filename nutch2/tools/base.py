@@ -24,7 +24,16 @@ from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, FoldedCounters
 from nutch2.mapred.measures import is_measure
 from nutch2.plugin import Plugins
-from nutch2.stores import BatchLock, crawl_exists, crawl_id_of, crawl_lock, discard_empty_crawl, open_store
+from nutch2.stores import (
+    BatchLock,
+    crawl_exists,
+    crawl_id_of,
+    crawl_lock,
+    creation_begins,
+    creation_ends,
+    discard_empty_crawl,
+    open_store,
+)
 from nutch2.stores.base import DataStore
 from nutch2.tools.args import ToolArgs
 
@@ -165,14 +174,21 @@ class Tool(Generic[A]):
                     stack.enter_context(exported(self.conf, run.jobs, port, path))
                 for lock in self.locks():
                     stack.enter_context(lock)
+                if self.creates and self.crawl:  # (a creator killed before it wrote a row: its crawl is ours)
+                    new = creation_begins(self.conf, self.crawl_id, self.name, new)
                 if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included
                     logs.command_started()
-                return self.run(run)
+                code = self.run(run)
         except NothingWritten as e:  # the crawl this command created holds nothing: it is not left behind
             if new and discard_empty_crawl(self.conf, self.crawl_id, self.name):
                 raise NothingWritten(f"{e}; crawl {crawl_id_of(self.conf, self.crawl_id) or '(no id)'} was not "
                                      "created") from None
+            if new:
+                creation_ends(self.conf, self.crawl_id)
             raise
+        if new:  # ended: a stop or a failure leaves the record, for a rerun to take an empty crawl on
+            creation_ends(self.conf, self.crawl_id)
+        return code
 
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
         """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""
