@@ -28,7 +28,7 @@ from starlette.routing import Route
 from nutch2.crawldb.journal import Journal
 from nutch2.errors import ConfigError, StoreError
 from nutch2.fetch.agent import user_agent
-from nutch2.searcher.jobapi import JobConflict, JobInfo, JobManager
+from nutch2.searcher.jobapi import KEEP_JOBS, JobConflict, JobInfo, JobManager
 from nutch2.searcher.params import ParamError, int_param
 from nutch2.stores.lease import held_leases
 from nutch2.tools.args import MAX_LIST
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # the form routes: the only POSTs AccessGuard takes as HTML forms (job ids are secrets.token_urlsafe(12))
 FORM_PATHS = r"/crawl/(?:inject|start|jobs/[A-Za-z0-9_-]{1,64}/stop)"
 REFRESH_SECONDS = 2  # how often a running job's progress frame reloads itself
+JOBS_SHOWN = 20  # jobs a page of /crawl/jobs lists
+LISTED_MSG = 300  # characters of a job's message the list shows (its page shows it all)
 SHOWN_ITEMS = 5  # items of a long list argument a job's page shows (the JSON has them all)
 MAX_SEED_LINES = MAX_LIST  # as many as a job of the API takes
 AGENT = "http.agent.name"
@@ -102,14 +104,20 @@ class CrawlForms:
                                           headers={"Cache-Control": "no-store", "Referrer-Policy": "same-origin"})
 
     def jobs_page(self, request: Request) -> Response:
-        """The forms (inject, start a crawl) and the last jobs."""
+        """The forms (inject, start a crawl) and the jobs the server remembers, newest first, JOBS_SHOWN a page
+        (?start=N: from the Nth newest, as the search pages page)."""
         jobs = _manager(request)
         listed = jobs.all()
+        start = int_param(request.query_params, "start", 0, 0, KEEP_JOBS)
         interrupted = None if any(j.state == "RUNNING" for j in listed) else _stopped_crawl(request)
         server_agent = jobs.conf.get_str(AGENT).strip()
         last_agent = next((j.conf[AGENT] for j in listed if isinstance(j.conf.get(AGENT), str)), "")  # typed last
-        return self._page(request, "crawljobs.html", jobs=[j.to_json() for j in listed[:20]],
-                          index_target=_index_target(jobs), server_agent=server_agent,
+        shown = [_listed(j.to_json()) for j in listed[start:start + JOBS_SHOWN]]
+        return self._page(request, "crawljobs.html", jobs=shown,
+                          total=len(listed), start=start, pages=job_pages(len(listed), start),
+                          newer=_jobs_href(max(0, start - JOBS_SHOWN)) if start > 0 else None,
+                          older=_jobs_href(start + JOBS_SHOWN) if start + JOBS_SHOWN < len(listed) else None,
+                          keep=KEEP_JOBS, index_target=_index_target(jobs), server_agent=server_agent,
                           agent=server_agent or last_agent, interrupted=interrupted)
 
     def job_page(self, request: Request) -> Response:
@@ -193,6 +201,24 @@ class CrawlForms:
         info = _job(request)
         _manager(request).stop(info.id)
         return RedirectResponse(f"/crawl/jobs/{info.id}", 303)
+
+
+def job_pages(total: int, start: int) -> list[dict[str, Any]]:
+    """The page links of the jobs list (every page: the server keeps KEEP_JOBS jobs, JOBS_SHOWN a page)."""
+    return [{"n": n + 1, "href": _jobs_href(n * JOBS_SHOWN), "current": n * JOBS_SHOWN <= start < (n + 1) * JOBS_SHOWN}
+            for n in range(-(-total // JOBS_SHOWN))]
+
+
+def _listed(job: dict[str, Any]) -> dict[str, Any]:
+    """A job as the list shows it: its message cut to LISTED_MSG characters (a readdb -url job's is the row's
+    text)."""
+    msg = job["msg"]
+    return {**job, "msg": msg[:LISTED_MSG] + " …" if len(msg) > LISTED_MSG + 2 else msg}
+
+
+def _jobs_href(start: int) -> str:
+    """The jobs list from its `start`th newest job, scrolled to the list."""
+    return f"/crawl/jobs{f'?start={start}' if start else ''}#jobs-title"
 
 
 def _submit(jobs: JobManager, job: str, args: dict[str, Any], conf: dict[str, Any] | None = None) -> JobInfo:

@@ -51,7 +51,7 @@ from nutch2.tools.base import Run, Tool
 
 log = logging.getLogger(__name__)
 
-_KEEP = 100  # finished jobs remembered
+KEEP_JOBS = 100  # finished jobs remembered (GET /api/jobs lists them; /crawl/jobs pages them)
 
 
 class JobConflict(ParamError):
@@ -294,7 +294,7 @@ class JobManager:
 
     def _forget_old(self) -> None:
         done = [j for j in self._jobs.values() if j.state != "RUNNING"]
-        for j in done[: max(0, len(self._jobs) - _KEEP)]:
+        for j in done[: max(0, len(self._jobs) - KEEP_JOBS)]:
             del self._jobs[j.id]
 
     def _run(self, info: JobInfo, tool: Tool) -> None:
