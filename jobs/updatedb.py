@@ -41,7 +41,7 @@ from nutch2.crawldb.scoring import ScoreDatum, ScoringFilters
 from nutch2.errors import NutchError
 from nutch2.mapred.frameworks import make_runner
 from nutch2.mapred.job import Counters, Job, TaskContext
-from nutch2.marks import Mark, get_distance, set_distance
+from nutch2.marks import OLD_UPDATE_RUN, Mark, get_distance, set_distance
 from nutch2.rowkeys import CLAIM, DEFER_KEY, STAGE_KEY, UPDATE_RUN
 from nutch2.status import CrawlStatus
 from nutch2.stores.base import DataStore, MarkFilter
@@ -192,6 +192,8 @@ class DbUpdaterJob(Job):
             return
         self._apply_links(page, links)
         page.metadata = {**page.metadata, UPDATE_RUN: self.run.encode()}
+        if OLD_UPDATE_RUN in page.markers:  # an older nutch2's (the row is written anyway)
+            del page.markers[OLD_UPDATE_RUN]
         ctx.write(page)
 
     def _stage(self, page: WebPage, base_metadata: dict[str, bytes], ctx: TaskContext) -> None:
@@ -233,6 +235,8 @@ class DbUpdaterJob(Job):
         parse_mark = Mark.PARSE.check(page)
         for mark in (Mark.GENERATE, Mark.FETCH, Mark.PARSE):
             mark.remove(page)
+        if OLD_UPDATE_RUN in page.markers:  # an older nutch2's (the markers are written anyway)
+            del page.markers[OLD_UPDATE_RUN]
         if CLAIM in page.metadata:  # the fetch's claim has done its work with the batch
             del page.metadata[CLAIM]
         deferred = page.metadata.pop(DEFER_KEY, None) if DEFER_KEY in page.metadata else None

@@ -36,6 +36,9 @@ class Mark(StrEnum):
 
 
 DIST = "dist"
+# a marker updatedb wrote on the rows it linked before its run id moved to their metadata (rowkeys.UPDATE_RUN);
+# nothing reads it: updatedb drops it from the rows it writes
+OLD_UPDATE_RUN = "updrun"
 _BATCH_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 

@@ -9,9 +9,11 @@ configuration (from_conf) and declares its capabilities; crawl_ids(conf) names t
 
 from __future__ import annotations
 
+import glob
 import importlib
 import json
 import logging
+import os
 import pkgutil
 import re
 from collections.abc import Callable
@@ -201,7 +203,48 @@ def crawl_lock(conf: Configuration, crawl_id: str | None, job: str, create: bool
     held.take("crawl", job, conf.get_float("storage.lease.ttl"), log,
               f"{job}: another job (inject, generate or updatedb), {{holder}}, is rewriting this crawl and holds "
               "its lease; wait for it to finish")
+    remove_old_lock_files(conf, held.store.table)
     return held
+
+
+_OLD_LOCKS_CHECKED: set[tuple[str, str]] = set()
+
+
+def remove_old_lock_files(conf: Configuration, table: str) -> int:
+    """Remove the lock files nutch2 kept in storage.data.dir before its locks became leases in the store
+    (`<table>.lock`, `<table>.batches.lock` and one `<table>.batch-<id>.lock` per batch ever run: never removed,
+    they piled up), each only once no process holds it (an older nutch2 still running keeps its own). Checked once
+    a process per table; the files removed."""
+    folder = Path(conf.get_str("storage.data.dir"))
+    if (str(folder), table) in _OLD_LOCKS_CHECKED:
+        return 0
+    _OLD_LOCKS_CHECKED.add((str(folder), table))
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks (Windows): whether a file is held cannot be told
+        return 0
+    try:
+        paths = [folder / f"{table}.lock", folder / f"{table}.batches.lock",
+                 *folder.glob(f"{glob.escape(table)}.batch-*.lock")]
+    except OSError:
+        return 0
+    removed = 0
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)  # never created here
+        except OSError:  # absent, or not ours to open
+            continue
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the older nutch2 took it (fasteners)
+            path.unlink()  # while held: a process that opens it now makes a new file
+            removed += 1
+        except OSError:  # held by a live process, or not ours to remove
+            pass
+        finally:
+            os.close(fd)
+    if removed:
+        log.info(f"store: removed {removed} lock file(s) an older nutch2 left in {folder} for {table}")
+    return removed
 
 
 def crawl_exists(conf: Configuration, crawl_id: str | None) -> bool | None:

@@ -219,3 +219,47 @@ def test_a_command_whose_store_stopped_answering_writes_no_release(tmp_path: Pat
     assert writes == []
     with open_store(conf, None) as store:  # left held, to expire (or be taken over: its process gone)
         assert json.loads(store.get_state("lease/crawl"))["state"] == "held"
+
+
+HOLD = """import sys, time, fasteners
+lock = fasteners.InterProcessReaderWriterLock(sys.argv[1]) if sys.argv[2] == "read" else \\
+    fasteners.InterProcessLock(sys.argv[1])
+assert (lock.acquire_read_lock(blocking=False) if sys.argv[2] == "read" else lock.acquire(blocking=False))
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_lock_files_of_an_older_nutch2_go_once_no_process_holds_them(tmp_path: Path) -> None:
+    """Before its locks were leases, nutch2 kept fasteners lock files in storage.data.dir (the crawl's, its batches'
+    and one per batch ever run) and never removed them. A command that takes the crawl's lease removes those of its
+    crawl that no process holds (an older nutch2 still running keeps its own), and no other file."""
+    from tests.crawlutil import defines, seed_file
+    from tests.helpers import nutch2
+
+    folder = tmp_path / "crawl"
+    folder.mkdir()
+    old = ["up_webpage.lock", "up_webpage.batches.lock", "up_webpage.batch-1796000000-1.lock",
+           "up_webpage.batch-1796000001-2.lock", "up_webpage.batch-1796000002-3.lock"]
+    kept = ["other_webpage.lock", "other_webpage.batch-1796000000-1.lock", "up_webpage.sqlite.lock", "notes.lock"]
+    for name in old + kept:
+        (folder / name).write_text("")
+    holders = [subprocess.Popen([sys.executable, "-c", HOLD, str(folder / name), how], stdout=subprocess.PIPE,
+                                text=True)
+               for name, how in (("up_webpage.batches.lock", "read"), ("up_webpage.batch-1796000001-2.lock", "write"))]
+    try:
+        for p in holders:
+            assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        d = defines(tmp_path, "sqlite")
+        p = nutch2("inject", seed_file(tmp_path, "http://www.example.com/"), "-crawlId", "up", *d)
+        assert p.returncode == 0, p.stderr
+        assert "removed 3 lock file(s) an older nutch2 left" in p.stderr, p.stderr
+        left = sorted(f.name for f in folder.iterdir() if f.name.endswith(".lock"))
+        assert left == sorted(kept + ["up_webpage.batches.lock", "up_webpage.batch-1796000001-2.lock"])
+    finally:
+        for p in holders:
+            p.kill()
+            p.wait()
+    p = nutch2("generate", "-crawlId", "up", *d)  # the older nutch2 has ended: its files go too
+    assert p.returncode == 0, p.stderr
+    assert sorted(f.name for f in folder.iterdir() if f.name.endswith(".lock")) == sorted(kept)

@@ -180,6 +180,23 @@ def test_dist_takes_the_minimum_over_sources(env):
     assert get(store, "http://c.example.com/").score == pytest.approx(1.0 + 0.5)
 
 
+def test_an_older_nutch2s_updrun_markers_go_from_the_rows_updatedb_writes(env):
+    """Rows an older nutch2 linked carry its `updrun` marker (the run id is in their metadata now): updatedb drops
+    it from the batch rows and link targets it writes, and leaves every other marker."""
+    _, _, _, store = env
+    t = now_ms()
+    key = fetched(store, "http://a.example.com/", fetch_time=t, cash=1.0, outlinks={"http://c.example.com/": ""})
+    page = store.get(key)
+    page.markers = {**page.markers, "updrun": "0a1b2c3d4e5f"}
+    store.put(key, page)
+    put(store, "http://c.example.com/", status=1, fetch_time=t, markers={"dist": "7", "updrun": "0a1b2c3d4e5f"})
+    put(store, "http://z.example.com/", status=1, fetch_time=t, markers={"dist": "3", "updrun": "0a1b2c3d4e5f"})
+    updatedb(env)
+    assert get(store, "http://a.example.com/").markers == {"dist": "0", "_injmrk_": "y", "_updmrk_": "B"}
+    assert get(store, "http://c.example.com/").markers == {"dist": "1"}
+    assert get(store, "http://z.example.com/").markers == {"dist": "3", "updrun": "0a1b2c3d4e5f"}  # not written
+
+
 def test_inlinks_capped_keeping_the_newest(env):
     _, _, _, store = env
     t = now_ms()
