@@ -113,3 +113,32 @@ def test_every_job_the_server_keeps_is_reached_page_by_page(browser, server: Sea
     assert listed_ids(browser) == newest_first[:20]
     bad = requests.get(f"{server.url}/crawl/jobs?start=x", timeout=30)
     assert bad.status_code == 400 and "start=&#39;x&#39; is not a whole number" in bad.text
+
+
+def test_an_injects_page_names_its_rejected_lines_and_refused_hosts(browser, server: SearchServer,
+                                                                    shots: Path) -> None:
+    """Seeds typed into the form: the job's page says which lines were not injected and why, and which seed hosts
+    no crawl of this server fetches (as a terminal logs them; before, only the JSON said so)."""
+    from selenium.webdriver.common.by import By
+
+    from tests.searchapp import wait_frame
+
+    browser.get(f"{server.url}/crawl/jobs")
+    browser.find_element(By.ID, "seeds").send_keys(
+        "http://www.example.com/ok\nhttp://www.example.com/a b\nhttp://127.0.0.1:9/\n")
+    submit(browser, "inject")
+    done = wait_frame(browser, lambda v: v["state"] != "RUNNING", "the inject's end")
+    assert done["state"] == "FINISHED" and done["inject.rejected"] == "1", done
+    browser.switch_to.frame(browser.find_element(By.ID, "progress"))
+    try:
+        rejected = browser.find_element(By.ID, "rejected").text
+        assert "seedUrls[1]: URL contains whitespace: 'http://www.example.com/a b'" in rejected, rejected
+        refused = browser.find_element(By.ID, "refused").text
+        assert "127.0.0.1:9" in refused and "fetcher.address.allow" in refused, refused
+    finally:
+        browser.switch_to.default_content()
+    browser.save_screenshot(str(shots / "jobspage-inject-rejected.png"))
+    # a job with nothing to say has neither
+    job = run_job(server, "inject", {"seedUrls": ["http://www.example.com/fine"]})
+    browser.get(f"{server.url}/crawl/jobs/{job['id']}/progress")
+    assert not browser.find_elements(By.ID, "rejected") and not browser.find_elements(By.ID, "refused")

@@ -127,8 +127,10 @@ class CrawlForms:
                           refresh=REFRESH_SECONDS, conf=info.conf)
 
     def progress(self, request: Request) -> Response:
-        """The job's state, counters and progress line; reloads itself while the job runs. A job this server does
-        not know (it started again since the page was opened) is said in the frame, with the way to the jobs."""
+        """The job's state, counters and progress line; reloads itself while the job runs. An inject's or crawl's
+        rejected seed lines and refused seed hosts (its result) are said, as a terminal logs them. A job this
+        server does not know (it started again since the page was opened) is said in the frame, with the way to
+        the jobs."""
         job_id = request.path_params["job_id"]
         info = _manager(request).get(job_id)
         if info is None:
@@ -138,7 +140,8 @@ class CrawlForms:
         job = info.to_json()
         return self._page(request, "jobprogress.html", job=job, stopping=info.stop_requested,
                           refresh=REFRESH_SECONDS if job["state"] == "RUNNING" else None,
-                          round=_crawl_round(request, info), again=_again_fields(info))
+                          round=_crawl_round(request, info), again=_again_fields(info),
+                          rejected=job["result"].get("rejectedLines"), refused=job["result"].get("refusedHosts"))
 
     # ------------------------------------------------------------------------------------------ forms
 
