@@ -124,3 +124,24 @@ def test_an_inject_job_of_only_rejected_lines_leaves_no_crawl_behind(tmp_path: P
     assert info.thread is not None
     info.thread.join(60)
     assert info.to_json()["state"] == "FINISHED" and crawl_exists(conf, "fresh") is True
+
+
+def test_a_jobs_bad_args_are_named_as_the_client_sends_them(tmp_path: Path) -> None:
+    """The job API takes {"batch": ..., "all": true}; its refusals named the command line's -all, <batchId> and
+    OUTDIR, which a client cannot send."""
+    import pytest
+
+    from nutch2.searcher.params import ParamError
+
+    conf = Configuration(Path(__file__).resolve().parent.parent / "conf", {"storage.data.dir": str(tmp_path)})
+    manager = JobManager(conf, "args")
+    for job, args, message in (
+            ("index", {}, "index: give exactly one of args.batch or args.all"),
+            ("fetch", {"batch": "B", "all": True}, "fetch: give exactly one of args.batch or args.all"),
+            ("warc", {"all": True}, "warc: args.outdir is required"),
+            ("generate", {"topN": "x"}, "generate: args.topN must be a whole number"),
+            ("crawl", {"rounds": 0}, "crawl: args.rounds 0 does nothing"),
+            ("readdb", {}, "readdb: give one of args.stats, args.url URL or args.dump DIR")):
+        with pytest.raises(ParamError) as e:
+            manager.build(job, args)
+        assert str(e.value).startswith(message), (job, str(e.value))

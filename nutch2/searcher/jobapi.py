@@ -179,6 +179,21 @@ def _as_job(m: re.Match[str]) -> str:
     return f"the job `{json.dumps({'type': name, 'args': args})}`" if args else f"a {name} job"
 
 
+def as_api_args(message: str, cls: type[ToolArgs]) -> str:
+    """An argument error in the command line's words (`-all`, `<batchId>`, `OUTDIR`) in the job API's (`args.all`,
+    `args.batch`, `args.outdir`): the names the client sends."""
+    words = {}
+    for f, o, _, _ in opts(cls):
+        # a flag, else a positional argument's placeholder (OUTDIR, <batchId>; a flag's metavar is its value's)
+        word = o.flag or (o.metavar if o.metavar and (o.metavar.isupper() or o.metavar.startswith("<")) else None)
+        if word and o.api != "no":
+            words[word] = f"args.{json_name(f)}"
+    if not words:
+        return message
+    names = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.sub(rf"(?<![\w.-])(?:{names})(?![\w>-])", lambda m: words[m.group(0)], message)
+
+
 def types_json() -> dict[str, Any]:
     """Every job type with its help and the JSON schema of its args."""
     return {name: {"help": TOOLS[name].help, "args": json_schema(TOOLS[name].Args)} for name in job_types()}
@@ -213,7 +228,7 @@ class JobManager:
             sent = from_json(cls.Args, args if args is not None else {})
             checked = in_folder(sent, self.files_dir)
         except ArgError as e:
-            raise ParamError(f"{job}: {e}") from None
+            raise ParamError(f"{job}: {as_api_args(str(e), cls.Args)}") from None
         names = {f.name for f in dataclasses.fields(checked)}
         if "solr" in names and (job != "crawl" or checked.index):
             checked = self._index_of_server(job, checked, names)
