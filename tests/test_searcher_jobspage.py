@@ -142,3 +142,24 @@ def test_an_injects_page_names_its_rejected_lines_and_refused_hosts(browser, ser
     job = run_job(server, "inject", {"seedUrls": ["http://www.example.com/fine"]})
     browser.get(f"{server.url}/crawl/jobs/{job['id']}/progress")
     assert not browser.find_elements(By.ID, "rejected") and not browser.find_elements(By.ID, "refused")
+
+
+def test_the_crawl_pages_newest_jobs_wrap_and_lead_to_every_job(browser, server: SearchServer, shots: Path) -> None:
+    """/crawl lists the 10 newest jobs: with their type, a long message wrapped inside the page, and a link to the
+    jobs page that reaches every job the server keeps."""
+    from selenium.webdriver.common.by import By
+
+    run_job(server, "inject", {"seedUrls": ["http://www.example.com/crawl-page"]})
+    run_job(server, "updatehostdb")
+    for _ in range(9):
+        run_job(server, "readdb", {"stats": True})
+    long = run_job(server, "readhostdb")
+    browser.get(f"{server.url}/crawl")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#jobs tr")
+    assert len(rows) == 11, len(rows)  # the heading and the 10 newest
+    assert rows[1].text.startswith(f"{long['id']} readhostdb FINISHED "), rows[1].text
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    browser.execute_script("document.getElementById('jobs').scrollIntoView()")
+    browser.save_screenshot(str(shots / "jobspage-crawl.png"))
+    browser.find_element(By.CSS_SELECTOR, "#all-jobs a").click()
+    assert listed_ids(browser)[0] == long["id"]

@@ -42,7 +42,7 @@ from nutch2.index.solr import row_key_of
 from nutch2.parse.encoding import decode_content, detect_encoding
 from nutch2.parse.parseutil import caching_forbidden
 from nutch2.searcher.access import AccessGuard, AccessPolicy
-from nutch2.searcher.crawlforms import FORM_PATHS, CrawlForms
+from nutch2.searcher.crawlforms import FORM_PATHS, CrawlForms, listed_job
 from nutch2.searcher.crawlstats import STEPS, CrawlView, bar_chart, crawl_view
 from nutch2.searcher.feeds import OPENSEARCH_TYPE, RSS_TYPE, opensearch_description, rss_feed
 from nutch2.searcher.hostspage import hosts_page
@@ -378,7 +378,7 @@ def crawl_page(request: Request) -> Response:
     return s.templates.TemplateResponse(request, "crawl.html", _ctx(
         request, view=summary, readdb=readdb, chart=bar_chart(list(readdb["status"].items())) if readdb else None,
         batches=view.batch_rows(), top=top, steps=[step for step, _ in STEPS],
-        jobs=[j.to_json() for j in s.jobs.all()[:10]] if s.jobs else []))
+        jobs=[listed_job(j.to_json()) for j in s.jobs.all()[:10]] if s.jobs else []))
 
 
 def home(request: Request) -> Response:

@@ -112,7 +112,7 @@ class CrawlForms:
         interrupted = None if any(j.state == "RUNNING" for j in listed) else _stopped_crawl(request)
         server_agent = jobs.conf.get_str(AGENT).strip()
         last_agent = next((j.conf[AGENT] for j in listed if isinstance(j.conf.get(AGENT), str)), "")  # typed last
-        shown = [_listed(j.to_json()) for j in listed[start:start + JOBS_SHOWN]]
+        shown = [listed_job(j.to_json()) for j in listed[start:start + JOBS_SHOWN]]
         return self._page(request, "crawljobs.html", jobs=shown,
                           total=len(listed), start=start, pages=job_pages(len(listed), start),
                           newer=_jobs_href(max(0, start - JOBS_SHOWN)) if start > 0 else None,
@@ -212,7 +212,7 @@ def job_pages(total: int, start: int) -> list[dict[str, Any]]:
             for n in range(-(-total // JOBS_SHOWN))]
 
 
-def _listed(job: dict[str, Any]) -> dict[str, Any]:
+def listed_job(job: dict[str, Any]) -> dict[str, Any]:
     """A job as the list shows it: its message cut to LISTED_MSG characters (a readdb -url job's is the row's
     text)."""
     msg = job["msg"]
