@@ -21,7 +21,7 @@ def test_a_command_to_copy_becomes_the_job_to_submit() -> None:
     assert as_job_advice("finish them with `nutch2 fetch -all -resume -crawlId x`") == (
         'finish them with the job `{"type": "fetch", "args": {"all": true, "resume": true}}`')
     assert as_job_advice("check the id printed by `nutch2 generate` (or use -all)") == (
-        "check the id printed by a generate job (or use -all)")
+        'check the id printed by a generate job (or give "all": true in the args)')
     assert as_job_advice("set it with -D http.agent.name=Bot; then") == (
         'set it with "conf": {"http.agent.name": "Bot"} in the job; then')
 

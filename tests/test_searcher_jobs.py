@@ -148,7 +148,7 @@ def test_an_unknown_batch_fails_with_the_commands_message(server: SearchServer, 
     info = wait(server, r.json()["id"])
     assert info["state"] == "FAILED" and info["exitCode"] == 1
     assert info["error"] == ("nutch2 fetch: error: no rows carry batch id '123-456' from generate; check the "
-                             "id printed by a generate job (or use -all)")  # the command's words, as a job
+                             'id printed by a generate job (or give "all": true in the args)')  # as a job
     # a stop of the ended job: nothing is accepted for later (202 said so); the job as it ended, unchanged
     stopped = requests.post(f"{server.url}/api/jobs/{info['id']}/stop", json={}, timeout=30)
     assert stopped.status_code == 200 and stopped.json()["state"] == "FAILED", stopped.text

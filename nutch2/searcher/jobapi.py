@@ -153,7 +153,8 @@ _COMMAND = re.compile(r"`nutch2 ([a-z]+)([^`]*)`")
 def as_job_advice(message: str) -> str:
     """A command's advice as a job of the API takes it: "with -D key=value" as the job's conf, and a command to
     copy (`nutch2 fetch B -resume -crawlId X`) as the job to submit."""
-    message = _COMMAND.sub(_as_job, message).replace("give -force", 'give "force": true in the args')
+    message = _COMMAND.sub(_as_job, message).replace("give -force", 'give "force": true in the args') \
+        .replace("(or use -all)", '(or give "all": true in the args)')
     return _DEFINE.sub(lambda m: f'with "conf": {{"{m.group(1)}": "{m.group(2)}"}} in the job{m.group(3)}', message)
 
 
