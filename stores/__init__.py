@@ -16,6 +16,7 @@ import logging
 import os
 import pkgutil
 import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -279,55 +280,71 @@ def discard_empty_crawl(conf: Configuration, crawl_id: str | None, job: str) -> 
 
 
 CREATING = "creating"  # state record: the command that created the crawl, until it ends (a kill -9 leaves it)
+_CREATING: set[str] = set()  # the holders of the CREATING records of the commands running in this process
 
 
-def creation_begins(conf: Configuration, crawl_id: str | None, job: str, new: bool) -> bool:
+def creation_begins(conf: Configuration, crawl_id: str | None, job: str, new: bool) -> str | None:
     """Called by a command that may create the crawl, once it holds its lease. `new`: the command found no crawl
     and made it; it records itself as the crawl's creator (CREATING) until creation_ends. Else, a crawl whose
-    creator was killed before it wrote a row (its record left, its process gone) and that still holds none is
-    taken on as this command's own: True, so that, writing nothing either, it drops the table as an uninterrupted
-    run would have. A crawl with rows, or made by a command that ended or still runs, is never taken on."""
+    creator was killed or stopped before it wrote a row (its record left, the command gone: its process ended, or
+    it no longer runs in this one, the job server) and that still holds none is taken on as this command's own,
+    so that, writing nothing either, it drops the table as an uninterrupted run would have. A crawl with rows, or
+    made by a command that ended or still runs, is never taken on. The record's holder when the command is now the
+    crawl's creator, else None."""
     try:
         store = open_store(conf, crawl_id, create=False)
     except StoreError:  # no crawl (a crawl without seeds): the command says so itself
-        return new
+        return None
     try:
         if not new:
-            raw = store.get_state(CREATING)
-            try:
-                rec = json.loads(raw) if raw else None
-            except ValueError:
-                rec = None
-            if not isinstance(rec, dict) or not process_gone(rec):
-                return False
-            if store.count():  # its creator wrote rows before it was killed: a crawl like any other
+            rec = _creator(store)
+            if rec is None or not (process_gone(rec) or _ours(rec) and rec.get("holder") not in _CREATING):
+                return None
+            if store.count():  # its creator wrote rows before it was stopped: a crawl like any other
                 store.put_state(CREATING, None)
-                return False
+                return None
             log.info(f"{job}: crawl {store.crawl_id or '(no id)'} holds no row: the {rec.get('job', '?')} that "
-                     f"created it (pid {rec.get('pid', '?')}) was killed before it wrote one; it is this "
+                     f"created it (pid {rec.get('pid', '?')}) was stopped before it wrote one; it is this "
                      f"{job}'s to fill or drop")
-        store.put_state(CREATING, json.dumps(process_record(job)))
-        return True
+        holder = uuid.uuid4().hex[:12]
+        _CREATING.add(holder)
+        store.put_state(CREATING, json.dumps({**process_record(job), "holder": holder}))
+        return holder
     finally:
         store.close()
 
 
-def creation_ends(conf: Configuration, crawl_id: str | None) -> None:
-    """The command that recorded itself as the crawl's creator ended (its table kept): the record goes."""
-    try:
-        store = open_store(conf, crawl_id, create=False)
-    except StoreError:  # dropped meanwhile
+def creation_ends(conf: Configuration, crawl_id: str | None, holder: str, keep: bool = False) -> None:
+    """The command that recorded itself as the crawl's creator (`holder`) ended: its record goes (the table kept),
+    or with `keep` (stopped, failed: the crawl may hold nothing) stays for a later command to take the crawl on."""
+    _CREATING.discard(holder)
+    if keep:
         return
     try:
-        raw = store.get_state(CREATING)
-        try:
-            rec = json.loads(raw) if raw else None
-        except ValueError:
-            rec = None
-        if isinstance(rec, dict) and rec.get("pid") == process_record("")["pid"]:
+        store = open_store(conf, crawl_id, create=False)
+    except StoreError:  # dropped with its record
+        return
+    try:
+        rec = _creator(store)
+        if rec is not None and rec.get("holder") == holder:
             store.put_state(CREATING, None)
     finally:
         store.close()
+
+
+def _creator(store: DataStore) -> dict | None:
+    raw = store.get_state(CREATING)
+    try:
+        rec = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _ours(rec: dict) -> bool:
+    """Was the record written by this process?"""
+    me = process_record("")
+    return rec.get("host") == me["host"] and rec.get("pid") == me["pid"] and rec.get("started") == me["started"]
 
 
 def crawler_lease(conf: Configuration, crawl_id: str | None, create: bool = False,

@@ -507,3 +507,26 @@ def test_a_rerun_after_a_kill_before_the_empty_crawl_was_dropped_leaves_no_crawl
     again = nutch2(command, bad, "-crawlId", "other", *extra, *d)
     assert again.returncode == 1 and "not created" not in again.stderr, again.stderr
     assert crawl_ids(conf) == ["kept", "other"]
+
+
+def test_an_empty_crawl_whose_creator_stopped_in_this_process_is_taken_on(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The job server runs every job in its own process: an inject job stopped after it made the crawl and before
+    it wrote a row leaves the record of a process that still runs. The next inject of the server takes the empty
+    crawl on (and drops it when it writes nothing either); a creator still running in the process is left alone."""
+    from nutch2.stores import crawl_ids, creation_begins, creation_ends
+    from tests.crawlutil import cli, conf_for, defines
+
+    d = defines(tmp_path, "sqlite")
+    conf = conf_for(tmp_path, "sqlite")
+    bad = write(tmp_path, "bad.txt", "not a url\n")
+    open_store(conf, "srv", create=True).close()
+    holder = creation_begins(conf, "srv", "inject", True)
+    assert holder is not None
+    assert creation_begins(conf, "srv", "inject", False) is None  # it runs: not another command's to take on
+    creation_ends(conf, "srv", holder, keep=True)  # stopped
+    capsys.readouterr()
+    assert cli("inject", bad, "-crawlId", "srv", *d) == 1
+    err = capsys.readouterr().err
+    assert "was stopped before it wrote one" in err and "crawl srv was not created" in err, err
+    assert crawl_ids(conf) == []

@@ -165,6 +165,8 @@ class Tool(Generic[A]):
         """Check the inputs, take the locks, run, release: the exit code."""
         self.prepare()
         new = self.creates and self.crawl and crawl_exists(self.conf, self.crawl_id) is False
+        creator: str | None = None  # this command's CREATING record (it made the crawl, or took an empty one on)
+        ended = False  # ran to its end (a stop or a failure leaves the record, for a rerun to take the crawl on)
         try:
             with ExitStack() as stack:
                 port, path = getattr(self.args, "metricsPort", None), getattr(self.args, "metricsFile", None)
@@ -174,21 +176,23 @@ class Tool(Generic[A]):
                     stack.enter_context(exported(self.conf, run.jobs, port, path))
                 for lock in self.locks():
                     stack.enter_context(lock)
-                if self.creates and self.crawl:  # (a creator killed before it wrote a row: its crawl is ours)
-                    new = creation_begins(self.conf, self.crawl_id, self.name, new)
+                if self.creates and self.crawl:  # (a creator stopped before it wrote a row: its crawl is ours)
+                    creator = creation_begins(self.conf, self.crawl_id, self.name, new)
+                    new = new or creator is not None
                 if self.crawl:  # a tool of no crawl (the checkers) writes nothing, a log file included
                     logs.command_started()
                 code = self.run(run)
+                ended = True
+                return code
         except NothingWritten as e:  # the crawl this command created holds nothing: it is not left behind
+            ended = True
             if new and discard_empty_crawl(self.conf, self.crawl_id, self.name):
                 raise NothingWritten(f"{e}; crawl {crawl_id_of(self.conf, self.crawl_id) or '(no id)'} was not "
                                      "created") from None
-            if new:
-                creation_ends(self.conf, self.crawl_id)
             raise
-        if new:  # ended: a stop or a failure leaves the record, for a rerun to take an empty crawl on
-            creation_ends(self.conf, self.crawl_id)
-        return code
+        finally:
+            if creator is not None:
+                creation_ends(self.conf, self.crawl_id, creator, keep=not ended)
 
     def locks(self) -> Iterator[AbstractContextManager[Any]]:
         """The locks, each taken as it is made (one that cannot be taken releases those taken before it)."""
