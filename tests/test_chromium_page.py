@@ -59,3 +59,27 @@ def test_a_page_that_never_goes_quiet_is_cut_by_time_not_only_by_count() -> None
     # to take the DOM
     assert 1 <= browser.calls.count("Fetch.failRequest") <= 0.5 / CALL_SECONDS + 1
     assert counted.count("chromium_resources_over_time") == browser.calls.count("Fetch.failRequest")
+
+
+def test_the_profiles_of_browsers_killed_with_their_task_are_removed(tmp_path, monkeypatch) -> None:
+    """A fetch killed with kill -9 takes its browsers with it (--pdeathsig) but left their profile folders in the
+    temporary folder, one per browser, for ever. A browser starting removes those of processes that have ended;
+    its own process's, another live process's and an older nutch2's (no pid in the name) stay."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from nutch2.plugins.protocol_chromium import chromium
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True)
+    dead = int(ended.stdout)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    names = {"gone": f"nutch2-chromium-{dead}-ab_12x", "mine": f"nutch2-chromium-{os.getpid()}-cd34y",
+             "parent": f"nutch2-chromium-{os.getppid()}-ef56z", "old": "nutch2-chromium-2fjq5607",
+             "other": f"nutch2-shuffle-{dead}-gh78"}
+    for name in names.values():
+        (tmp_path / name / "Default").mkdir(parents=True)
+    chromium._remove_stale_profiles()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(v for k, v in names.items() if k != "gone")

@@ -172,6 +172,33 @@ def is_html(out: ProtocolOutput) -> bool:
     return out.code == ProtocolStatusCode.SUCCESS and (mime in _HTML or sniffed)
 
 
+_PROFILE = "nutch2-chromium-"  # browser profiles are temporary folders <prefix><pid of the task's process>-<random>
+
+
+def _remove_stale_profiles() -> None:
+    """Delete the profiles of browsers whose task's process was killed (kill -9: the browser died with it, its
+    --pdeathsig, and nothing removed the folder). A folder without a pid (an older nutch2's) is left alone."""
+    parent = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(_PROFILE)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(_PROFILE):].split("-", 1)[0]
+        if "-" in name[len(_PROFILE):] and pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 class Browser:
     """One headless chromium process and its DevTools websocket; a reader thread routes answers and events."""
 
@@ -179,7 +206,8 @@ class Browser:
         import websocket
 
         self.settings = settings
-        self.profile = tempfile.mkdtemp(prefix="nutch2-chromium-")
+        _remove_stale_profiles()
+        self.profile = tempfile.mkdtemp(prefix=f"{_PROFILE}{os.getpid()}-")
         args = [settings.binary, "--headless=new", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
                 "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
                 "--disable-default-apps", "--disable-component-update", "--metrics-recording-only",
