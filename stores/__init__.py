@@ -300,7 +300,8 @@ def creation_begins(conf: Configuration, crawl_id: str | None, job: str, new: bo
             rec = _creator(store)
             if rec is None or not (process_gone(rec) or _ours(rec) and rec.get("holder") not in _CREATING):
                 return None
-            if store.count():  # its creator wrote rows before it was stopped: a crawl like any other
+            if store.has_rows(Query(("status",))):  # its creator wrote rows before it stopped: a crawl as any
+                # (one row read: a count reads every row on Cassandra and HBase, a month-long crawl's on a rerun)
                 store.put_state(CREATING, None)
                 return None
             log.info(f"{job}: crawl {store.crawl_id or '(no id)'} holds no row: the {rec.get('job', '?')} that "
