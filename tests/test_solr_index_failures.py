@@ -265,3 +265,47 @@ def test_a_crawl_finishes_a_failed_reindex(crawl, tmp_path: Path) -> None:
                                       if indexable(p)}
     finally:
         proxy.close()
+
+
+def test_a_document_solr_refuses_among_good_ones_is_left_out_not_the_job(solr_up: str, tmp_path: Path) -> None:
+    """An operator maps a meta tag to an int field (index-writers.xml); one page's tag is not a number, so Solr
+    refuses the request holding its document (HTTP 400). That document is left out, said in one line and
+    counted, its row unmarked; the other pages are indexed and the job ends 0. Before, the job failed at that
+    request, and every later index (a continuous crawl's every round) failed on the same page."""
+    import threading
+
+    pages = {f"/p{i}.html": (200, {"Content-Type": "text/html"}, page_html(
+        f"Page {i}", "words", head=f'<meta name="rating" content="{"five" if i == 3 else i}">')) for i in range(8)}
+    pages["/"] = (200, {"Content-Type": "text/html"}, page_html("Home", "home", [(p, p) for p in pages]))
+    web = QuietServer(pages)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    writers = tmp_path / "index-writers.xml"
+    writers.write_text('''<?xml version="1.0" encoding="UTF-8"?>
+<writers>
+  <writer id="solr" class="org.apache.nutch.indexwriter.solr.SolrIndexWriter">
+    <parameters><param name="url" value=""/><param name="commitSize" value="4"/></parameters>
+    <mapping><rename><field source="meta_rating" dest="rating_i"/></rename></mapping>
+  </writer>
+</writers>
+''')
+    crawl_id = "rf" + uuid.uuid4().hex[:8]
+    d = defines(tmp_path, "sqlite", **{"indexer.indexwriters.file": writers, "index.metadata": "rating",
+                                      "metatags.names": "rating"})
+    base = f"http://127.0.0.1:{web.server_address[1]}"
+    try:
+        (tmp_path / "s.txt").write_text(base + "/\n")
+        assert nutch2("crawl", tmp_path / "s.txt", "-crawlId", crawl_id, "-rounds", "2", *d).returncode == 0
+        proc = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d)
+        assert proc.returncode == 0, proc.stderr
+        refused = [line for line in proc.stderr.splitlines() if "refused the document" in line]
+        assert len(refused) == 1 and f"{base}/p3.html" in refused[0], proc.stderr
+        assert "solr_refused=1" in proc.stderr
+        r = requests.get(f"{SOLR}/select", params={"q": "*:*", "fq": crawl_filter(crawl_id), "fl": "url",
+                                                   "rows": 100}, timeout=30).json()["response"]["docs"]
+        assert sorted(doc["url"] for doc in r) == sorted(f"{base}{p}" for p in pages if p != "/p3.html")
+        again = nutch2("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d)  # the unmarked row is tried again
+        assert again.returncode == 0 and again.stderr.count("refused the document") == 1, again.stderr
+    finally:
+        web.shutdown()
+        web.server_close()
+        delete_crawl(crawl_id)
