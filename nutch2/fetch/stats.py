@@ -4,9 +4,9 @@ since the start."""
 from __future__ import annotations
 
 import threading
-import time
 
 from nutch2.logs import Window, counted
+from nutch2.mapred import clock
 
 
 class FetchStats:
@@ -19,7 +19,7 @@ class FetchStats:
         self.errors = 0
         self.bytes = 0
         self.active = 0
-        self.started = time.monotonic()
+        self.started = clock.now()  # the fetcher's clock (nutch2/mapred/clock.py), as its rates and limits
         self._window = Window()
 
     def begin(self) -> None:
@@ -42,7 +42,7 @@ class FetchStats:
             self.errors += 1
 
     def rate_bytes(self) -> float:
-        return self.bytes / 1024 / max(1e-6, time.monotonic() - self.started)
+        return self.bytes / 1024 / max(1e-6, clock.now() - self.started)
 
     def line(self, threads: int, queued: int, queues: int) -> str:
         """One progress line: counts, then (once a page was fetched) pages/s and kB/s over the window and since the
