@@ -86,6 +86,9 @@ RESOURCE_CSP = ("sandbox; default-src 'none'; img-src 'self' data:; style-src 's
 PAGE_FIELDS = None  # every field: the info page shows them all
 RAW_FIELDS = ("status", "content", "content_type", "headers", "base_url", "metadata")
 SUMMARY_TTL = 30.0  # seconds the home page's index size and freshness are kept
+BATCHES_SHOWN = 20  # batches a page of /crawl lists (the journal keeps up to a thousand finished ones)
+API_BATCHES = 100  # batches /api/batches gives unless asked for `rows`
+MAX_BATCH_START = 100_000  # a start past every batch the journal can keep
 
 
 @dataclass
@@ -369,15 +372,33 @@ def _view(s: Searcher) -> CrawlView:
     return s.store.run(crawl_view)
 
 
+def _batch_pages(total: int, start: int, top: int) -> dict[str, Any]:
+    """The links of /crawl's batch list: "‹ Newer", up to 10 page numbers around the current page, "Older ›"
+    (a continuous crawl's journal keeps a thousand batches: 50 pages)."""
+    def href(n: int) -> str:
+        return f"/crawl?{_qs(start=n or None, top=top if top != 20 else None)}#batches-title"
+
+    last = math.ceil(total / BATCHES_SHOWN)
+    current = start // BATCHES_SHOWN + 1
+    first = max(1, min(current - 4, last - 9))
+    return {"pages": [{"n": n, "href": href((n - 1) * BATCHES_SHOWN), "current": n == current}
+                      for n in range(first, min(last, first + 9) + 1)],
+            "newer": href(max(0, start - BATCHES_SHOWN)) if start > 0 else None,
+            "older": href(start + BATCHES_SHOWN) if start + BATCHES_SHOWN < total else None}
+
+
 def crawl_page(request: Request) -> Response:
+    """The crawl's figures and its batches, newest first, BATCHES_SHOWN a page (?start=N: from the Nth newest)."""
     s: Searcher = request.app.state.searcher
     top = int_param(request.query_params, "top", 20, 1, 1000, clamp=True)
+    start = int_param(request.query_params, "start", 0, 0, MAX_BATCH_START)
     view = _view(s)
     summary = view.to_json(top)
     readdb = summary["readdb"]
     return s.templates.TemplateResponse(request, "crawl.html", _ctx(
         request, view=summary, readdb=readdb, chart=bar_chart(list(readdb["status"].items())) if readdb else None,
-        batches=view.batch_rows(), top=top, steps=[step for step, _ in STEPS],
+        batches=view.batch_rows()[start:start + BATCHES_SHOWN], batch_start=start,
+        batch_paging=_batch_pages(summary["batches"], start, top), top=top, steps=[step for step, _ in STEPS],
         jobs=[listed_job(j.to_json()) for j in s.jobs.all()[:10]] if s.jobs else []))
 
 
@@ -430,8 +451,14 @@ def api_stats(request: Request) -> Response:
 
 
 def api_batches(request: Request) -> Response:
+    """The batches, newest first: `rows` of them (API_BATCHES unless given) from the `start`th newest, and how many
+    the journal keeps (`total`)."""
     s: Searcher = request.app.state.searcher
-    return JSONResponse({"batches": _view(s).batch_rows(), "steps": [step for step, _ in STEPS]})
+    start = int_param(request.query_params, "start", 0, 0, MAX_BATCH_START)
+    rows = int_param(request.query_params, "rows", API_BATCHES, 1, MAX_BATCH_START, clamp=True)
+    batches = _view(s).batch_rows()
+    return JSONResponse({"total": len(batches), "start": start, "batches": batches[start:start + rows],
+                         "steps": [step for step, _ in STEPS]})
 
 
 def _jobs(request: Request) -> JobManager:

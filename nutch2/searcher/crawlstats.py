@@ -36,9 +36,15 @@ class CrawlView:
     readdb: dict[str, Any] | None = None  # the last readdb -stats result (tablestats.record_stats)
     crawl: dict[str, Any] | None = None  # a `crawl` not finished: {"round": k, "rounds": n, "running": bool}
     at: float = field(default_factory=time.time)
+    _rows: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
 
     def batch_rows(self) -> list[dict[str, Any]]:
         """Newest batch first, each with the rows every step left with its mark and the step it reached."""
+        if self._rows is None:
+            self._rows = self._batch_rows()
+        return self._rows
+
+    def _batch_rows(self) -> list[dict[str, Any]]:
         rows = []
         for rec in self.journal:
             if rec.state not in ORDER:
