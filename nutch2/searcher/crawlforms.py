@@ -213,8 +213,7 @@ def job_pages(total: int, start: int) -> list[dict[str, Any]]:
 
 
 def listed_job(job: dict[str, Any]) -> dict[str, Any]:
-    """A job as the list shows it: its message cut to LISTED_MSG characters (a readdb -url job's is the row's
-    text)."""
+    """A job as the list shows it: its message cut to LISTED_MSG characters (an error's advice, a long -expr)."""
     msg = job["msg"]
     return {**job, "msg": msg[:LISTED_MSG] + " …" if len(msg) > LISTED_MSG + 2 else msg}
 

@@ -102,9 +102,11 @@ class ReadHostDb(Tool[ReadHostDbArgs]):
                     raise NutchError(f"readhostdb: the host table is empty; compute it from the rows with `nutch2 "
                                      f"updatehostdb{flag}` (or crawl with -hostdbupdate)")
         kept: list[dict[str, Any]] = []
+        matched = 0
         for host, datum in chosen:
             if expr is not None and not expr.holds(datum.values(host)):
                 continue
+            matched += 1
             if a.dumpHostnames:
                 run.out(host)
             elif a.dumpHomepages:
@@ -115,4 +117,16 @@ class ReadHostDb(Tool[ReadHostDbArgs]):
             if len(kept) < HOSTS_KEPT:
                 kept.append({"host": host, **datum.to_dict()})
         run.values["hosts"] = kept
+        run.values["hostCount"] = matched
+        run.message = _summary(matched, len(chosen), a.expr, len(kept))  # the job API's message, not the last line
         return 0
+
+
+def _summary(matched: int, read: int, expr: str | None, kept: int) -> str:
+    """readhostdb's one line for the job API: how many hosts it listed (their datums are the job's result)."""
+    line = f"readhostdb: {matched} host{'' if matched == 1 else 's'}"
+    if expr:
+        line += f" of {read} match {expr}"
+    if kept < matched:
+        line += f"; the result lists the first {kept}"
+    return line

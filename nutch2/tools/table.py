@@ -94,9 +94,12 @@ class Readdb(Tool[ReaddbArgs]):
         page = store.get(key)
         if page is None:
             raise NutchError(f"readdb: {url} is not in the table (key {key})")
-        run.values["row"] = row_to_json(page, text=True)  # the job API's
+        row = run.values["row"] = row_to_json(page, text=True)  # the job API's
         for line in row_lines(page):
             run.out(line)
+        # the job API's message: what the row is, not its last line (its text, an outlink); the row is the result
+        due = f", next fetch {row['fetchTime']}" if row["fetchTime"] else ""
+        run.message = f"readdb: {url}: {row['status']}{due}"
         return 0
 
     def _dump(self, run: Run, store, runner, out: Path) -> int:
