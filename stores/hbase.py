@@ -55,7 +55,18 @@ from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores import pool
 from nutch2.stores.base import NEW_ROW, BufferedStore, Gone, timed_out, with_retries
 from nutch2.stores.codec import decode_parse, decode_protocol, encode_parse, encode_protocol
-from nutch2.stores.index import MARK, NEW_MARKS, SHARDS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
+from nutch2.stores.index import (
+    GONE_MARKS,
+    MARK,
+    NEW_MARKS,
+    SHARDS,
+    Entry,
+    EntryIndex,
+    EntryStorage,
+    gone_marks,
+    new_marks,
+    shard_groups,
+)
 from nutch2.stores.query import (
     Aggregate,
     Capability,
@@ -597,6 +608,7 @@ class HBaseStore(BufferedStore, EntryStorage):
                 raise ValueError(f"mark {name!r} = {value!r} of {page.key}: mark names and values cannot contain NUL")
         if "markers" in values:
             values[NEW_MARKS] = new_marks(page)
+            values[GONE_MARKS] = gone_marks(page)
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
@@ -625,7 +637,7 @@ class HBaseStore(BufferedStore, EntryStorage):
             cells: dict[bytes, bytes] = {}
             drop: list[bytes] = []
             for name, value in values.items():
-                if name == NEW_MARKS or name == NEW_ROW:  # for the index entries; for the drops below
+                if name in (NEW_MARKS, GONE_MARKS, NEW_ROW):  # for the index entries; for the drops below
                     continue
                 col = COLUMNS[name]
                 if name in MAP_FIELDS:
@@ -642,6 +654,7 @@ class HBaseStore(BufferedStore, EntryStorage):
             puts.put(row, cells)
         puts.send()
         deletes.send()
+        self.index.drop_gone(pending, ts)  # the rows are written: the entries of the marks they lost are stale
 
     def close(self) -> None:
         """Flush; the connections stay with the process for the next open (stores/pool.py)."""

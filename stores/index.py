@@ -103,6 +103,20 @@ def new_marks(page: WebPage) -> dict[str, str]:
     return {n: v for n, v in markers.items() if stored.get(n) != v}
 
 
+GONE_MARKS = "__marks_gone__"  # in a buffered row's values: the marks its write removes (gone_marks)
+
+
+def gone_marks(page: WebPage) -> dict[str, str]:
+    """The marks the row carried when it was read that a write of its markers removes or changes (none known when
+    its markers were not read, or were assigned whole): their entries are stale once the row is written, and are
+    dropped then (drop_gone), not left for a later selection of their bucket, which a finished batch never gets."""
+    stored = page.stored_markers()
+    if stored is None:
+        return {}
+    markers = page.markers
+    return {n: v for n, v in stored.items() if is_mark(n) and markers.get(n) != v}
+
+
 def entries_of(key: str, values: dict[str, Any]) -> list[Entry]:
     """The entries a write of these field values makes (the marks it adds, else markers written whole; a fetch
     time)."""
@@ -220,6 +234,16 @@ class EntryIndex:
         if entries:
             self.storage.put_entries(entries, stamp)
         failpoints.reach("store.marks.indexed")  # crash tests stop here: entries written, rows not
+
+    def drop_gone(self, pending: dict[str, dict[str, Any]], stamp: int) -> None:
+        """After a batch of row writes at `stamp` is durable: drop the entries of the marks they removed (GONE_MARKS),
+        at that stamp, so an entry written again later survives. Without this every batch would leave an entry per
+        row and mark (generate, fetch, parse; updatedb's older value) that no selection reads again: the index
+        would grow with the crawl's age, and every listing of its buckets with it."""
+        stale = [(Entry(MARK, mark_bucket(name, str(value)), "", key), stamp)
+                 for key, values in pending.items() for name, value in (values.get(GONE_MARKS) or {}).items()]
+        if stale:
+            self.storage.drop_entries(stale)
 
     def ensure_complete(self, index: str) -> None:
         if index in self._complete:

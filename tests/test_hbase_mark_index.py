@@ -273,3 +273,31 @@ def test_a_new_row_is_written_without_family_deletes(tmp_path: Path, cid: str, h
                                                                      "http://a.com/": "a"}
     assert dict(store.get("com.old:http/", ["inlinks"]).inlinks) == {"http://a.com/": "a"}
     store.close()
+
+
+def test_marks_a_write_removes_leave_no_entries(tmp_path: Path, cid: str, hb: Any) -> None:
+    """updatedb removes a batch's generate, fetch and parse marks (and replaces its own older mark): their entries
+    go with the write, not left for a selection of a finished batch that never comes, so the index of a long
+    crawl holds the marks its rows carry, not one entry per row and batch ever made."""
+    store = open_hbase(tmp_path, cid)
+    keys = [f"com.h{i % 4}:http/p{i}" for i in range(20)]
+    for key in keys:
+        page = WebPage(key, status=1)
+        for mark in (Mark.GENERATE, Mark.FETCH, Mark.PARSE, Mark.UPDATEDB):
+            mark.put(page, "b0" if mark == Mark.UPDATEDB else "b1")
+        store.put(key, page)
+    store.flush()
+    for page in store.scan(mark=(GEN, "b1"), fields=["markers"]):  # as updatedb's commit
+        for mark in (Mark.GENERATE, Mark.FETCH, Mark.PARSE):
+            mark.remove(page)
+        Mark.UPDATEDB.put(page, "b1")
+        store.put(page.key, page)
+    store.flush()
+    left = {k for k in entries(hb, cid) if k.startswith(b"m\x00")}
+    assert left == {entry(k, "b1", Mark.UPDATEDB.value) for k in keys}
+    assert [p.key for p in store.scan(mark=(Mark.UPDATEDB.value, "b1"))] == sorted(keys)
+    Mark.GENERATE.put(page := WebPage(keys[0], status=1), "b2")  # a mark written again later is indexed again
+    store.put(keys[0], page)
+    store.flush()
+    assert [p.key for p in store.scan(mark=(GEN, "b2"))] == [keys[0]]
+    store.close()
