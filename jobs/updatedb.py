@@ -290,7 +290,7 @@ class UpdateCommitJob(Job):
     """Step 2 of updatedb: every batch row takes the state staged for it (see the module docstring)."""
 
     name = "updatedb"
-    fields = ("metadata",)
+    fields = ("metadata", "markers")  # the markers as read: the store learns which marks the commit removes
     map_phase = "commit"
 
     def __init__(self, conf: Configuration, batch_id: str | None, run: str) -> None:
@@ -306,7 +306,18 @@ class UpdateCommitJob(Job):
             raise NutchError(f"updatedb: row {page.key} of batch {self.batch_id} has no state staged by run "
                              f"{self.run}; run `nutch2 updatedb {self.batch_id}` again")
         values = values_from_json(page.metadata[STAGE_KEY].split(b"\n", 1)[1])
-        ctx.write(WebPage(page.key, **values))
+        markers = values.pop("markers", None)
+        row = WebPage(page.key, **values)
+        if markers is not None:  # edited in place, not assigned: a store with an entry index then drops the
+            row = page  # entries of the marks removed (the batch's), and rewrites none of the marks kept
+            for name in [n for n in page.markers if n not in markers]:
+                del page.markers[name]
+            for name, value in markers.items():
+                if page.markers.get(name) != value:
+                    page.markers[name] = value
+            for name, value in values.items():
+                setattr(page, name, value)
+        ctx.write(row)
         ctx.incr("committed")
         failpoints.reach("updatedb.commit")
         return iter(())

@@ -301,3 +301,26 @@ def test_marks_a_write_removes_leave_no_entries(tmp_path: Path, cid: str, hb: An
     store.flush()
     assert [p.key for p in store.scan(mark=(GEN, "b2"))] == [keys[0]]
     store.close()
+
+
+def test_updatedb_leaves_no_entry_of_the_batch_marks(tmp_path: Path, cid: str, hb: Any) -> None:
+    """updatedb's commit removes the batch's generate, fetch and parse marks from its rows in place (not by
+    writing a new markers map), so the store drops their entries: a finished batch leaves nothing in the index."""
+    from nutch2.jobs.updatedb import update
+    from nutch2.status import CrawlStatus
+
+    store = open_hbase(tmp_path, cid)
+    keys = [f"com.h{i % 4}:http/p{i}" for i in range(12)]
+    for key in keys:
+        page = WebPage(key, status=int(CrawlStatus.FETCHED), fetch_time=int(time.time() * 1000) - 5000,
+                       fetch_interval=2, batch_id="B", score=1.0)
+        for mark in (Mark.INJECT, Mark.GENERATE, Mark.FETCH, Mark.PARSE):
+            mark.put(page, "y" if mark == Mark.INJECT else "B")
+        store.put(key, page)
+    store.flush()
+    update(make_conf(tmp_path, "hbase"), store, "B", 1)
+    store.flush()
+    marks = {k.split(b"\x00")[1] for k in entries(hb, cid) if k.startswith(b"m\x00")}
+    assert marks == {Mark.INJECT.value.encode(), Mark.UPDATEDB.value.encode()}
+    assert [p.key for p in store.scan(mark=(Mark.UPDATEDB.value, "B"))] == sorted(keys)
+    store.close()
