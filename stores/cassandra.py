@@ -46,7 +46,17 @@ from nutch2.errors import ConfigError, StoreError, StoreUnavailable
 from nutch2.stores import pool
 from nutch2.stores.base import BufferedStore, Gone, value_size, with_retries
 from nutch2.stores.codec import decode_field, encode_field
-from nutch2.stores.index import LARGE_FIELDS, NEW_MARKS, Entry, EntryIndex, EntryStorage, new_marks, shard_groups
+from nutch2.stores.index import (
+    GONE_MARKS,
+    LARGE_FIELDS,
+    NEW_MARKS,
+    Entry,
+    EntryIndex,
+    EntryStorage,
+    gone_marks,
+    new_marks,
+    shard_groups,
+)
 from nutch2.stores.query import Aggregate, Capability, MarkFilter, Partition, Query, Shards, TokenRange, check_mark
 from nutch2.webpage import FIELDS, WebPage, check_fields
 
@@ -669,6 +679,7 @@ class CassandraStore(BufferedStore, EntryStorage):
         if "markers" in values:
             values["__markers__"] = dict(page.markers)
             values[NEW_MARKS] = new_marks(page)
+            values[GONE_MARKS] = gone_marks(page)
         return values
 
     def write_batch(self, pending: dict[str, dict[str, Any]]) -> None:
@@ -698,6 +709,7 @@ class CassandraStore(BufferedStore, EntryStorage):
                              f"VALUES (?, ?, {marks}, ?)", (prefix, key, *(values[n] for n in names), stamp),
                              64 + len(key) + value_size([values[n] for n in names])))
         self._run_all(self._batches(rows))
+        self.index.drop_gone(pending, stamp)  # the rows are written: the entries of the marks they lost are stale
 
     def close(self) -> None:
         """Flush; the driver stays with the process for the next open (stores/pool.py)."""

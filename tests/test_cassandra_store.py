@@ -318,3 +318,37 @@ def test_a_finished_batch_is_forgotten_and_a_new_write_records_it_again(session,
     finally:
         store.drop_schema()
         store.close()
+
+
+def test_a_write_that_removes_marks_drops_their_entries(session, tmp_path: Path) -> None:
+    """A row read with its markers and written without a mark (updatedb ends the batch) drops that mark's entry
+    once the row is written, at the write's stamp: a finished batch leaves no entries behind for mark_values to
+    read. Written again later, the entry survives."""
+    conf = make_conf(tmp_path, "cassandra")
+    ks = conf.get_str("storage.cassandra.keyspace")
+    cid = "c" + uuid.uuid4().hex[:10]
+    store = open_store(conf, cid)
+    entries = f'SELECT key FROM "{ks}"."{cid}_webpage_idx" WHERE idx = \'m\' AND bucket = %s AND shard = %s'
+    from nutch2.stores.index import mark_bucket, shard_of
+
+    try:
+        keys = [f"com.example.www:http/{i}" for i in range(20)]
+        for key in keys:
+            page = WebPage(key, status=1)
+            Mark.GENERATE.put(page, "b1")
+            store.put(key, page)
+        store.flush()
+        for page in store.scan(fields=["markers"], mark=("_gnmrk_", "b1")):
+            Mark.GENERATE.remove(page)
+            store.put(page.key, page)
+        store.flush()
+        bucket = mark_bucket("_gnmrk_", "b1")
+        assert [r for k in keys for r in session.execute(entries, [bucket, shard_of(k)])] == []
+        again = WebPage(keys[0], status=1)
+        Mark.GENERATE.put(again, "b1")
+        store.put(keys[0], again)
+        store.flush()
+        assert [p.key for p in store.scan(mark=("_gnmrk_", "b1"))] == [keys[0]]
+    finally:
+        store.drop_schema()
+        store.close()
