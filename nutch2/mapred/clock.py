@@ -1,6 +1,6 @@
 """The time limits' clock: time.monotonic() without the time this process was stopped (SIGSTOP, Ctrl-Z then `fg`).
 
-A request's time limits (the total deadline of 3 x http.timeout, fetcher.timelimit.mins, a rendered page's time)
+A request's time limits (the total deadline of 3 x http.timeout, fetcher.timelimit.mins)
 measure how slow a server is, and a plugin's (parser.timeout, indexingfilter.timeout: nutch2/mapred/timebox.py)
 how slow the plugin is, not how long the crawler was stopped: CLOCK_MONOTONIC goes on while a process is
 stopped, so a page being read when the fetch was stopped for longer than its limit was cut, as if its server had

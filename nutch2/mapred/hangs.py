@@ -16,6 +16,7 @@ the driver's, so the driver's lines name a plugin stuck in any of its workers.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -124,7 +125,14 @@ def sample(now: float | None = None) -> None:
     """Look at every thread's stack once (the sampler calls it; tests call it to step time)."""
     now = time.monotonic() if now is None else now
     found: dict[int, tuple[FrameType, Any, str]] = {}
-    for tid, frame in sys._current_frames().items():
+    enabled = gc.isenabled()
+    gc.disable()  # CPython 3.11: a collection started inside sys._current_frames() deadlocks the process (it holds
+    try:          # the thread-list lock the collector takes: gh-106883); seen as a crawl hung in Thread.start()
+        frames = sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+    for tid, frame in frames.items():
         f: FrameType | None = frame
         while f is not None:
             site = _sites.get(f.f_code)
