@@ -154,7 +154,25 @@ class IndexingJob(Job):
             out.close()
 
 
-class MarkIndexedJob(IndexingJob):
+class _MarksPass(IndexingJob):
+    """A pass that only edits rows' index marks: no writers opened, nothing gathered, nothing to finish."""
+
+    fields = ("status", "parse_status", "metadata", "markers")
+
+    def map_setup(self, ctx: TaskContext) -> None:
+        pass
+
+    def map_cleanup(self, ctx: TaskContext) -> None:
+        pass
+
+    def result(self, ctx: TaskContext) -> Any:
+        return None
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        pass
+
+
+class MarkIndexedJob(_MarksPass):
     """Second pass of index, after the writers committed: the INDEX mark on every row the first pass sent, and the
     mark of each writer that took its document."""
 
@@ -166,12 +184,8 @@ class MarkIndexedJob(IndexingJob):
         self.marks = list(writers.marks)
         self.overran = frozenset(overran)  # rows the first pass did not send (an indexing filter overran)
         self.refused = [frozenset(keys) for keys in refused]  # per writer (as marks), the rows it did not take
-        self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "mark indexed"
-
-    def map_setup(self, ctx: TaskContext) -> None:
-        pass
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if self.skip(page) is None and page.key not in self.overran:
@@ -187,17 +201,8 @@ class MarkIndexedJob(IndexingJob):
             ctx.write(marked)
         return iter(())
 
-    def map_cleanup(self, ctx: TaskContext) -> None:
-        pass
 
-    def result(self, ctx: TaskContext) -> Any:
-        return None
-
-    def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        pass
-
-
-class UnmarkJob(IndexingJob):
+class UnmarkJob(_MarksPass):
     """First pass of `-reindex`, before any document is sent: the marks of this run's writers off every row it
     will send. -reindex is run when an index no longer holds what the marks say (a core emptied or restored); a
     reindex that fails part-way then leaves the rows it did not send unmarked, so `index -all` sends them too,
@@ -210,12 +215,8 @@ class UnmarkJob(IndexingJob):
         Job.__init__(self, conf)
         self.batch_id, self.writers, self.reindex, self.crawl_id = batch_id, writers, True, crawl_id
         self.marks = list(marks)
-        self.fields = ("status", "parse_status", "metadata", "markers")
 
     map_phase = "unmark"
-
-    def map_setup(self, ctx: TaskContext) -> None:
-        pass
 
     def map(self, page: WebPage, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
         if self.skip(page) is None and any(mark in page.markers for mark in self.marks):
@@ -224,15 +225,6 @@ class UnmarkJob(IndexingJob):
                 unmarked.markers.pop(mark, None)
             ctx.write(unmarked)
         return iter(())
-
-    def map_cleanup(self, ctx: TaskContext) -> None:
-        pass
-
-    def result(self, ctx: TaskContext) -> Any:
-        return None
-
-    def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        pass
 
 
 def run_index(conf: Configuration, store: DataStore, batch_id: str | None, writers: IndexWriters, reindex: bool,
