@@ -7,6 +7,7 @@ more browsers than chromium.pool.size."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +17,7 @@ from nutch2.config import Configuration
 from nutch2.fetch.fetcher import Fetcher
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 from nutch2.mapred.job import Counters
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import CONF_DIR, require_chromium
@@ -79,10 +80,20 @@ def test_resources_keep_each_hosts_politeness(web: TestWeb) -> None:
     assert closest[web.hosts[1]] >= 1.0 * 0.9, closest  # host 1's Crawl-delay across pages and resources
 
 
-def test_a_resource_that_cannot_be_spaced_within_the_page_time_is_blocked(web: TestWeb) -> None:
+@pytest.mark.parametrize("stopped_before", [0, 600])
+def test_a_resource_that_cannot_be_spaced_within_the_page_time_is_blocked(web: TestWeb, monkeypatch,
+                                                                           stopped_before: int) -> None:
     """fetcher.server.delay (12 s) is longer than the page's time (8 s): the page's own scripts cannot start in
     time, so they are blocked and counted, never requested; the page is still rendered within its time (8 s, not
-    less: on a loaded CI machine Chromium's navigation alone once took over 4 s)."""
+    less: on a loaded CI machine Chromium's navigation alone once took over 4 s). The same in a process that was
+    stopped for 10 minutes before (its fetch clock 600 s behind time.monotonic(): the page's time and its
+    resources' must be on one clock)."""
+    if stopped_before:
+        behind = time.monotonic() - clock.now()
+        while time.monotonic() - clock.now() < behind + stopped_before - 1:  # a tick may write the old state back
+            last, paused = clock._state
+            monkeypatch.setattr(clock, "_state", (last, paused + stopped_before))
+            time.sleep(2 * clock._TICK)
     page = web.url(web.docs_host, BROWSER_RESOURCES)
     web.reset_log()
     outputs, c = run_fetch([page], **{"chromium.hosts": web.hosts[web.docs_host], "fetcher.server.delay": 12,

@@ -102,23 +102,45 @@ def test_a_page_read_while_the_fetch_was_stopped_is_kept_whole(tmp_path: Path, t
     assert page.content == b"a" * HALF + b"b" * HALF
 
 
-def test_the_fetch_clock_does_not_count_a_gap_the_ticker_did_not_run(monkeypatch) -> None:
+def test_the_fetch_clock_does_not_count_a_gap_the_process_was_stopped(monkeypatch) -> None:
     clock.now()  # the ticker runs
     monotonic = [1000.0]
     monkeypatch.setattr(clock.time, "monotonic", lambda: monotonic[0])
     monkeypatch.setattr(clock, "_state", (1000.0, 0.0))
     start = clock.now()
+    seen = clock._continued[0]
     monotonic[0] += 0.5  # running: time counts
     assert clock.now() == pytest.approx(start + 0.5)
     monotonic[0] += 30.0  # stopped for 30 s: a thread that runs before the ticker sees at most _MAX_GAP pass
     assert clock.now() == pytest.approx(start + clock._MAX_GAP)
-    clock._tick()  # the ticker runs again: the gap is not counted, and the clock did not jump back
+    clock._on_sigcont(signal.SIGCONT, None)  # `fg`
+    seen = clock._tick(seen)  # the ticker runs again: the gap is not counted, and the clock did not jump back
     assert clock.now() == pytest.approx(start + clock._MAX_GAP)
     for _ in range(20):  # running again, the ticker ticking: time counts
         monotonic[0] += 0.1
-        clock._tick()
+        seen = clock._tick(seen)
     assert clock.now() == pytest.approx(start + clock._MAX_GAP + 2.0, abs=1e-6)
     assert clock.to_monotonic(clock.now()) == pytest.approx(monotonic[0])
+
+
+def test_a_gap_with_no_sigcont_is_a_loaded_machine_and_counts(monkeypatch) -> None:
+    """The ticker held off for 30 s by a loaded machine (no SIGCONT came): the time counts, limits end on time."""
+    clock.now()
+    monotonic = [1000.0]
+    monkeypatch.setattr(clock.time, "monotonic", lambda: monotonic[0])
+    monkeypatch.setattr(clock, "_state", (1000.0, 0.0))
+    start = clock.now()
+    seen = clock._continued[0]
+    monotonic[0] += 30.0
+    clock._tick(seen, confirm=0.0)
+    assert clock.now() == pytest.approx(start + 30.0)
+
+
+def test_the_sigcont_handler_is_set_in_the_main_thread() -> None:
+    out = subprocess.run([sys.executable, "-c", "import signal; from nutch2.mapred import clock; "
+                          "print(signal.getsignal(signal.SIGCONT) is clock._on_sigcont)"],
+                         cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
 
 
 _TIMEBOXED = """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nutch2.fetch.watchdog import Watchdog
+from nutch2.mapred import clock
 from nutch2.plugins.protocol_http.http import HttpProtocol, HttpSettings
 from nutch2.status import ProtocolStatusCode
 from tests.hostile_server import Exchange, HostileServer, head
@@ -46,9 +47,8 @@ def test_trickled_body_is_cut_and_truncated(server: HostileServer) -> None:
 
 
 def test_stop_at_cuts_the_request_and_says_so(server: HostileServer) -> None:
-    import time
-
-    out = HttpProtocol(HttpSettings(agent="test", timeout_ms=2000, stop_at=time.monotonic() + 0.3)).fetch(
+    """stop_at is the fetch clock's (nutch2/mapred/clock.py), as the fetcher gives it."""
+    out = HttpProtocol(HttpSettings(agent="test", timeout_ms=2000, stop_at=clock.now() + 0.3)).fetch(
         server.url("/body"))
     assert out.stopped and out.truncated
 

@@ -1,18 +1,20 @@
 """The time limits' clock: time.monotonic() without the time this process was stopped (SIGSTOP, Ctrl-Z then `fg`).
 
-A request's time limits (the total deadline of 3 x http.timeout, fetcher.timelimit.mins)
+A request's time limits (the total deadline of 3 x http.timeout, fetcher.timelimit.mins, a rendered page's time)
 measure how slow a server is, and a plugin's (parser.timeout, indexingfilter.timeout: nutch2/mapred/timebox.py)
 how slow the plugin is, not how long the crawler was stopped: CLOCK_MONOTONIC goes on while a process is
 stopped, so a page being read when the fetch was stopped for longer than its limit was cut, as if its server had
 been too slow, the moment the fetch went on. Linux keeps no count of the time a process spent stopped, so a
-ticker thread of this process reads the monotonic clock every `_TICK` seconds: a gap between two ticks longer than
-`_MAX_GAP` is a time the process did not run, and only `_MAX_GAP` of it is counted. `now()` never runs ahead of
-the last tick by more than `_MAX_GAP` either, so a thread that runs before the ticker after a stop sees no jump.
+ticker thread of this process reads the monotonic clock every `_TICK` seconds, and a handler of SIGCONT (the
+signal that continues a stopped process: `fg`, `kill -CONT`) counts the times it was continued. A gap between two
+ticks longer than `_MAX_GAP` with a SIGCONT in it is a time the process was stopped, and only `_MAX_GAP` of it is
+counted. A gap with no SIGCONT is a time the ticker waited for a loaded machine or for the GIL: it is counted
+whole, so a limit ends on time under any load. `now()` never runs ahead of the last tick by more than `_MAX_GAP`
+while the ticker has not decided, so a thread that runs before it after a stop sees no jump.
 
-This weakens no limit against a slow server (slowloris): while the process runs, the ticker ticks and `now()`
-follows the monotonic clock. A ticker held from running for over `_MAX_GAP` while the process runs (a machine so
-loaded that a thread waits a second for its turn) loses the excess: a limit may then end a little late, never
-early.
+The handler is set when this module is first imported in a process's main thread (SIGCONT's default action, to
+continue, is kept: a handler cannot change it). Where it cannot be set (imported first in another thread, or the
+program has its own SIGCONT handler), every gap is counted: the limits count real time, as without this clock.
 
 Every deadline of the fetch path and of timebox is in this clock's terms; `to_monotonic` turns one into
 time.monotonic()'s for code that waits on real time (a politeness slot).
@@ -21,15 +23,18 @@ time.monotonic()'s for code that waits on real time (a politeness slot).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
 __all__ = ["now", "to_monotonic"]
 
 _TICK = 0.1  # seconds between two ticks
-_MAX_GAP = 1.0  # seconds: a longer gap between ticks is time the process was stopped (counted up to this)
+_MAX_GAP = 1.0  # seconds: a longer gap between ticks with a SIGCONT in it is time the process was stopped
+_CONFIRM = 0.5  # seconds the ticker waits, after a long gap, for the SIGCONT handler to run (in the main thread)
 
 _state = (time.monotonic(), 0.0)  # (last tick, seconds not counted): one tuple, read and replaced at once
+_continued = [0]  # SIGCONTs this process received (the handler's count)
 _started = [False]
 _lock = threading.Lock()
 
@@ -47,17 +52,30 @@ def to_monotonic(t: float) -> float:
     return t + (time.monotonic() - now())
 
 
-def _tick() -> None:
+def _tick(continued_before: int, confirm: float = _CONFIRM) -> int:
+    """One tick; `continued_before` is the SIGCONT count the previous tick read before its time. Returns this
+    tick's (read before its time, so that a stop between the two is still seen at the next tick)."""
     global _state
+    continued = _continued[0]
     last, paused = _state
     m = time.monotonic()
-    _state = (m, paused + max(0.0, m - last - _MAX_GAP))
+    gap = m - last
+    if gap > _MAX_GAP:
+        waited = 0.0
+        while _continued[0] == continued_before and waited < confirm:
+            time.sleep(_TICK / 2)  # the handler runs when the main thread next runs Python code
+            waited += _TICK / 2
+        if _continued[0] != continued_before:
+            paused += gap - _MAX_GAP
+    _state = (m, paused)
+    return continued
 
 
 def _run() -> None:
+    seen = _continued[0]
     while True:
         time.sleep(_TICK)
-        _tick()
+        seen = _tick(seen)
 
 
 def _start() -> None:
@@ -70,6 +88,21 @@ def _start() -> None:
         _started[0] = True
 
 
+def _on_sigcont(signum: int, frame: object) -> None:
+    _continued[0] += 1
+
+
+def _watch_sigcont() -> None:
+    """Count SIGCONTs, when this is the main thread and no one else handles them."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGCONT) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGCONT, _on_sigcont)
+    except (ValueError, OSError):  # not the main interpreter: every gap is counted
+        pass
+
+
 def _after_fork() -> None:
     """A forked child starts its own ticker, from the fork on."""
     global _state
@@ -77,4 +110,5 @@ def _after_fork() -> None:
     _started[0] = False
 
 
+_watch_sigcont()
 os.register_at_fork(after_in_child=_after_fork)

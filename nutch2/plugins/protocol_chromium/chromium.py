@@ -53,7 +53,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.renderhosts import RenderHosts
-from nutch2.mapred import stop
+from nutch2.mapred import clock, stop
 from nutch2.parse.needsjs import NeedsJs
 from nutch2.status import ProtocolStatusCode
 
@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 __all__ = ["BrowserPool", "ChromiumSettings", "Renderer"]
 
 # fetch(url, deadline) -> (ProtocolOutput or None when refused, reason): a resource fetched the crawler's way (robots,
-# the host's politeness), started and ended before the deadline (time.monotonic()) or refused
+# the host's politeness), started and ended before the deadline (nutch2/mapred/clock.py's now()) or refused
 # ("over_time")
 ResourceFetch = Callable[[str, float], tuple["ProtocolOutput | None", str]]
 Counter = Callable[[str], None]
@@ -223,9 +223,9 @@ class Browser:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
-        deadline = time.monotonic() + _START_TIMEOUT
+        deadline = clock.now() + _START_TIMEOUT
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+            if self.proc.poll() is not None or clock.now() > deadline:
                 self.close()
                 raise ChromiumError(f"chromium did not start ({settings.binary})")
             time.sleep(0.05)
@@ -332,9 +332,9 @@ class BrowserPool:
 
     def acquire(self, stop_at: float | None = None) -> Browser | None:
         """A browser (blocks until a slot is free); None for an empty slot the caller must fill. _Cut when a stop is
-        requested or ``stop_at`` (time.monotonic()) passes first."""
+        requested or ``stop_at`` (clock.now()) passes first."""
         while True:
-            if stop.requested() or (stop_at is not None and time.monotonic() >= stop_at):
+            if stop.requested() or (stop_at is not None and clock.now() >= stop_at):
                 raise _Cut()
             try:
                 return self._idle.get(timeout=_POLL)
@@ -429,7 +429,7 @@ class Renderer:
         try:
             if browser is None:
                 browser = self.pool.start()
-            deadline = time.monotonic() + self.settings.page_timeout
+            deadline = clock.now() + self.settings.page_timeout
             page = _Page(browser, self.settings, url, out, fetch, self.counters.incr, deadline, stop_at)
             html, truncated = page.render()
             browser.pages += 1
@@ -495,7 +495,7 @@ class _Page:
                 b.call(method, params, self.session, timeout=self._left())
             self._navigate()
             self._pump(self.load_until, until_load=True)
-            self._pump(min(self.load_until, time.monotonic() + self.s.load_delay), until_load=False)
+            self._pump(min(self.load_until, clock.now() + self.s.load_delay), until_load=False)
             self._cut_waiting()
             return self._dom()
         finally:
@@ -507,14 +507,14 @@ class _Page:
     def _left(self) -> float:
         """Seconds left until the page's deadline; ChromiumError when none are, _Cut on a stop."""
         self._check()
-        left = self.deadline - time.monotonic()
+        left = self.deadline - clock.now()
         if left <= 0:
             raise ChromiumError(f"chromium.page.timeout ({self.s.page_timeout:g} s) reached")
         return left
 
     def _check(self) -> None:
         """_Cut when a stop was requested or the fetcher's time limit passed."""
-        if stop.requested() or (self.stop_at is not None and time.monotonic() >= self.stop_at):
+        if stop.requested() or (self.stop_at is not None and clock.now() >= self.stop_at):
             raise _Cut()
 
     def _navigate(self) -> None:
@@ -527,7 +527,7 @@ class _Page:
             b._waiting[mid] = box
         b.ws.send(json.dumps({"id": mid, "method": "Page.navigate", "params": {"url": self.url},
                               "sessionId": self.session}))
-        while time.monotonic() < self.load_until:
+        while clock.now() < self.load_until:
             self._check()
             try:
                 answer = box.get_nowait()
@@ -551,9 +551,9 @@ class _Page:
 
     def _pump(self, until: float, until_load: bool) -> None:
         """Handle the page's events until `until` (or its load event, with until_load)."""
-        while time.monotonic() < until:
+        while clock.now() < until:
             self._check()
-            method = self._one_event(min(0.1, max(0.0, until - time.monotonic())))
+            method = self._one_event(min(0.1, max(0.0, until - clock.now())))
             if until_load and method == "Page.loadEventFired":
                 return
 
@@ -563,9 +563,9 @@ class _Page:
         whose scripts never go quiet is cut after _MAX_LATE_EVENTS events or half the time left, whichever comes
         first: the rest is the DOM's (requests still waiting then are neither counted nor failed one by one: they
         end with the page's browser context)."""
-        until = time.monotonic() + max(0.0, self.deadline - time.monotonic()) / 2
+        until = clock.now() + max(0.0, self.deadline - clock.now()) / 2
         for _ in range(_MAX_LATE_EVENTS):
-            if time.monotonic() >= until or self._one_event(0.0) is None:
+            if clock.now() >= until or self._one_event(0.0) is None:
                 return
 
     def _one_event(self, wait: float) -> str | None:
@@ -626,7 +626,7 @@ class _Page:
             self.count("chromium_resources_over_limit")
             self._fail(rid)
             return
-        if time.monotonic() >= self.load_until:
+        if clock.now() >= self.load_until:
             self.count("chromium_resources_over_time")  # asked for after the load window, or seen after it
             self._fail(rid)
             return
