@@ -403,7 +403,17 @@ def test_the_dashboard_reads_no_row_the_journal_and_the_last_readdb_do(tmp_path:
         chart = bar_chart(list(readdb["status"].items()))
         assert [b["label"] for b in chart["bars"]] == ["INJECTED", "UNFETCHED", "FETCHED"]
         assert chart["bars"][2]["w"] == max(b["w"] for b in chart["bars"])
-        # without -sort, no hosts; a store that keeps no count shows none
+        assert readdb["hostsCountedAt"] == readdb["computedAt"]
+        # without -sort: the hosts of the last -sort are kept, with their own time
+        sorted_at = json.loads(store.get_state("stats") or "{}")["time"]
+        store.put_state("stats", json.dumps({**json.loads(store.get_state("stats") or "{}"),
+                                             "time": sorted_at - 3600, "hostsTime": sorted_at - 3600}))
+        record_stats(store, job.stats, per_host=False)
+        readdb = crawl_view(dashboard).to_json(top=2)["readdb"]
+        assert readdb["hosts"] == [{"host": "a.com", "count": 2}, {"host": "b.com", "count": 2}]
+        assert readdb["hostCount"] == 3 and readdb["hostsCountedAt"] < readdb["computedAt"]
+        # none counted yet: no hosts; a store that keeps no count shows none
+        store.put_state("stats", None)
         record_stats(store, job.stats, per_host=False)
         dashboard.cheap_count = lambda: None  # type: ignore[method-assign]
         out = crawl_view(dashboard).to_json(top=2)

@@ -118,13 +118,20 @@ HOSTS_KEPT = 1000  # hosts a recorded result keeps (the most URLs first)
 
 
 def record_stats(store: DataStore, stats: TableStats, per_host: bool) -> None:
-    """Keep `stats` beside the table, with the time, as the last result of readdb -stats."""
-    value = {"time": time.time(), "total": stats.total, "status": dict(stats.statuses()),
+    """Keep `stats` beside the table, with the time, as the last result of readdb -stats. Without per-host counts
+    (no -sort) the last per-host counts are kept, with the time they were counted (hostsTime)."""
+    now = time.time()
+    value = {"time": now, "total": stats.total, "status": dict(stats.statuses()),
              "retries": {str(k): v for k, v in sorted(stats.retries.items())},
              "score": {"min": stats.score_min, "avg": stats.score_sum / stats.total if stats.total else None,
                        "max": stats.score_max},
              "hosts": stats.top_hosts(HOSTS_KEPT) if per_host else None,
-             "hostCount": len(stats.hosts) if per_host else None}
+             "hostCount": len(stats.hosts) if per_host else None, "hostsTime": now if per_host else None}
+    if not per_host:
+        last = last_stats(store)
+        if last is not None and last.get("hosts") is not None:
+            value.update(hosts=last["hosts"], hostCount=last.get("hostCount"),
+                         hostsTime=last.get("hostsTime", last["time"]))
     store.put_state(STATE, json.dumps(value))
 
 

@@ -61,9 +61,11 @@ class CrawlView:
     def readdb_json(self, top: int) -> dict[str, Any] | None:
         if self.readdb is None:
             return None
-        out = {k: v for k, v in self.readdb.items() if k != "time"}
+        out = {k: v for k, v in self.readdb.items() if k not in ("time", "hostsTime")}
         if out.get("hosts") is not None:
             out["hosts"] = [{"host": h, "count": n} for h, n in out["hosts"][:top]]
+            hosts_time = self.readdb.get("hostsTime")  # older results: counted with the rest
+            out["hostsCountedAt"] = _iso(hosts_time if isinstance(hosts_time, (int, float)) else self.readdb["time"])
         out["computedAt"] = _iso(self.readdb["time"])
         return out
 
