@@ -14,15 +14,18 @@ import time
 import pytest
 
 from nutch2.config import Configuration
+from nutch2.crawldb.schedule import DefaultFetchSchedule, PluginSchedule
 from nutch2.crawldb.scoring import ScoringFilter, ScoringFilters
 from nutch2.mapred import hangs
 from nutch2.mapred.progress import JobProgress
 from nutch2.mapred.workers import WorkerPool
 from nutch2.urls.filters import URLFilter, URLFilters
 from nutch2.urls.normalizers import URLNormalizer, URLNormalizers
+from nutch2.urls.tableutil import reverse_url
 from nutch2.webpage import WebPage
 
 STUCK = "http://127.0.1.1:1/p/5.html"
+STUCK_KEY = reverse_url(STUCK)
 
 
 class Blocking(URLFilter, URLNormalizer):
@@ -103,6 +106,37 @@ def test_a_stuck_scoring_filter_is_named_with_its_method_and_url() -> None:
     hangs.sample(t0 + hangs.STUCK_AFTER + 1)
     [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
     assert line.startswith("scoring filter blocking:Scoring (update_score) has not returned for ") and STUCK in line
+    plugin.release.set()
+    thread.join(10)
+    hangs.sample()
+    assert not hangs.lines(local_only=True)
+
+
+class BlockingSchedule(DefaultFetchSchedule):
+    plugin_id = "blocking:Schedule"
+    max_interval = 90 * 86400
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def should_fetch(self, page, cur_ms) -> bool:
+        self.entered.set()
+        self.release.wait(60)
+        return True
+
+
+def test_a_stuck_fetch_schedule_is_named_with_its_method_and_url() -> None:
+    plugin = BlockingSchedule()
+    thread = threading.Thread(target=PluginSchedule(plugin).should_fetch, args=(WebPage(STUCK_KEY), 0), daemon=True)
+    thread.start()
+    assert plugin.entered.wait(10)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    assert line.startswith("fetch schedule blocking:Schedule (should_fetch) has not returned for "), line
+    assert STUCK in line and "take it out of plugin.classes" in line
     plugin.release.set()
     thread.join(10)
     hangs.sample()

@@ -224,3 +224,18 @@ def test_a_scoring_filter_that_raises_or_returns_no_number_is_named() -> None:
         chain.injected_score(URL, page)
     with pytest.raises(PluginError, match="generator_sort_value returned NoneType, not a number"):
         chain.generator_sort_value(URL, page, 1.0)
+
+
+def test_a_fetch_schedule_plugin_that_raises_is_named(tmp_path: Path) -> None:
+    (tmp_path / "mysched.py").write_text("from nutch2.crawldb.schedule import DefaultFetchSchedule\n\n\n"
+                                         "class Boom(DefaultFetchSchedule):\n"
+                                         "    def should_fetch(self, page, cur_ms):\n"
+                                         "        raise KeyError('interval')\n")
+    seeds = seed_file(tmp_path, "http://127.0.1.1:9/a")
+    d = defines(tmp_path, "sqlite", **{"plugin.classes": "mysched:Boom", "db.fetch.schedule.class": "mysched:Boom"})
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    assert nutch2("inject", seeds, "-crawlId", "sched", *d, env=env, timeout=120).returncode == 0
+    p = nutch2("generate", "-crawlId", "sched", *d, env=env, timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert ("fetch schedule mysched:Boom: should_fetch raised KeyError: 'interval' on http://127.0.1.1:9/a; "
+            "fix mysched:Boom, or take it out of plugin.classes") in p.stderr, p.stderr

@@ -396,6 +396,7 @@ def test_browser_dashboard(browser, server: SearchServer, crawl: Crawl, shots: P
         assert [int(row[s]) for s in ("generated", "fetched", "parsed", "updated", "indexed")] == [
             want[s] for s in ("generated", "fetched", "parsed", "updated", "indexed")]
         assert int(row["fetched"]) > 0 and int(row["parsed"]) > 0 and int(row["indexed"]) > 0
+        assert row["Generated at"] == want["generatedAt"][:16].replace("T", " ") + " UTC"  # read as the page's times
     _shot(driver, shots, "06-dashboard")
 
 

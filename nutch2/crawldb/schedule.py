@@ -4,11 +4,14 @@ intervals in s."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.plugin.extension import Extension
+from nutch2.mapred import hangs
+from nutch2.plugin.descriptor import PluginError
+from nutch2.plugin.extension import Extension, fix_hint
+from nutch2.urls.tableutil import unreverse_url
 from nutch2.webpage import WebPage
 
 SECONDS_PER_DAY = 86400
@@ -138,6 +141,51 @@ def fetch_schedule(conf: Configuration) -> FetchSchedule:
     for pid in plugins.providing("fetch-schedule"):
         cls = extension_class(pid, "fetch-schedule")
         if name in (pid, cls.__name__, f"{cls.__module__}.{cls.__name__}", getattr(cls, "nutch_class", "")):
-            return plugins.build_one("fetch-schedule", pid)
+            return PluginSchedule(plugins.build_one("fetch-schedule", pid))
     raise ConfigError(f"db.fetch.schedule.class={name!r} is not known; use default, adaptive or an active "
                       "fetch-schedule plugin")
+
+
+class PluginSchedule(FetchSchedule):
+    """A fetch-schedule plugin, named when it raises (one line with the fix, not a traceback) or when a call does
+    not return (nutch2/mapred/hangs.py, with the row's URL)."""
+
+    def __init__(self, schedule: FetchSchedule) -> None:
+        self.schedule, self.plugin_id = schedule, schedule.plugin_id or type(schedule).__name__
+        max_interval = getattr(schedule, "max_interval", None)  # the generator's due range reaches this far
+        self.max_interval = int(max_interval if max_interval is not None
+                                else schedule.conf.get_int("db.fetch.interval.max"))
+
+    def initialize(self, page: WebPage, now_ms: int) -> None:
+        _call(self.schedule, "initialize", page, now_ms)
+
+    def should_fetch(self, page: WebPage, cur_ms: int) -> bool:
+        return bool(_call(self.schedule, "should_fetch", page, cur_ms))
+
+    def set_fetch_schedule(self, page: WebPage, prev_fetch_ms: int, prev_modified_ms: int, fetch_ms: int,
+                           modified_ms: int, state: int) -> None:
+        _call(self.schedule, "set_fetch_schedule", page, prev_fetch_ms, prev_modified_ms, fetch_ms, modified_ms,
+              state)
+
+    def set_page_gone_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        _call(self.schedule, "set_page_gone_schedule", page, fetch_ms)
+
+    def set_page_retry_schedule(self, page: WebPage, fetch_ms: int) -> None:
+        _call(self.schedule, "set_page_retry_schedule", page, fetch_ms)
+
+    def close(self) -> None:
+        self.schedule.close()
+
+
+def _call(schedule: FetchSchedule, method: str, page: WebPage, *args: Any) -> Any:
+    """schedule.method(page, *args); a schedule that raises ends the job in one line naming it."""
+    url = unreverse_url(page.key)  # for hangs: the row a stuck call is on
+    try:
+        return getattr(schedule, method)(page, *args)
+    except Exception as e:  # noqa: BLE001 - the user's plugin: named, with the fix, instead of a traceback
+        name = schedule.plugin_id or type(schedule).__name__
+        raise PluginError(f"fetch schedule {name}: {method} raised {type(e).__name__}: {e} on {url}; "
+                          f"{fix_hint(name)}") from e
+
+
+hangs.watch(_call.__code__, "fetch schedule", "schedule", "url", fix_hint, "method")
