@@ -66,8 +66,8 @@ class IndexingJob(Job):
         del self.filters
 
     def mark_filter(self) -> MarkFilter | None:
-        all_batches = self.reindex or self.batch_id is None
-        return (Mark.UPDATEDB.value, None if all_batches else self.batch_id)
+        """The batch's rows (those its updatedb updated last); every updated row without a batch."""
+        return (Mark.UPDATEDB.value, self.batch_id)
 
     def skip(self, page: WebPage) -> str | None:
         """Why the row is not sent (and then not marked), or None: the same answer in both passes."""
@@ -237,6 +237,8 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
         if reindex and unmark:
             journal.start_reindex(unmark)
         unmark += [mark for mark in journal.reindexing() if mark in writers.marks and mark not in unmark]
+    elif unmark:  # a crawl's start runs it again if it does not end (its rows wait unmarked)
+        journal.start_batch_reindex(batch_id, unmark)
     if unmark:
         runner.run(UnmarkJob(conf, batch_id, writers, unmark, crawl_id), store)
     job = IndexingJob(conf, batch_id, writers, reindex, crawl_id)
@@ -245,6 +247,8 @@ def run_index(conf: Configuration, store: DataStore, batch_id: str | None, write
     runner.run(MarkIndexedJob(conf, batch_id, writers, reindex, crawl_id, job.overran, job.refused), store)
     if batch_id is None and unmark:
         journal.end_reindex(unmark)
+    if batch_id is None or unmark:  # an index of the table sent an unfinished batch reindex's rows too
+        journal.end_batch_reindex(list(writers.marks), batch_id)
 
 
 class CleaningJob(Job):

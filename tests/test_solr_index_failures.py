@@ -10,8 +10,11 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from nutch2.crawldb.journal import Journal
 from nutch2.index.solr import crawl_filter, document_id
 from nutch2.jobs.index import indexable
+from nutch2.marks import Mark
+from nutch2.stores import open_store
 from tests.conftest import SOLR_URL as SOLR
 from tests.crawlutil import cli, conf_for, defines, rows
 from tests.helpers import KILLED, QuietServer, nutch2, page_html
@@ -263,6 +266,45 @@ def test_a_crawl_finishes_a_failed_reindex(crawl, tmp_path: Path) -> None:
         conf = conf_for(tmp_path, "sqlite")  # the crawl's round added pages, and its dedup took duplicates out
         assert solr_ids(crawl_id) == {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items()
                                       if indexable(p)}
+    finally:
+        proxy.close()
+
+
+def test_a_batch_reindex_sends_its_batch_and_a_crawl_finishes_a_failed_one(crawl, tmp_path: Path) -> None:
+    """`index <batch> -reindex` sends that batch's rows (those its updatedb updated last), not the table's. One
+    that failed part-way left its rows unmarked, which no round of a crawl sends again: the journal keeps it, and
+    a crawl's start runs it again."""
+    crawl_id, d, expected = crawl
+    conf = conf_for(tmp_path, "sqlite")
+    with open_store(conf, crawl_id, create=False) as store:
+        batch = Journal(store).batches()[-1].batch_id
+    in_batch = {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items()
+                if indexable(p) and Mark.UPDATEDB.check(p) == batch}
+    assert 2 < len(in_batch) < len(expected)
+    addr = urlsplit(SOLR)
+    proxy = Proxy((addr.hostname, addr.port))
+    url = f"http://127.0.0.1:{proxy.port}{addr.path}"
+    try:
+        assert cli("index", "-all", "-crawlId", crawl_id, "-solr", url, *d) == 0
+        delete_crawl(crawl_id)
+        assert cli("index", batch, "-reindex", "-crawlId", crawl_id, "-solr", url, *d) == 0
+        assert solr_ids(crawl_id) == in_batch  # the batch, not the table
+        delete_crawl(crawl_id)
+        proxy.allow = proxy.requests + 3
+        proc = nutch2("index", batch, "-reindex", "-crawlId", crawl_id, "-solr", url, "-numTasks", "1", *d,
+                      "-D", "solr.retries=0")
+        assert proc.returncode == 1, proc.stderr
+        proxy.allow = None
+        proxy.restore()
+        assert len(solr_ids(crawl_id)) < len(in_batch)
+        proc = nutch2("crawl", "-crawlId", crawl_id, "-rounds", "1", "-solr", url, *d)
+        assert proc.returncode == 0, proc.stderr
+        assert f"an `index {batch} -reindex` did not finish; finishing it" in proc.stderr, proc.stderr
+        still = {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items()  # the crawl's dedup took
+                 if indexable(p) and Mark.UPDATEDB.check(p) == batch}                # duplicates out
+        assert len(still) >= len(in_batch) - 2 and still <= solr_ids(crawl_id)
+        proc = nutch2("crawl", "-crawlId", crawl_id, "-rounds", "1", "-solr", url, *d)
+        assert proc.returncode == 0 and "-reindex` did not finish" not in proc.stderr, proc.stderr  # once
     finally:
         proxy.close()
 

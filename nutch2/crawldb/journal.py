@@ -51,6 +51,7 @@ ORDER = (GENERATING, IMPORTING, GENERATED, FETCHING, FETCHED, PARSED, UPDATING, 
 _UPDATE_ALL = "update/all"  # the entry of an updatedb of every batch: not a batch, so batches() never lists it
 _OLD_UPDATE_ALL = "batch/-all"  # where tables written before kept it
 _REINDEX = "index/reindex"  # the writer marks of an unfinished `index -reindex` of the table
+_BATCH_REINDEX = "index/reindex-batches"  # {batch id: writer marks} of unfinished `index <batch> -reindex` runs
 COUNTS = ("generated", "fetched", "parsed", "updated", "indexed")  # the figures a batch keeps, in step order
 CONTINUOUS = -2  # the `rounds` of a continuous crawl in the journal's crawl entry
 KEEP_FINISHED = 1000  # updated batches the journal remembers (the dashboard's history); older ones are forgotten
@@ -158,6 +159,29 @@ class Journal:
         """An index of the whole table sent every row to the writers of these marks and marked them."""
         left = sorted(set(self.reindexing()) - set(marks))
         self._put(_REINDEX, json.dumps(left) if left else None)
+
+    def batch_reindexing(self) -> dict[str, list[str]]:
+        """The batches whose `index <batch> -reindex` did not finish, with its writer marks."""
+        raw = self.store.get_state(_BATCH_REINDEX)
+        return dict(json.loads(raw)) if raw else {}
+
+    def start_batch_reindex(self, batch_id: str, marks: list[str]) -> None:
+        """An `index <batch> -reindex` starts on the writers of these marks (written before any mark goes)."""
+        pending = self.batch_reindexing()
+        pending[batch_id] = sorted(set(pending.get(batch_id, [])) | set(marks))
+        self._put(_BATCH_REINDEX, json.dumps(pending, sort_keys=True))
+
+    def end_batch_reindex(self, marks: list[str], batch_id: str | None = None) -> None:
+        """The batch's rows (None: every row) were sent to the writers of these marks and marked."""
+        pending = self.batch_reindexing()
+        for batch in [batch_id] if batch_id is not None else list(pending):
+            left = sorted(set(pending.get(batch, [])) - set(marks))
+            if left:
+                pending[batch] = left
+            else:
+                pending.pop(batch, None)
+        if pending != self.batch_reindexing():
+            self._put(_BATCH_REINDEX, json.dumps(pending, sort_keys=True) if pending else None)
 
     def forget_all_update(self) -> None:
         """The updatedb of every batch ended."""

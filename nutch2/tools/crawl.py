@@ -379,6 +379,8 @@ class Crawl(Tool[CrawlArgs]):
                                 key=lambda b: (order.get(b, -1), b))
             to_index = lifecycle.pending_index(store) if self.indexing else []
             reindexed = bool(journal.reindexing()) if self.indexing else False
+            batch_reindexes = sorted(journal.batch_reindexing(), key=lambda b: (order.get(b, -1), b)) \
+                if self.indexing and not reindexed else []  # an index of the table sends their rows too
         for batch in sorted(importing):
             log.info(f"crawl: batch {batch} is being imported, or its warcimport was interrupted; left for that "
                      "warcimport")
@@ -401,6 +403,10 @@ class Crawl(Tool[CrawlArgs]):
                 log.info(f"crawl: batch {batch} was updated but not indexed; indexing it")
                 self.step(run, Index, IndexArgs(batch=batch, solr=self.solr_url, opensearch=self.args.opensearch,
                                                 num_tasks=self.tasks()))
+        for batch in batch_reindexes:  # its rows lost their marks; the crawl's rounds index new batches only
+            log.info(f"crawl: an `index {batch} -reindex` did not finish; finishing it")
+            self.step(run, Index, IndexArgs(batch=batch, reindex=True, solr=self.solr_url,
+                                            opensearch=self.args.opensearch, num_tasks=self.tasks()))
         if reindexed:  # its rows lost their marks and wait for an index of the table: rounds index batches only
             log.info("crawl: an `index -reindex` did not finish; sending what its writers lack (index -all)")
             self.step(run, Index, IndexArgs(all=True, solr=self.solr_url, opensearch=self.args.opensearch,
