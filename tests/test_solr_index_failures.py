@@ -309,6 +309,25 @@ def test_a_batch_reindex_sends_its_batch_and_a_crawl_finishes_a_failed_one(crawl
         proxy.close()
 
 
+@pytest.mark.parametrize("failpoint", ["store.flush=2", "runner.job=1"])  # while unmarking; after it
+def test_a_batch_reindex_killed_is_finished_by_the_next_crawl(crawl, tmp_path: Path, failpoint: str) -> None:
+    crawl_id, d, expected = crawl
+    conf = conf_for(tmp_path, "sqlite")
+    with open_store(conf, crawl_id, create=False) as store:
+        batch = Journal(store).batches()[-1].batch_id
+    assert cli("index", "-all", "-crawlId", crawl_id, "-solr", SOLR, *d) == 0
+    delete_crawl(crawl_id)
+    proc = nutch2("index", batch, "-reindex", "-crawlId", crawl_id, "-solr", SOLR, "-numTasks", "1", *d,
+                  "-D", "storage.write.batch.size=3", failpoints=failpoint)
+    assert proc.returncode == KILLED, proc.stderr
+    proc = nutch2("crawl", "-crawlId", crawl_id, "-rounds", "1", "-solr", SOLR, *d)
+    assert proc.returncode == 0, proc.stderr
+    assert f"an `index {batch} -reindex` did not finish; finishing it" in proc.stderr, proc.stderr
+    in_batch = {document_id(crawl_id, k) for k, p in rows(conf, crawl_id).items()
+                if indexable(p) and Mark.UPDATEDB.check(p) == batch}
+    assert len(in_batch) > 2 and in_batch <= solr_ids(crawl_id)
+
+
 def test_a_document_solr_refuses_among_good_ones_is_left_out_not_the_job(solr_up: str, tmp_path: Path) -> None:
     """An operator maps a meta tag to an int field (index-writers.xml); one page's tag is not a number, so Solr
     refuses the request holding its document (HTTP 400). That document is left out, said in one line and
