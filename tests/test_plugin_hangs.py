@@ -16,6 +16,7 @@ import pytest
 from nutch2.config import Configuration
 from nutch2.crawldb.schedule import DefaultFetchSchedule, PluginSchedule
 from nutch2.crawldb.scoring import ScoringFilter, ScoringFilters
+from nutch2.index.writers import IndexWriter, OpenWriters, WriterSpec
 from nutch2.mapred import hangs
 from nutch2.mapred.progress import JobProgress
 from nutch2.mapred.workers import WorkerPool
@@ -137,6 +138,36 @@ def test_a_stuck_fetch_schedule_is_named_with_its_method_and_url() -> None:
     [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
     assert line.startswith("fetch schedule blocking:Schedule (should_fetch) has not returned for "), line
     assert STUCK in line and "take it out of plugin.classes" in line
+    plugin.release.set()
+    thread.join(10)
+    hangs.sample()
+    assert not hangs.lines(local_only=True)
+
+
+class BlockingWriter(IndexWriter):
+    plugin_id = "blocking:Writer"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def write(self, doc) -> None:
+        self.entered.set()
+        self.release.wait(60)
+
+
+def test_a_stuck_index_writer_is_named_with_its_method_and_document() -> None:
+    plugin = BlockingWriter()
+    writers = OpenWriters([(plugin, WriterSpec("mine"))])
+    thread = threading.Thread(target=writers.write, args=({"id": STUCK},), daemon=True)
+    thread.start()
+    assert plugin.entered.wait(10)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    assert line.startswith("index writer blocking:Writer (write) has not returned for "), line
+    assert STUCK in line
     plugin.release.set()
     thread.join(10)
     hangs.sample()

@@ -90,6 +90,7 @@ PLUGIN = '''
 import os
 from nutch2.plugin import Plugin
 from nutch2.index.filters import IndexingFilter
+from nutch2.index.writers import IndexWriter
 from nutch2.parse.parsers import ParseFilter
 
 PLUGIN = Plugin("broken-test", {"parse-filter": "broken_plugin:Meta", "indexing-filter": "broken_plugin:Idx"})
@@ -111,6 +112,15 @@ class Idx(IndexingFilter):
         doc["x_s"] = page.metadata["my.meta"].decode()
         if not os.environ.get("FORGET_RETURN"):
             return doc
+
+
+class Writer(IndexWriter):
+    def write(self, doc):
+        raise RuntimeError("disk quota")
+
+    def delete(self, doc_id):
+        if os.environ.get("NO_DELETE"):
+            super().delete(doc_id)  # not implemented
 '''
 
 
@@ -155,6 +165,17 @@ def test_a_plugin_failing_every_page_ends_the_command_naming_it_and_a_rerun_fini
     assert "no document was sent: indexing filter broken-test kept 4 pages out" in p.stderr, p.stderr
     p = run("index", batch)
     assert p.returncode == 0 and "indexed=4" in p.stderr, p.stderr
+    mine = tmp_path / "mine.xml"  # an index writer of one's own that raises, and one that lacks delete
+    mine.write_text(writers.read_text().replace("</writers>", '<writer id="mine" class="broken_plugin:Writer"/>'
+                                                               "</writers>"))
+    for env, says in [({}, "write raised RuntimeError: disk quota"),
+                      ({"NO_DELETE": "1"}, "delete is not implemented (an index writer implements write and delete)")]:
+        p = nutch2("index", batch, "-reindex", "-crawlId", crawl_id,
+                   *[x.replace(str(writers), str(mine)) for x in d], "-D", "plugin.classes=broken_plugin:Writer",
+                   env={**path, **env}, timeout=240)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert (f"nutch2 index: error: index writer mine (broken_plugin:Writer): {says}; fix broken_plugin:Writer, "
+                "or take it out of plugin.classes") in p.stderr, p.stderr
 
 
 def test_normalizerchecker_names_a_normalizer_that_raises() -> None:

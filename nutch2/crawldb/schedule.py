@@ -152,6 +152,7 @@ class PluginSchedule(FetchSchedule):
 
     def __init__(self, schedule: FetchSchedule) -> None:
         self.schedule, self.plugin_id = schedule, schedule.plugin_id or type(schedule).__name__
+        hangs.start()  # a call that never returns is named with its URL (no cost on a row's path)
         max_interval = getattr(schedule, "max_interval", None)  # the generator's due range reaches this far
         self.max_interval = int(max_interval if max_interval is not None
                                 else schedule.conf.get_int("db.fetch.interval.max"))

@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
-from nutch2.errors import ConfigError
-from nutch2.mapred import measures
+from nutch2.errors import ConfigError, NutchError
+from nutch2.mapred import hangs, measures
 from nutch2.marks import Mark
 from nutch2.plugin import Plugins, descriptor, extension_class
-from nutch2.plugin.extension import Extension
+from nutch2.plugin.descriptor import PluginError
+from nutch2.plugin.extension import Extension, fix_hint
 
 
 @dataclass
@@ -191,7 +192,7 @@ class IndexWriters:
         opened = []
         for pid, spec in self.writers:
             writer = plugins.build_one("index-writer", pid)
-            writer.open(spec, task, run)
+            _call(writer, spec, "open", spec.id, spec, task, run)
             opened.append((writer, spec))
         return OpenWriters(opened)
 
@@ -219,60 +220,77 @@ class IndexWriters:
 
 
 class OpenWriters:
-    """A task's (or the driver's) open writers: each document goes to every writer through its mapping."""
+    """A task's (or the driver's) open writers: each document goes to every writer through its mapping. A writer
+    that raises anything but nutch2's own one-line errors is named (index writer, method, the fix), and one whose
+    call does not return is named by nutch2/mapred/hangs.py with the document or writer it is on."""
 
     def __init__(self, writers: list[tuple[Any, WriterSpec]]) -> None:
         self.writers = writers
         self.sent: dict[str, int] = {}  # measures: documents and deletes handed to each writer (by its id)
+        hangs.start()  # a writer's call that never returns is named (no cost on a document's path)
 
     def write(self, doc: dict[str, Any]) -> None:
         for writer, spec in self.writers:
-            writer.write(mapped(doc, spec))
+            _call(writer, spec, "write", str(doc.get("id", spec.id)), mapped(doc, spec))
             self._count("index_documents", spec)
 
     def delete(self, doc_id: str) -> None:
         for writer, spec in self.writers:
-            writer.delete(doc_id)
+            _call(writer, spec, "delete", doc_id, doc_id)
             self._count("index_deletes", spec)
 
     def _count(self, metric: str, spec: WriterSpec) -> None:
         name = measures.count_name(metric, spec.id)
         self.sent[name] = self.sent.get(name, 0) + 1
 
+    def _each(self, method: str) -> list[Any]:
+        return [_call(writer, spec, method, spec.id) for writer, spec in self.writers]
+
     def check(self) -> None:
-        for writer, _ in self.writers:
-            writer.check()
+        self._each("check")
 
     def begin(self) -> None:
-        for writer, _ in self.writers:
-            writer.begin()
+        self._each("begin")
 
     def flush(self) -> None:
-        for writer, _ in self.writers:
-            writer.flush()
+        self._each("flush")
 
     def commit(self) -> None:
-        for writer, _ in self.writers:
-            writer.commit()
+        self._each("commit")
 
     def counts(self) -> dict[str, int]:
         """The writers' counts, added up, and the documents and deletes sent to each (measures)."""
         out: dict[str, int] = dict(self.sent)
-        for writer, _ in self.writers:
-            for name, n in writer.counts().items():
+        for counted in self._each("counts"):
+            for name, n in counted.items():
                 out[name] = out.get(name, 0) + n
         return out
 
     def refused(self) -> list[list[str]]:
         """The ids each writer did not take, in the writers' order."""
-        return [writer.refused() for writer, _ in self.writers]
+        return self._each("refused")
 
     def close(self) -> None:
-        for writer, _ in self.writers:
-            writer.close()
+        self._each("close")
 
     def describe(self) -> str:
         return ", ".join(w.describe() for w, _ in self.writers)
+
+
+def _call(writer: Any, spec: WriterSpec, method: str, target: str, *args: Any) -> Any:
+    """writer.method(*args); `target` (the document's id, or the writer's) names where a stuck call is."""
+    try:
+        return getattr(writer, method)(*args)
+    except NutchError:
+        raise  # nutch2's writers say what failed, and the fix, in their own line
+    except Exception as e:  # noqa: BLE001 - the user's plugin: named, with the fix, instead of a traceback
+        name = getattr(writer, "plugin_id", "") or type(writer).__name__
+        what = f"{method} is not implemented (an index writer implements write and delete)" \
+            if isinstance(e, NotImplementedError) else f"{method} raised {type(e).__name__}{f': {e}' if str(e) else ''}"
+        raise PluginError(f"index writer {spec.id} ({name}): {what}; {fix_hint(name)}") from e
+
+
+hangs.watch(_call.__code__, "index writer", "writer", "target", fix_hint, "method")
 
 
 def mapped(doc: dict[str, Any], spec: WriterSpec) -> dict[str, Any]:
