@@ -118,7 +118,8 @@ class Fetcher:
             for host, n in measures.top_labels(dict(self.host_errors), self.hosts_top).items():
                 measures.count(self.counters, "fetch_host_errors", host, n=n)
             self.host_errors.clear()
-        self.counters.incr("dns_lookups", self.addresses.dns.lookups)
+        if self.addresses.dns.lookups:  # none: a task with nothing to fetch says "nothing done"
+            self.counters.incr("dns_lookups", self.addresses.dns.lookups)
         if self.addresses.dns.fallbacks:  # lookups the DNS servers did not answer: socket.getaddrinfo's answers
             self.counters.incr("dns_fallbacks", self.addresses.dns.fallbacks)
 
