@@ -5,8 +5,10 @@ measure how slow a server is, and a plugin's (parser.timeout, indexingfilter.tim
 how slow the plugin is, not how long the crawler was stopped: CLOCK_MONOTONIC goes on while a process is
 stopped, so a page being read when the fetch was stopped for longer than its limit was cut, as if its server had
 been too slow, the moment the fetch went on. Linux keeps no count of the time a process spent stopped, so a
-ticker thread of this process reads the monotonic clock every `_TICK` seconds, and a handler of SIGCONT (the
-signal that continues a stopped process: `fg`, `kill -CONT`) counts the times it was continued. A gap between two
+ticker thread of this process reads the monotonic clock every `_TICK` seconds and counts the SIGCONTs (the
+signal that continues a stopped process: `fg`, `kill -CONT`): blocked in the main thread and the threads it
+starts, a SIGCONT stays pending until the ticker takes it (sigtimedwait), and a handler counts one delivered to a
+thread started before. A gap between two
 ticks longer than `_MAX_GAP` with a SIGCONT in it is a time the process was stopped, and only `_MAX_GAP` of it is
 counted. A gap with no SIGCONT is a time the ticker waited for a loaded machine or for the GIL: it is counted
 whole, so a limit ends on time under any load. `now()` never runs ahead of the last tick by more than `_MAX_GAP`
@@ -63,7 +65,7 @@ def _tick(continued_before: int, confirm: float = _CONFIRM) -> int:
     if gap > _MAX_GAP:
         waited = 0.0
         while _continued[0] == continued_before and waited < confirm:
-            time.sleep(_TICK / 2)  # the handler runs when the main thread next runs Python code
+            _wait(_TICK / 2)  # a SIGCONT taken here, or the handler run by the main thread
             waited += _TICK / 2
         if _continued[0] != continued_before:
             paused += gap - _MAX_GAP
@@ -71,10 +73,20 @@ def _tick(continued_before: int, confirm: float = _CONFIRM) -> int:
     return continued
 
 
+def _wait(seconds: float) -> None:
+    """Sleep `seconds`; a SIGCONT blocked in this thread (see _watch_sigcont) is taken and counted at once, however
+    late the main thread runs."""
+    if signal.SIGCONT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        if signal.sigtimedwait([signal.SIGCONT], seconds) is not None:
+            _continued[0] += 1
+    else:
+        time.sleep(seconds)
+
+
 def _run() -> None:
     seen = _continued[0]
     while True:
-        time.sleep(_TICK)
+        _wait(_TICK)
         seen = _tick(seen)
 
 
@@ -99,6 +111,10 @@ def _watch_sigcont() -> None:
     try:
         if signal.getsignal(signal.SIGCONT) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGCONT, _on_sigcont)
+            # blocked here and in the threads started after (the ticker among them), a SIGCONT waits for the
+            # ticker to take it: the stop is known without the main thread running (a loaded machine may not run it
+            # for seconds). A stopped process is continued whatever its mask.
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCONT])
     except (ValueError, OSError):  # not the main interpreter: every gap is counted
         pass
 
