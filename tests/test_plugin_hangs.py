@@ -84,6 +84,23 @@ def test_a_stuck_url_plugin_is_named_with_its_url_until_it_returns(point: str, c
     assert not hangs.lines(local_only=True)
 
 
+def _stuck_line(plugin, call, *args) -> str:
+    """call(*args) in a thread until `plugin` is entered: the one line hangs names it by once it has lasted; the
+    call is then released and no line is left."""
+    thread = threading.Thread(target=call, args=args, daemon=True)
+    thread.start()
+    assert plugin.entered.wait(10)
+    t0 = time.monotonic()
+    hangs.sample(t0)
+    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
+    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    plugin.release.set()
+    thread.join(10)
+    hangs.sample()
+    assert not hangs.lines(local_only=True)
+    return line
+
+
 class BlockingScoring(ScoringFilter):
     plugin_id = "blocking:Scoring"
 
@@ -98,19 +115,8 @@ class BlockingScoring(ScoringFilter):
 
 def test_a_stuck_scoring_filter_is_named_with_its_method_and_url() -> None:
     plugin = BlockingScoring()
-    thread = threading.Thread(target=ScoringFilters([plugin]).update_score, args=(STUCK, WebPage(), []),
-                              daemon=True)
-    thread.start()
-    assert plugin.entered.wait(10)
-    t0 = time.monotonic()
-    hangs.sample(t0)
-    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
-    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    line = _stuck_line(plugin, ScoringFilters([plugin]).update_score, STUCK, WebPage(), [])
     assert line.startswith("scoring filter blocking:Scoring (update_score) has not returned for ") and STUCK in line
-    plugin.release.set()
-    thread.join(10)
-    hangs.sample()
-    assert not hangs.lines(local_only=True)
 
 
 class BlockingSchedule(DefaultFetchSchedule):
@@ -129,19 +135,9 @@ class BlockingSchedule(DefaultFetchSchedule):
 
 def test_a_stuck_fetch_schedule_is_named_with_its_method_and_url() -> None:
     plugin = BlockingSchedule()
-    thread = threading.Thread(target=PluginSchedule(plugin).should_fetch, args=(WebPage(STUCK_KEY), 0), daemon=True)
-    thread.start()
-    assert plugin.entered.wait(10)
-    t0 = time.monotonic()
-    hangs.sample(t0)
-    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
-    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    line = _stuck_line(plugin, PluginSchedule(plugin).should_fetch, WebPage(STUCK_KEY), 0)
     assert line.startswith("fetch schedule blocking:Schedule (should_fetch) has not returned for "), line
     assert STUCK in line and "take it out of plugin.classes" in line
-    plugin.release.set()
-    thread.join(10)
-    hangs.sample()
-    assert not hangs.lines(local_only=True)
 
 
 class BlockingWriter(IndexWriter):
@@ -159,19 +155,9 @@ class BlockingWriter(IndexWriter):
 def test_a_stuck_index_writer_is_named_with_its_method_and_document() -> None:
     plugin = BlockingWriter()
     writers = OpenWriters([(plugin, WriterSpec("mine"))])
-    thread = threading.Thread(target=writers.write, args=({"id": STUCK},), daemon=True)
-    thread.start()
-    assert plugin.entered.wait(10)
-    t0 = time.monotonic()
-    hangs.sample(t0)
-    hangs.sample(t0 + hangs.STUCK_AFTER + 1)
-    [line] = hangs.lines(local_only=True, now=t0 + hangs.STUCK_AFTER + 1)
+    line = _stuck_line(plugin, writers.write, {"id": STUCK})
     assert line.startswith("index writer blocking:Writer (write) has not returned for "), line
     assert STUCK in line
-    plugin.release.set()
-    thread.join(10)
-    hangs.sample()
-    assert not hangs.lines(local_only=True)
 
 
 def test_the_progress_line_names_the_stuck_plugin(monkeypatch) -> None:
