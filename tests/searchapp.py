@@ -134,10 +134,18 @@ def chrome(download_dir: Path):
 
 
 # ---------------------------------------------------------------- the crawl forms in a browser
+def stale(e: Exception) -> bool:
+    """Whether a WebDriver error says the element went with its page (a frame that reloaded itself): selenium's
+    StaleElementReferenceException, or chromium's own word for it met mid-navigation (CI, 2026-12-07)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    return isinstance(e, StaleElementReferenceException) or "does not belong to the document" in str(e)
+
+
 def frame_values(browser) -> dict[str, str]:
     """The progress frame's state, counters, round, Stop button and message, read inside the frame (it reloads
     itself: read again on a miss)."""
-    from selenium.common.exceptions import NoSuchElementException, NoSuchFrameException, StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException, NoSuchFrameException, WebDriverException
     from selenium.webdriver.common.by import By
 
     try:
@@ -153,8 +161,12 @@ def frame_values(browser) -> dict[str, str]:
             if found := browser.find_elements(By.ID, name):
                 out[name] = found[0].text
         return out
-    except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
+    except (NoSuchElementException, NoSuchFrameException):
         return {}
+    except WebDriverException as e:
+        if stale(e):
+            return {}
+        raise
     finally:
         browser.switch_to.default_content()
 
@@ -172,7 +184,7 @@ def wait_frame(browser, until, what: str, timeout: float = 120.0) -> dict[str, s
 
 def submit(browser, button_id: str) -> None:
     """Click a form's button and wait for the page its POST answers with."""
-    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -183,10 +195,8 @@ def submit(browser, button_id: str) -> None:
         try:
             button.is_enabled()
             return False
-        except StaleElementReferenceException:
-            return True
-        except WebDriverException as e:  # chromium's own word for it, met mid-navigation (CI, 2026-12-07)
-            if "does not belong to the document" in str(e):
+        except WebDriverException as e:
+            if stale(e):
                 return True
             raise
 
@@ -199,7 +209,6 @@ def stop_from_frame(browser, timeout: float = 30.0) -> None:
     from selenium.common.exceptions import (
         NoSuchElementException,
         NoSuchFrameException,
-        StaleElementReferenceException,
         WebDriverException,
     )
     from selenium.webdriver.common.by import By
@@ -213,7 +222,9 @@ def stop_from_frame(browser, timeout: float = 30.0) -> None:
             browser.switch_to.frame(top)
             browser.find_element(By.ID, "stop").click()
             break
-        except (NoSuchElementException, NoSuchFrameException, StaleElementReferenceException):
+        except WebDriverException as e:
+            if not (isinstance(e, (NoSuchElementException, NoSuchFrameException)) or stale(e)):
+                raise
             assert time.monotonic() < deadline, "the progress frame never showed its Stop button"
             time.sleep(0.2)
         finally:
@@ -223,10 +234,8 @@ def stop_from_frame(browser, timeout: float = 30.0) -> None:
         try:
             top.is_enabled()
             return False
-        except StaleElementReferenceException:
-            return True
         except WebDriverException as e:
-            if "does not belong to the document" in str(e):
+            if stale(e):
                 return True
             raise
 

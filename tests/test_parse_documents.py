@@ -531,3 +531,19 @@ def test_tika_answers_like_the_official_server(tika: str) -> None:
     assert requests.put(f"{tika}/tika", data=b"\x00\x01garbage\xff" * 10, timeout=30).status_code in (200, 415, 422)
     assert requests.put(f"{tika}/language/string", data="the quick brown fox jumps over the lazy dog " * 5,
                         timeout=30).text == "en"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", ["docx", "odt"])
+def test_a_document_tika_cannot_read_is_a_failed_parse_with_tikas_reason(tika: str, kind: str) -> None:
+    """A broken document: /rmeta answers 200 with the failure in X-TIKA:EXCEPTION:container_exception, as the
+    official server does (our test server answered 500 there until 2026-12-07), and the parse is FAILED naming it."""
+    suffix, ctype = DOCUMENT_TYPES[kind]
+    broken = b"PK\x03\x04" + bytes(range(256)) * 8  # a zip's first bytes, then no zip
+    answer = requests.put(f"{tika}/rmeta", data=broken, headers={"Content-Type": ctype}, timeout=60)
+    assert answer.status_code == 200, answer.text[:300]
+    assert "Exception" in answer.json()[0]["X-TIKA:EXCEPTION:container_exception"]
+    r = factory(**{"tika.server.url": tika}).parse(broken, f"http://h.example/broken{suffix}", ctype, {})
+    assert r.parser == "parse-tika" and not r.is_success and not r.retryable
+    assert r.status_major == ParseMajor.FAILED and r.status_args[0].startswith("Tika: ")
+    assert "Exception" in r.status_args[0]

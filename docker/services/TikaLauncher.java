@@ -368,6 +368,9 @@ public class TikaLauncher {
       try {
         return work.run();
       } catch (Throwable t) {
+        if (!(t instanceof UnsupportedType)) {
+          logFailure(ex.getRequestURI().getPath(), ex, t);
+        }
         return failure(t);
       }
     });
@@ -387,6 +390,14 @@ public class TikaLauncher {
         out.write(a.body());
       }
     }
+  }
+
+  /** A parse that failed, with its stack trace, in the server's log (the answer carries one line). */
+  static void logFailure(String what, HttpExchange ex, Throwable t) {
+    java.io.StringWriter trace = new java.io.StringWriter();
+    t.printStackTrace(new java.io.PrintWriter(trace));
+    System.err.println("TikaLauncher: " + what + " of " + ex.getRequestHeaders().getFirst("Content-Type")
+        + " failed: " + trace);
   }
 
   static Answer failure(Throwable t) {
@@ -510,7 +521,11 @@ public class TikaLauncher {
       if (list.isEmpty()) {
         throw e;
       }
-      list.get(0).add(TikaCoreProperties.CONTAINER_EXCEPTION, e.getClass().getName() + ": " + e.getMessage());
+      // RecursiveParserWrapper has put its stack trace there already (a second value would be a 500)
+      if (list.get(0).get(TikaCoreProperties.CONTAINER_EXCEPTION) == null) {
+        list.get(0).set(TikaCoreProperties.CONTAINER_EXCEPTION, e.getClass().getName() + ": " + e.getMessage());
+      }
+      logFailure("rmeta", ex, e);
     }
     return new Answer(200, "application/json", json(handler.getMetadataList()).getBytes(StandardCharsets.UTF_8));
   }
