@@ -197,6 +197,20 @@ def test_reserved_row_keys_have_one_home() -> None:
     assert found == []
 
 
+def test_no_simple_queue_whose_timed_get_can_block_for_ever() -> None:
+    """queue.SimpleQueue's get(timeout=t) can block for ever (CPython 3.11.7 here; main's _queuemodule.c reads the
+    same): when its first try
+    takes the free lock it works out the time left, and if the thread lost the CPU for longer than t in between,
+    that is negative, which its lock wait reads as "no timeout". A CI's chromium fetch hung on one 1 ms get for
+    25 minutes (2026-12-07); `q.put(1); q.get(); q.get(timeout=1e-6)` in a loop hangs within a few thousand
+    rounds. queue.Queue waits on a Condition, whose lock wait checks for that: the product uses it."""
+    found = [f"{name}:{node.lineno}" for name, path in sorted(modules().items())
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Attribute) and node.attr == "SimpleQueue"
+             or isinstance(node, ast.alias) and node.name == "SimpleQueue"]
+    assert found == []
+
+
 def test_journal_writes_have_one_home() -> None:
     """Every write to the batch journal is a transition of nutch2/crawldb/lifecycle.py: no other module calls a
     writing method of a Journal (`Journal(store).record(...)`, or of a name bound to one)."""

@@ -46,7 +46,7 @@ class _Worker:
     def __init__(self, name: str) -> None:
         self.name = name
         self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._alive = False
         self.thread: threading.Thread | None = None
 

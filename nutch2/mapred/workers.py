@@ -280,7 +280,7 @@ def serve(fd: int) -> None:
             return
 
 
-_spawner: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], list[str], int]] | None = None
+_spawner: queue.Queue[tuple[Future[subprocess.Popen[bytes]], list[str], int]] | None = None
 _spawner_lock = threading.Lock()
 
 
@@ -291,14 +291,14 @@ def _spawn(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
     global _spawner
     with _spawner_lock:
         if _spawner is None:
-            _spawner = queue.SimpleQueue()
+            _spawner = queue.Queue()
             threading.Thread(target=_spawn_loop, args=(_spawner,), name="worker-spawner", daemon=True).start()
     future: Future[subprocess.Popen[bytes]] = Future()
     _spawner.put((future, argv, fd))
     return future.result()
 
 
-def _spawn_loop(requests: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], list[str], int]]) -> None:
+def _spawn_loop(requests: queue.Queue[tuple[Future[subprocess.Popen[bytes]], list[str], int]]) -> None:
     while True:
         future, argv, fd = requests.get()
         try:

@@ -234,8 +234,9 @@ class Browser:
         self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", suppress_origin=True, timeout=None)
         self._ids = 0
         self._lock = threading.Lock()
-        self._waiting: dict[int, queue.SimpleQueue[dict[str, Any]]] = {}
-        self.events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self._waiting: dict[int, queue.Queue[dict[str, Any]]] = {}
+        # queue.Queue, not SimpleQueue: SimpleQueue.get(timeout=...) can block for ever (tests/test_layers.py)
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.alive = True
         self.pages = 0  # pages rendered (or tried) in this browser
         threading.Thread(target=self._read, name="nutch2-chromium", daemon=True).start()
@@ -264,7 +265,7 @@ class Browser:
         """One DevTools command; its result, ChromiumError on an error or after `timeout` seconds."""
         if not self.alive:
             raise ChromiumError("browser connection closed")
-        box: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        box: queue.Queue[dict[str, Any]] = queue.Queue()
         with self._lock:
             self._ids += 1
             mid = self._ids
@@ -323,7 +324,7 @@ class BrowserPool:
 
     def __init__(self, settings: ChromiumSettings) -> None:
         self.settings = settings
-        self._idle: queue.SimpleQueue[Browser | None] = queue.SimpleQueue()
+        self._idle: queue.Queue[Browser | None] = queue.Queue()
         for _ in range(settings.pool_size):
             self._idle.put(None)  # a slot: a browser is started in it when first needed
         self._all: list[Browser] = []
@@ -520,7 +521,7 @@ class _Page:
     def _navigate(self) -> None:
         """Page.navigate answers only once the document request was answered: send it, serve, then read it."""
         b = self.b
-        box: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        box: queue.Queue[dict[str, Any]] = queue.Queue()
         with b._lock:
             b._ids += 1
             mid = b._ids
