@@ -6,6 +6,11 @@ threshold. What a fetch gives is handed to the caller's output function (the fet
 Each answer also tells the host's queue how to go on (nutch2/fetch/politeness.py): a 429 or 503 puts the URL back
 to be asked again after the wait the host asked for, failures back the host off, and a host that asks for too long
 a wait or fails too often is dropped for this fetch (its URLs recorded RETRY, for a later round).
+
+Nutch's guard against hung threads is kept: when requests are in flight but none began or ended for
+mapreduce.task.timeout / fetcher.threads.timeout.divisor (5 minutes), the fetch ends without the threads that hold
+them ("aborting with N hung threads"): their URLs keep their claims and are requested again by `fetch -resume`, an
+outcome a hung thread brings later is dropped, and a worker process that ran the task is replaced after it.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from nutch2.fetch.robotsstore import robots_store
 from nutch2.fetch.stats import FetchStats
 from nutch2.fetch.watchdog import WATCHDOG
 from nutch2.logs import Progress
-from nutch2.mapred import clock, hangs, measures, stop
+from nutch2.mapred import clock, hangs, measures, stop, timebox
 from nutch2.mapred.memory import release_memory
 from nutch2.status import ProtocolStatusCode
 from nutch2.stores.base import DataStore
@@ -72,7 +77,7 @@ class Fetcher:
                  addresses: AddressPolicy | None = None, store: DataStore | None = None) -> None:
         self.conf = conf
         self.threads = threads
-        self.output = output
+        self._output = output
         self.claim = claim  # called right before each page request (robots.txt requests are not claimed)
         self.counters = counters
         # product tokens matched in robots.txt, in order of precedence (http.agent.name, then http.robots.agents)
@@ -110,6 +115,18 @@ class Fetcher:
         self.host_errors: Counter[str] = Counter()  # failed requests per host (the metrics' top hosts)
         self.hosts_top = conf.get_int("metrics.hosts.top")
         self._errors_lock = threading.Lock()
+        # Nutch's hung threads: requests in flight with none begun or ended for this long end the fetch without them
+        divisor = max(1, conf.get_int("fetcher.threads.timeout.divisor"))
+        self.hung_after = conf.get_float("mapreduce.task.timeout") / 1000.0 / divisor
+        self._doing: dict[int, tuple[str, float]] = {}  # fetcher thread ident: (URL, since) of its item in hand
+        self._last_activity = clock.now()  # an item begun or ended by any thread
+        self._gave_up = False
+        self._hung: set[threading.Thread] = set()
+
+    def output(self, item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
+        """Record one URL's outcome; dropped once the fetch ended without the thread bringing it (hung)."""
+        if not self._gave_up:
+            self._output(item, code, args, out)
 
     def close(self) -> None:
         self.robots.close()
@@ -146,7 +163,8 @@ class Fetcher:
             self.counters.incr("dropped_no_fetcher_threads", queues.abort())
         feeder.join()
         for w in workers:
-            w.join()
+            if w not in self._hung:
+                w.join()
         self._report_hosts(queues)
         if self.fatal is not None:
             raise self.fatal
@@ -242,6 +260,9 @@ class Fetcher:
                 self.stop()
             if self.deadline is not None and now >= self.deadline and not queues.aborted:
                 self.counters.incr("hit_by_timelimit", queues.abort())
+            if 0 < self.hung_after < now - self._last_activity and self.stats.active:
+                self._give_up(queues, workers, now)
+                break
             if now - last_check >= self.progress_interval:
                 pages = self.stats.pages
                 rate = (pages - last_pages) / (now - last_check)
@@ -258,8 +279,26 @@ class Fetcher:
         if progress is not None:
             progress.done()
 
+    def _give_up(self, queues: FetchItemQueues, workers: list[threading.Thread], now: float) -> None:
+        """End the fetch without the threads whose items began over hung_after ago (Nutch's "Aborting with N hung
+        threads"): their URLs keep their claims for -resume, the rest of the queues is dropped for later."""
+        doing = dict(self._doing)
+        hung = [(w, *doing[w.ident]) for w in workers if w.is_alive() and w.ident in doing]
+        self._gave_up = True
+        self._hung = {w for w, _, _ in hung}
+        for w in self._hung:
+            timebox.leave(w)  # a worker process that ran this task is replaced after it
+        self.counters.incr("hung_threads", len(hung))
+        if dropped := queues.abort():
+            self.counters.incr("hit_by_hung_threads", dropped)
+        shown = ", ".join(f"{url} ({now - since:.0f} s)" for _, url, since in hung[:10])
+        log.warning(f"fetch: aborting with {len(hung)} hung threads: no request began or ended for "
+                    f"{self.hung_after:g} s (mapreduce.task.timeout / fetcher.threads.timeout.divisor); their URLs "
+                    f"are left for fetch -resume: {shown}{' ...' if len(hung) > 10 else ''}")
+
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
         protocol = self.protocol.session()
+        me = threading.get_ident()
         try:
             while True:
                 got = queues.get()
@@ -267,6 +306,7 @@ class Fetcher:
                     return
                 item, q = got
                 self.stats.begin()
+                self._doing[me] = (item.url, self._mark_activity())
                 try:
                     self._process(item, q, queues, protocol)
                 except StoreError as e:  # the store is gone: stop this reducer, report after the join
@@ -281,8 +321,14 @@ class Fetcher:
                     self._record_error(item, e, queues)
                 finally:
                     self.stats.end()
+                    self._doing.pop(me, None)
+                    self._mark_activity()
         finally:
             protocol.close()
+
+    def _mark_activity(self) -> float:
+        now = self._last_activity = clock.now()
+        return now
 
     def _record_error(self, item: FetchItem, error: Exception, queues: FetchItemQueues) -> None:
         """Write the failed item as EXCEPTION (RETRY); when even that fails the row is left for -resume."""

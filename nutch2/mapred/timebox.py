@@ -158,6 +158,13 @@ def _exit(code: int) -> None:
 os._exit = _exit  # type: ignore[assignment]
 
 
+def leave(thread: threading.Thread) -> None:
+    """A thread its task gave up on while it runs (a hung fetcher thread): named by stuck() until it ends, so that
+    a worker process that ran the task is replaced after it."""
+    with _lock:
+        _abandoned.append(thread)
+
+
 def stuck() -> list[str]:
     """The names of abandoned threads still running in this process."""
     with _lock:
@@ -165,4 +172,4 @@ def stuck() -> list[str]:
         return [t.name for t in _abandoned]
 
 
-__all__ = ["Overrun", "run", "stuck"]
+__all__ = ["Overrun", "leave", "run", "stuck"]

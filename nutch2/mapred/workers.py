@@ -264,8 +264,8 @@ def serve(fd: int) -> None:
         left = timebox.stuck()
         retiring = 0 < max_rss_mb < size or bool(left)
         if left:
-            log.warning(f"worker {slot}: its task left {', '.join(sorted(set(left)))} running (a plugin that did "
-                        "not answer in time): a fresh process takes its place")
+            log.warning(f"worker {slot}: its task left {', '.join(sorted(set(left)))} running (a plugin or a "
+                        "fetcher thread that did not answer in time): a fresh process takes its place")
         elif retiring:
             log.debug(f"worker {slot}: {size:.0f} MB after its task (mapreduce.processes.worker.max.mb="
                       f"{max_rss_mb:g}): a fresh process takes its place")

@@ -1,0 +1,119 @@
+"""Nutch's hung-thread guard: a fetch whose requests in flight have none begun or ended for
+mapreduce.task.timeout / fetcher.threads.timeout.divisor ends without the threads that hold them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from nutch2.config import Configuration
+from nutch2.fetch.fetcher import Fetcher
+from nutch2.fetch.output import ProtocolOutput
+from nutch2.fetch.queues import FetchItem
+from nutch2.mapred import timebox
+from nutch2.mapred.job import Counters
+from nutch2.urls.tableutil import reverse_url
+from tests.conftest import CONF_DIR
+from tests.testweb import TestWeb
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    with TestWeb(hosts=2, pages_per_host=4, traps=False) as w:
+        yield w
+
+
+def _conf(**props: object) -> Configuration:
+    base: dict[str, object] = {"http.agent.name": "nutch2-test", "fetcher.address.allow": "127.0.1.0/24",
+                               "fetcher.server.delay": 0, "fetcher.server.min.delay": 0,
+                               "mapreduce.task.timeout": 2000, "fetcher.threads.timeout.divisor": 1}
+    return Configuration(CONF_DIR, {k: str(v) for k, v in {**base, **props}.items()})
+
+
+def _fetch(conf: Configuration, urls: list[str], hang_on: str | None, release: threading.Event,
+           threads: int = 3) -> tuple[dict[str, int], dict[str, Any], Fetcher]:
+    """One fetch task of `urls` whose request of `hang_on` blocks until `release` (a hang no socket timeout or
+    watchdog can end); what it output per URL and its counters."""
+    outputs: dict[str, Any] = {}
+
+    def output(item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
+        outputs[item.url] = code
+
+    counters = Counters("fetch")
+    fetcher = Fetcher(conf, threads, output, counters, progress=False)
+    make_session = fetcher.protocol.session
+
+    def session() -> Any:
+        s = make_session()
+        real = s.fetch
+
+        def fetch(url: str, **kw: Any) -> Any:
+            if url == hang_on:
+                release.wait()
+            return real(url, **kw)
+
+        s.fetch = fetch
+        return s
+
+    fetcher.protocol.session = session  # type: ignore[method-assign]
+    try:
+        fetcher.run(FetchItem(reverse_url(u), u, {}, 0, None, None) for u in urls)
+    finally:
+        fetcher.close()
+    return counters.as_dict(), outputs, fetcher
+
+
+@pytest.mark.timeout(120)
+def test_a_fetch_ends_without_a_hung_thread_and_drops_its_late_outcome(
+        web: TestWeb, caplog: pytest.LogCaptureFixture) -> None:
+    urls = [web.page_url(h, i) for h in range(2) for i in range(4)]
+    stuck = urls[5]
+    release = threading.Event()
+    try:
+        with caplog.at_level(logging.WARNING, logger="nutch2.fetch.fetcher"):
+            c, outputs, fetcher = _fetch(_conf(), urls, stuck, release)
+        assert c.get("hung_threads") == 1, c
+        # the other host's URLs have their outcomes; the hung one none, and those waiting behind it in its host's
+        # queue (one request at a time) are dropped for a later round
+        assert set(urls[:4]) <= set(outputs) and stuck not in outputs, outputs
+        assert len(outputs) + 1 + c.get("hit_by_hung_threads", 0) == len(urls), c
+        (hung,) = fetcher._hung
+        assert hung.is_alive() and hung.name in timebox.stuck()  # a worker process would be replaced after it
+        line = next(r.getMessage() for r in caplog.records if "hung threads" in r.getMessage())
+        assert "aborting with 1 hung threads" in line and stuck in line and "fetch -resume" in line
+    finally:
+        release.set()
+    hung.join(30)
+    assert not hung.is_alive()
+    assert stuck not in outputs  # its outcome came after the fetch had ended: dropped, the row keeps its claim
+    assert hung.name not in timebox.stuck()
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_fetch_that_goes_on_is_not_hung(web: TestWeb) -> None:
+    """Requests that each take longer than half the guard's time, one after another: no thread is hung."""
+    urls = [web.page_url(0, i) for i in range(4)]
+    web.page_delay = 1.2
+    try:
+        c, outputs, _ = _fetch(_conf(**{"mapreduce.task.timeout": 2000}), urls, None, threading.Event(), threads=1)
+    finally:
+        web.page_delay = 0.0
+    assert "hung_threads" not in c and set(outputs) == set(urls), c
+
+
+def test_the_guard_is_off_at_zero(web: TestWeb) -> None:
+    fetcher = Fetcher(_conf(**{"mapreduce.task.timeout": 0}), 1, lambda *a: None, Counters("fetch"), progress=False)
+    try:
+        assert fetcher.hung_after == 0
+    finally:
+        fetcher.close()
+    default = Fetcher(Configuration(CONF_DIR, {"http.agent.name": "x"}), 1, lambda *a: None, Counters("fetch"),
+                      progress=False)
+    try:
+        assert default.hung_after == 300.0  # Nutch's: 10 minutes / 2
+    finally:
+        default.close()
