@@ -4,8 +4,12 @@ mapreduce.task.timeout / fetcher.threads.timeout.divisor ends without the thread
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import threading
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +20,11 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import timebox
 from nutch2.mapred.job import Counters
+from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url
-from tests.conftest import CONF_DIR
+from tests.conftest import CONF_DIR, REPO
+from tests.crawlutil import conf_for, defines, rows, seed_file
+from tests.helpers import nutch2
 from tests.testweb import TestWeb
 
 
@@ -117,3 +124,68 @@ def test_the_guard_is_off_at_zero(web: TestWeb) -> None:
         assert default.hung_after == 300.0  # Nutch's: 10 minutes / 2
     finally:
         default.close()
+
+
+HANGING_PROTOCOL = '''
+import os
+import time
+
+from nutch2.plugins.protocol_http.plugin import Http
+
+
+class Hanging(Http):
+    """protocol-http, but a request of a URL ending in HANG_SUFFIX waits for the file HANG_RELEASE: a hang outside
+    any socket, which no timeout of the request can end."""
+
+    priority = 20  # chosen over protocol-http (0) and protocol-chromium (10)
+
+    def session(self):
+        s = super().session()
+        real = s.fetch
+
+        def fetch(url, **kw):
+            while url.endswith(os.environ["HANG_SUFFIX"]) and not os.path.exists(os.environ["HANG_RELEASE"]):
+                time.sleep(0.1)
+            return real(url, **kw)
+
+        s.fetch = fetch
+        return s
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path: Path) -> None:
+    """Through the CLI, on the machine's default runner: the fetch ends with one hung thread (exit 0, said and
+    counted), and `fetch -resume` once the hang is gone requests exactly the URLs it left."""
+    (tmp_path / "hangproto.py").write_text(HANGING_PROTOCOL)
+    release = tmp_path / "release"
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]), "HANG_SUFFIX": "/p/2.html",
+           "HANG_RELEASE": str(release)}
+    d = defines(tmp_path, "sqlite", **{"plugin.classes": "hangproto:Hanging", "mapreduce.task.timeout": 4000,
+                                       "fetcher.threads.timeout.divisor": 1})
+    crawl_id = f"hung{uuid.uuid4().hex[:8]}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return nutch2(*args, "-crawlId", crawl_id, *d, env=env, timeout=240)
+
+    with TestWeb(hosts=2, pages_per_host=3, traps=False) as web:
+        urls = [web.page_url(h, i) for h in range(2) for i in range(3)]
+        assert run("inject", seed_file(tmp_path, *urls)).returncode == 0
+        batch = run("generate").stdout.strip()
+        p = run("fetch", batch)
+        assert p.returncode == 0, p.stderr
+        # each host's /p/2.html hangs the thread that took it (the host's /p/3.html, queued behind it, is dropped)
+        assert "hung threads: no request began or ended for 4 s" in p.stderr, p.stderr
+        assert "hung_threads=2" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        hung = [u for u in urls if u.endswith("/p/2.html")]
+        first = {u: web.count(u) for u in urls}
+        assert all(first[u] == 0 for u in hung) and max(first.values()) == 1, first
+        release.touch()
+        p = run("fetch", batch, "-resume")
+        assert p.returncode == 0 and "hung" not in p.stderr, p.stderr
+        again = {u: web.count(u) - first[u] for u in urls}
+    done = rows(conf_for(tmp_path, "sqlite"), crawl_id)
+    assert all(done[reverse_url(u)].status == CrawlStatus.FETCHED for u in urls), done
+    # -resume requests exactly what the first fetch left, once each
+    assert again == {u: 1 - first[u] for u in urls}, (first, again)
