@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,12 +43,13 @@ def _conf(**props: object) -> Configuration:
 
 
 def _fetch(conf: Configuration, urls: list[str], hang_on: str | None, release: threading.Event,
-           threads: int = 3) -> tuple[dict[str, int], dict[str, Any], Fetcher]:
+           threads: int = 3, slow_output: float = 0.0) -> tuple[dict[str, int], dict[str, Any], Fetcher]:
     """One fetch task of `urls` whose request of `hang_on` blocks until `release` (a hang no socket timeout or
-    watchdog can end); what it output per URL and its counters."""
+    watchdog can end), each outcome recorded in `slow_output` seconds; what it output per URL and its counters."""
     outputs: dict[str, Any] = {}
 
     def output(item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
+        time.sleep(slow_output)
         outputs[item.url] = code
 
     counters = Counters("fetch")
@@ -109,6 +111,15 @@ def test_a_slow_fetch_that_goes_on_is_not_hung(web: TestWeb) -> None:
         c, outputs, _ = _fetch(_conf(**{"mapreduce.task.timeout": 2000}), urls, None, threading.Event(), threads=1)
     finally:
         web.page_delay = 0.0
+    assert "hung_threads" not in c and set(outputs) == set(urls), c
+
+
+@pytest.mark.timeout(120)
+def test_a_thread_recording_an_outcome_for_long_is_busy_not_hung(web: TestWeb) -> None:
+    """An outcome that takes longer than the guard's time to record (a sitemap's 50,000 URLs into a slow store, a
+    parse): its thread is waited for, never left."""
+    urls = [web.page_url(0, i) for i in range(2)]
+    c, outputs, _ = _fetch(_conf(), urls, None, threading.Event(), threads=1, slow_output=3.0)
     assert "hung_threads" not in c and set(outputs) == set(urls), c
 
 

@@ -10,7 +10,8 @@ a wait or fails too often is dropped for this fetch (its URLs recorded RETRY, fo
 Nutch's guard against hung threads is kept: when requests are in flight but none began or ended for
 mapreduce.task.timeout / fetcher.threads.timeout.divisor (5 minutes), the fetch ends without the threads that hold
 them ("aborting with N hung threads"): their URLs keep their claims and are requested again by `fetch -resume`, an
-outcome a hung thread brings later is dropped, and a worker process that ran the task is replaced after it.
+outcome a hung thread brings later is dropped, and a worker process that ran the task is replaced after it. A thread
+recording an outcome (a sitemap's URLs, an inline parse) is busy, not hung: it is waited for.
 """
 
 from __future__ import annotations
@@ -119,14 +120,21 @@ class Fetcher:
         divisor = max(1, conf.get_int("fetcher.threads.timeout.divisor"))
         self.hung_after = conf.get_float("mapreduce.task.timeout") / 1000.0 / divisor
         self._doing: dict[int, tuple[str, float]] = {}  # fetcher thread ident: (URL, since) of its item in hand
+        self._recording: set[int] = set()  # threads recording an outcome (busy, not hung: a sitemap's URLs...)
         self._last_activity = clock.now()  # an item begun or ended by any thread
-        self._gave_up = False
         self._hung: set[threading.Thread] = set()
+        self._hung_idents: frozenset[int] = frozenset()
 
     def output(self, item: FetchItem, code: int, args: list[str], out: ProtocolOutput | None) -> None:
-        """Record one URL's outcome; dropped once the fetch ended without the thread bringing it (hung)."""
-        if not self._gave_up:
+        """Record one URL's outcome; dropped when it comes from a thread the fetch ended without (hung)."""
+        me = threading.get_ident()
+        if me in self._hung_idents:
+            return
+        self._recording.add(me)
+        try:
             self._output(item, code, args, out)
+        finally:
+            self._recording.discard(me)
 
     def close(self) -> None:
         self.robots.close()
@@ -260,8 +268,8 @@ class Fetcher:
                 self.stop()
             if self.deadline is not None and now >= self.deadline and not queues.aborted:
                 self.counters.incr("hit_by_timelimit", queues.abort())
-            if 0 < self.hung_after < now - self._last_activity and self.stats.active:
-                self._give_up(queues, workers, now)
+            if 0 < self.hung_after < now - self._last_activity and self.stats.active and self._give_up(
+                    queues, workers, now):
                 break
             if now - last_check >= self.progress_interval:
                 pages = self.stats.pages
@@ -279,13 +287,17 @@ class Fetcher:
         if progress is not None:
             progress.done()
 
-    def _give_up(self, queues: FetchItemQueues, workers: list[threading.Thread], now: float) -> None:
-        """End the fetch without the threads whose items began over hung_after ago (Nutch's "Aborting with N hung
-        threads"): their URLs keep their claims for -resume, the rest of the queues is dropped for later."""
-        doing = dict(self._doing)
-        hung = [(w, *doing[w.ident]) for w in workers if w.is_alive() and w.ident in doing]
-        self._gave_up = True
+    def _give_up(self, queues: FetchItemQueues, workers: list[threading.Thread], now: float) -> bool:
+        """End the fetch without the threads whose items began over hung_after ago and are not recording an
+        outcome (Nutch's "Aborting with N hung threads"): their URLs keep their claims for -resume, the rest of the
+        queues is dropped for later; threads still recording are waited for. False when none is hung."""
+        doing, recording = dict(self._doing), set(self._recording)
+        hung = [(w, *doing[w.ident]) for w in workers
+                if w.is_alive() and w.ident in doing and w.ident not in recording]
+        if not hung:
+            return False
         self._hung = {w for w, _, _ in hung}
+        self._hung_idents = frozenset(w.ident for w in self._hung if w.ident is not None)
         for w in self._hung:
             timebox.leave(w)  # a worker process that ran this task is replaced after it
         self.counters.incr("hung_threads", len(hung))
@@ -295,6 +307,7 @@ class Fetcher:
         log.warning(f"fetch: aborting with {len(hung)} hung threads: no request began or ended for "
                     f"{self.hung_after:g} s (mapreduce.task.timeout / fetcher.threads.timeout.divisor); their URLs "
                     f"are left for fetch -resume: {shown}{' ...' if len(hung) > 10 else ''}")
+        return True
 
     def _fetch_loop(self, queues: FetchItemQueues) -> None:
         protocol = self.protocol.session()
