@@ -20,6 +20,7 @@ from nutch2.fetch.fetcher import Fetcher
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import timebox
+from nutch2.mapred.frameworks import framework
 from nutch2.mapred.job import Counters
 from nutch2.status import CrawlStatus
 from nutch2.urls.tableutil import reverse_url
@@ -167,8 +168,9 @@ class Hanging(Http):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path: Path) -> None:
-    """Through the CLI, on the machine's default runner: the fetch ends with one hung thread (exit 0, said and
-    counted), and `fetch -resume` once the hang is gone requests exactly the URLs it left."""
+    """Through the CLI, on the machine's default runner: the fetch ends with its hung threads (exit 0, said and
+    counted; on the processes runner the worker whose task left one is replaced), and `fetch -resume` once the hang
+    is gone requests exactly the URLs it left."""
     (tmp_path / "hangproto.py").write_text(HANGING_PROTOCOL)
     release = tmp_path / "release"
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]), "HANG_SUFFIX": "/p/2.html",
@@ -180,15 +182,18 @@ def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return nutch2(*args, "-crawlId", crawl_id, *d, env=env, timeout=240)
 
-    with TestWeb(hosts=2, pages_per_host=3, traps=False) as web:
-        urls = [web.page_url(h, i) for h in range(2) for i in range(3)]
+    with TestWeb(hosts=4, pages_per_host=3, traps=False) as web:  # by host, 127.0.1.4 is in another task
+        urls = [web.page_url(h, i) for h in range(4) for i in range(3)]
         assert run("inject", seed_file(tmp_path, *urls)).returncode == 0
         batch = run("generate").stdout.strip()
         p = run("fetch", batch)
         assert p.returncode == 0, p.stderr
         # each host's /p/2.html hangs the thread that took it (the host's /p/3.html, queued behind it, is dropped)
         assert "hung threads: no request began or ended for 4 s" in p.stderr, p.stderr
-        assert "hung_threads=2" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert "hung_threads=4" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        if framework(conf_for(tmp_path, "sqlite")) == "processes":  # task 1 ran in a worker: it was replaced
+            log = "".join(f.read_text() for f in (tmp_path / "crawl").rglob("hadoop.log"))
+            assert "its task left FetcherThread-" in log, log[-3000:]
         hung = [u for u in urls if u.endswith("/p/2.html")]
         first = {u: web.count(u) for u in urls}
         assert all(first[u] == 0 for u in hung) and max(first.values()) == 1, first
