@@ -124,7 +124,7 @@ def test_a_thread_recording_an_outcome_for_long_is_busy_not_hung(web: TestWeb) -
     assert "hung_threads" not in c and set(outputs) == set(urls), c
 
 
-def test_the_guard_is_off_at_zero(web: TestWeb) -> None:
+def test_the_guard_is_off_at_zero() -> None:
     fetcher = Fetcher(_conf(**{"mapreduce.task.timeout": 0}), 1, lambda *a: None, Counters("fetch"), progress=False)
     try:
         assert fetcher.hung_after == 0
