@@ -1,7 +1,7 @@
 """A URL filter, normalizer or scoring filter that never returns is named, with the URL it is stuck on
 (nutch2/mapred/hangs.py): in one warning line, in the progress line of its job and in the stop line of a command
-that does not end, also when it is stuck in a worker process of the processes runner. Nothing is added to a URL's
-own path."""
+that does not end, also when it is stuck in a worker process of the processes runner. The sampler reads what the
+call sites publish, never another thread's frames."""
 
 from __future__ import annotations
 
@@ -216,3 +216,45 @@ def test_a_url_plugin_stuck_in_a_worker_is_named_in_the_driver() -> None:
         pool.shutdown()
         for pid in pool.pids():  # the task never ends: its worker goes with the test
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_sampler_reads_no_other_threads_frames() -> None:
+    """CPython 3.11 can crash reading the locals of a frame another thread runs (an xdist worker segfaulted in
+    `f.f_locals` here), and sys._current_frames() can deadlock with the collector (gh-106883)."""
+    import ast
+    import inspect
+
+    names = {n.attr for n in ast.walk(ast.parse(inspect.getsource(hangs))) if isinstance(n, ast.Attribute)}
+    assert not names & {"_current_frames", "f_locals", "f_back"}
+
+
+def test_a_call_site_that_returns_leaves_no_call_and_nested_sites_restore_the_outer() -> None:
+    class Scoring(ScoringFilter):
+        plugin_id = "nesting:Scoring"
+
+        def __init__(self) -> None:
+            pass
+
+        def update_score(self, url, page, inlinks) -> None:
+            inner = URLFilters([Blocking()])
+            assert inner.filter("http://127.0.1.1:1/other") == "http://127.0.1.1:1/other"
+            seen.append(hangs.calls[threading.get_ident()])
+
+    seen: list = []
+    ScoringFilters([Scoring()]).update_score(STUCK, WebPage(), [])
+    [(site, plugin, url, method)] = seen  # back in the scoring filter once the URL filter returned
+    assert (site.what, plugin.plugin_id, url, method) == ("scoring filter", "nesting:Scoring", STUCK, "update_score")
+    assert threading.get_ident() not in hangs.calls
+    URLFilters([Blocking()]).filter(STUCK + "x")
+    assert URLFilters([Raising()]).filter(STUCK) is None  # a filter that raises drops the URL
+    assert threading.get_ident() not in hangs.calls
+
+
+class Raising(URLFilter):
+    plugin_id = "raising:Filter"
+
+    def __init__(self) -> None:
+        pass
+
+    def filter(self, url: str) -> str | None:
+        raise RuntimeError("bug")

@@ -4,6 +4,7 @@ intervals in s."""
 
 from __future__ import annotations
 
+from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -152,7 +153,7 @@ class PluginSchedule(FetchSchedule):
 
     def __init__(self, schedule: FetchSchedule) -> None:
         self.schedule, self.plugin_id = schedule, schedule.plugin_id or type(schedule).__name__
-        hangs.start()  # a call that never returns is named with its URL (no cost on a row's path)
+        hangs.start()  # a call that never returns is named with its URL (a dict store per call on its path)
         max_interval = getattr(schedule, "max_interval", None)  # the generator's due range reaches this far
         self.max_interval = int(max_interval if max_interval is not None
                                 else schedule.conf.get_int("db.fetch.interval.max"))
@@ -180,13 +181,22 @@ class PluginSchedule(FetchSchedule):
 
 def _call(schedule: FetchSchedule, method: str, page: WebPage, *args: Any) -> Any:
     """schedule.method(page, *args); a schedule that raises ends the job in one line naming it."""
-    url = unreverse_url(page.key)  # for hangs: the row a stuck call is on
+    url = unreverse_url(page.key)
+    tid = get_ident()
+    outer = _calls.get(tid)
+    _calls[tid] = (_SITE, schedule, url, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(schedule, method)(page, *args)
     except Exception as e:  # noqa: BLE001 - the user's plugin: named, with the fix, instead of a traceback
         name = schedule.plugin_id or type(schedule).__name__
         raise PluginError(f"fetch schedule {name}: {method} raised {type(e).__name__}: {e} on {url}; "
                           f"{fix_hint(name)}") from e
+    finally:
+        if outer is None:  # back to the call it was in (a site that called it), if any
+            _calls.pop(tid, None)
+        else:
+            _calls[tid] = outer
 
 
-hangs.watch(_call.__code__, "fetch schedule", "schedule", "url", fix_hint, "method")
+_SITE = hangs.Site("fetch schedule", fix_hint)
+_calls = hangs.calls

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -54,7 +55,7 @@ class ScoringFilters:
 
     def __init__(self, filters: Iterable[Any]) -> None:
         self.filters = list(filters)
-        hangs.start()  # a scoring filter that never returns is named with its URL (no cost on a row's path)
+        hangs.start()  # a scoring filter that never returns is named with its URL (a dict store per call on its path)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> ScoringFilters:
@@ -96,12 +97,20 @@ class ScoringFilters:
 def _call(f: Any, method: str, url: str, *args: Any) -> Any:
     """f.method(url, *args); a scoring filter that raises ends the job in one line naming it (a score is not
     left half-computed: the job runs again once it is fixed)."""
+    tid = get_ident()
+    outer = _calls.get(tid)
+    _calls[tid] = (_SITE, f, url, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(f, method)(url, *args)
     except Exception as e:  # noqa: BLE001 - the user's plugin: named, with the fix, instead of a traceback
         name = getattr(f, "plugin_id", "") or type(f).__name__
         raise PluginError(f"scoring filter {name}: {method} raised {type(e).__name__}: {e} on {url}; "
                           f"{fix_hint(name)}") from e
+    finally:
+        if outer is None:  # back to the call it was in (a site that called it), if any
+            _calls.pop(tid, None)
+        else:
+            _calls[tid] = outer
 
 
 def _number(f: Any, method: str, url: str, value: Any) -> float:
@@ -113,6 +122,7 @@ def _number(f: Any, method: str, url: str, value: Any) -> float:
                       f"return the value it was given (changed or not)")
 
 
-hangs.watch(_call.__code__, "scoring filter", "f", "url", fix_hint, "method")
+_SITE = hangs.Site("scoring filter", fix_hint)
+_calls = hangs.calls
 
 __all__ = ["ScoringFilters", "ScoreDatum"]

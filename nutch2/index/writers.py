@@ -24,6 +24,7 @@ import hashlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -227,7 +228,7 @@ class OpenWriters:
     def __init__(self, writers: list[tuple[Any, WriterSpec]]) -> None:
         self.writers = writers
         self.sent: dict[str, int] = {}  # measures: documents and deletes handed to each writer (by its id)
-        hangs.start()  # a writer's call that never returns is named (no cost on a document's path)
+        hangs.start()  # a writer's call that never returns is named (a dict store per call on its path)
 
     def write(self, doc: dict[str, Any]) -> None:
         for writer, spec in self.writers:
@@ -279,6 +280,9 @@ class OpenWriters:
 
 def _call(writer: Any, spec: WriterSpec, method: str, target: str, *args: Any) -> Any:
     """writer.method(*args); `target` (the document's id, or the writer's) names where a stuck call is."""
+    tid = get_ident()
+    outer = _calls.get(tid)
+    _calls[tid] = (_SITE, writer, target, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(writer, method)(*args)
     except NutchError:
@@ -288,9 +292,15 @@ def _call(writer: Any, spec: WriterSpec, method: str, target: str, *args: Any) -
         what = f"{method} is not implemented (an index writer implements write and delete)" \
             if isinstance(e, NotImplementedError) else f"{method} raised {type(e).__name__}{f': {e}' if str(e) else ''}"
         raise PluginError(f"index writer {spec.id} ({name}): {what}; {fix_hint(name)}") from e
+    finally:
+        if outer is None:  # back to the call it was in (a site that called it), if any
+            _calls.pop(tid, None)
+        else:
+            _calls[tid] = outer
 
 
-hangs.watch(_call.__code__, "index writer", "writer", "target", fix_hint, "method")
+_SITE = hangs.Site("index writer", fix_hint)
+_calls = hangs.calls
 
 
 def mapped(doc: dict[str, Any], spec: WriterSpec) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
+from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -49,7 +50,7 @@ class URLFilters:
         self.max_length = max_length
         # a crawl asks about the same URLs again and again (outlinks of every page of a host, then generate)
         self.filter = lru_cache(maxsize=65536)(self._filter)  # type: ignore[method-assign]
-        hangs.start()  # a filter that never returns is named with its URL (no cost on a URL's path)
+        hangs.start()  # a filter that never returns is named with its URL (a dict store per call on its path)
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> URLFilters:
@@ -109,15 +110,24 @@ class URLFilters:
         if 0 < self.max_length < len(url):
             return None
         result: str | None = url
-        for url_filter in self.filters:
-            try:
-                result = url_filter.filter(result)
-            except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, and is named once
-                plugin_failed("url filter", url_filter, url, e)
-                return None
-            if result is None:
-                return None
-        return result
+        tid = get_ident()
+        outer = _calls.get(tid)
+        try:
+            for url_filter in self.filters:
+                _calls[tid] = (_SITE, url_filter, url, None)  # for hangs: the call a stuck thread is in
+                try:
+                    result = url_filter.filter(result)
+                except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, named once
+                    plugin_failed("url filter", url_filter, url, e)
+                    return None
+                if result is None:
+                    return None
+            return result
+        finally:
+            if outer is None:  # back to the call it was in (a site that called it), if any
+                _calls.pop(tid, None)
+            else:
+                _calls[tid] = outer
 
     def close(self) -> None:
         for url_filter in self.filters:
@@ -126,4 +136,5 @@ class URLFilters:
                 close()
 
 
-hangs.watch(URLFilters._filter.__code__, "url filter", "url_filter", "url", fix_hint)
+_SITE = hangs.Site("url filter", fix_hint)
+_calls = hangs.calls

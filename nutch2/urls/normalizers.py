@@ -9,6 +9,7 @@ name run after those it names. `urlnormalizer.loop.count` runs the chain again w
 from __future__ import annotations
 
 from collections.abc import Iterable
+from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -42,7 +43,7 @@ class URLNormalizers:
         self.normalizers = list(normalizers)
         self.scope = scope
         self.loop_count = max(loop_count, 1)
-        hangs.start()  # a normalizer that never returns is named with its URL (no cost on a URL's path)
+        hangs.start()  # a normalizer that never returns is named with its URL (a dict store per call on its path)
 
     @classmethod
     def from_conf(cls, conf: Configuration, scope: str = SCOPE_DEFAULT) -> URLNormalizers:
@@ -57,20 +58,29 @@ class URLNormalizers:
     def normalize(self, url: str, scope: str | None = None) -> str | None:
         """Normalised ``url``, or None when a normalizer drops it (``scope`` overrides this chain's)."""
         scope = scope or self.scope
-        for _ in range(self.loop_count):
-            before = url
-            for normalizer in self.normalizers:
-                try:
-                    normalized = normalizer.normalize(url, scope)
-                except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, and is named once
-                    plugin_failed("url normalizer", normalizer, url, e)
-                    return None
-                if normalized is None:
-                    return None
-                url = normalized
-            if url == before:
-                break
-        return url
+        tid = get_ident()
+        outer = _calls.get(tid)
+        try:
+            for _ in range(self.loop_count):
+                before = url
+                for normalizer in self.normalizers:
+                    _calls[tid] = (_SITE, normalizer, url, None)  # for hangs: the call a stuck thread is in
+                    try:
+                        normalized = normalizer.normalize(url, scope)
+                    except Exception as e:  # noqa: BLE001 - a plugin's bug drops the URL, as in Nutch, named once
+                        plugin_failed("url normalizer", normalizer, url, e)
+                        return None
+                    if normalized is None:
+                        return None
+                    url = normalized
+                if url == before:
+                    break
+            return url
+        finally:
+            if outer is None:  # back to the call it was in (a site that called it), if any
+                _calls.pop(tid, None)
+            else:
+                _calls[tid] = outer
 
     def names(self) -> list[str]:
         """The plugin ids of the chain, in order."""
@@ -116,4 +126,5 @@ def _scoped(conf: Configuration, name: str, scope: str) -> str:
         return ""
 
 
-hangs.watch(URLNormalizers.normalize.__code__, "url normalizer", "normalizer", "url", fix_hint)
+_SITE = hangs.Site("url normalizer", fix_hint)
+_calls = hangs.calls
