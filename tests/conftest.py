@@ -105,6 +105,21 @@ def _other_sessions() -> list[int]:
     return out
 
 
+# Modules of the whole suite that take minutes, longest first (from the slowest durations tests/run.sh prints, CI of
+# 2026-12-07): they run first, so that pytest-xdist's loadscope, which hands out whole modules in collection order,
+# does not leave one of them running alone at the end of the run while the other workers are idle.
+LONG_MODULES = ("test_bench_smoke.py", "test_spark.py", "test_chromium_auto.py", "test_crawl_pipeline.py",
+                "test_crash_safety.py", "test_crawl_continuous.py", "test_searcher_jobs.py", "test_logins.py",
+                "test_stop.py", "test_docker.py", "test_plugins_runners.py", "test_runners.py",
+                "test_solr_index.py", "test_crash_sitewarc.py", "test_searcher_hung_index.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long modules first (LONG_MODULES), the rest in their order (a stable sort: a module stays together)."""
+    rank = {name: i for i, name in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_MODULES)))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Note the service stores' crawls, so the tests' own can be dropped at the end (below). Not on CI, where the
     servers are the run's own and stop with it, nor in xdist's workers (the controller does it once)."""
