@@ -20,11 +20,13 @@ from nutch2.fetch.fetcher import Fetcher
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import timebox
-from nutch2.mapred.frameworks import framework
-from nutch2.mapred.job import Counters
+from nutch2.mapred.frameworks import framework, make_runner
+from nutch2.mapred.job import Counters, Job
+from nutch2.mapred.task import TaskContext
 from nutch2.status import CrawlStatus
+from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
-from tests.conftest import CONF_DIR, REPO
+from tests.conftest import CONF_DIR, REPO, make_conf
 from tests.crawlutil import conf_for, defines, rows, seed_file
 from tests.helpers import nutch2
 from tests.testweb import TestWeb
@@ -205,3 +207,54 @@ def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path:
     assert all(done[reverse_url(u)].status == CrawlStatus.FETCHED for u in urls), done
     # -resume requests exactly what the first fetch left, once each
     assert again == {u: 1 - first[u] for u in urls}, (first, again)
+
+
+class _Pids(Job):
+    """Each task's result is the id of the process it ran in."""
+
+    name = "pids"
+
+    def inputs(self, store, n: int) -> list[Any]:
+        return [[i] for i in range(n)]
+
+    def read(self, split: list[int], store) -> list[int]:
+        return split
+
+    def map(self, record: int, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        return iter(())
+
+    def result(self, ctx: TaskContext) -> Any:
+        return os.getpid()
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        self.pids = list(results)
+
+
+def _task_pids(conf: Configuration, store) -> list[int]:
+    job = _Pids(conf)
+    make_runner(conf, 2).run(job, store)
+    return job.pids
+
+
+def test_after_a_hung_thread_in_the_driver_its_jobs_run_every_task_in_a_worker(tmp_path: Path, caplog) -> None:
+    """A hung thread left in the driver (which, unlike a worker, cannot be replaced) must not be joined by more in a
+    long crawl: the next jobs run task 0 in a worker too, until the thread ends."""
+    conf = make_conf(tmp_path, "sqlite", **{"mapreduce.framework.name": "processes"})
+    with open_store(conf, "pids") as store:
+        pids = _task_pids(conf, store)
+        assert pids[0] == os.getpid() and pids[1] != os.getpid()  # the default: task 0 in the driver
+        release = threading.Event()
+        hung = threading.Thread(target=release.wait, name="FetcherThread-hung", daemon=True)
+        hung.start()
+        timebox.leave(hung)
+        try:
+            with caplog.at_level(logging.WARNING, logger="nutch2.mapred.processes"):
+                for _ in range(2):
+                    pids = _task_pids(conf, store)
+                    assert len(pids) == 2 and os.getpid() not in pids
+            warned = [r.getMessage() for r in caplog.records if r.name == "nutch2.mapred.processes"]
+            assert len(warned) == 1 and "left FetcherThread-hung running" in warned[0], warned  # named once
+        finally:
+            release.set()
+            hung.join(10)
+        assert _task_pids(conf, store)[0] == os.getpid()  # the thread has ended: task 0 is the driver's again

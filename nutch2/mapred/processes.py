@@ -16,6 +16,7 @@ tasks have done and their requests in flight (nutch2/mapred/workers.py): the job
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import pickle
 import signal
@@ -27,7 +28,7 @@ from typing import Any
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, WorkerDied
-from nutch2.mapred import progress, stop
+from nutch2.mapred import progress, stop, timebox
 from nutch2.mapred.job import Counters, Job
 from nutch2.mapred.memory import release_memory
 from nutch2.mapred.runner import Runner
@@ -43,6 +44,7 @@ _uncount: Any = None  # removes the pool's count of requests in flight from the 
 _busy = 0  # jobs of this process whose tasks are in the pool now (a pipelined crawl runs two at once)
 _base = 0  # workers per job of the pool now (it has more when it grew for jobs beside each other)
 _pool_lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 class ProcessRunner(Runner):
@@ -53,12 +55,17 @@ class ProcessRunner(Runner):
 
     def __init__(self, conf: Configuration, num_tasks: int | None = None) -> None:
         super().__init__(conf, num_tasks)
-        self.here = conf.get_bool("mapreduce.processes.driver.task")  # task 0 in a thread of the command
+        self.driver_task = conf.get_bool("mapreduce.processes.driver.task")  # task 0 in a thread of the command
+        self.here = self.driver_task
         limit = max_workers()
         if self.num_tasks > limit:
             raise ConfigError(f"{self.num_tasks} tasks: the processes runner starts one worker process per task, "
                               f"at most {limit} on this machine ({os.cpu_count() or 1} cores); give -numTasks "
                               f"{limit} or less (mapreduce.job.tasks)")
+
+    def run(self, job: Job, store: DataStore, counters: Counters | None = None) -> Counters:
+        self.here = self.driver_task and not _left_behind()  # task 0 of each phase in the driver, or in a worker
+        return super().run(job, store, counters)
 
     def check(self, job: Job, store: DataStore) -> None:
         if not store.has(Capability.SHARED_PROCESSES):
@@ -191,6 +198,24 @@ def _release() -> None:
     global _busy
     with _pool_lock:
         _busy = max(0, _busy - 1)
+
+
+_named_left: set[str] = set()  # the left-behind threads already named in a warning
+
+
+def _left_behind() -> bool:
+    """A task of this process gave up on a thread that still runs (a hung fetcher thread, a parse past its time
+    limit: nutch2/mapred/timebox.py). A worker process is replaced after such a task; the driver cannot be. So
+    that a long crawl (`crawl -continuous`) does not pile such threads up in it, every task goes to a worker while
+    one runs."""
+    left = timebox.stuck()
+    new = [name for name in left if name not in _named_left]
+    if new:
+        _named_left.update(new)
+        log.warning(f"a task of this process left {', '.join(new)} running (a thread it gave up on): while it runs, "
+                    "jobs run every task in a worker process, which is replaced after such a task (this one cannot "
+                    "be)")
+    return bool(left)
 
 
 def max_workers() -> int:
