@@ -4,7 +4,6 @@ intervals in s."""
 
 from __future__ import annotations
 
-from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -182,8 +181,7 @@ class PluginSchedule(FetchSchedule):
 def _call(schedule: FetchSchedule, method: str, page: WebPage, *args: Any) -> Any:
     """schedule.method(page, *args); a schedule that raises ends the job in one line naming it."""
     url = unreverse_url(page.key)
-    tid = get_ident()
-    outer = _calls.get(tid)
+    tid, outer = hangs.current()
     _calls[tid] = (_SITE, schedule, url, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(schedule, method)(page, *args)
@@ -192,10 +190,7 @@ def _call(schedule: FetchSchedule, method: str, page: WebPage, *args: Any) -> An
         raise PluginError(f"fetch schedule {name}: {method} raised {type(e).__name__}: {e} on {url}; "
                           f"{fix_hint(name)}") from e
     finally:
-        if outer is None:  # back to the call it was in (a site that called it), if any
-            _calls.pop(tid, None)
-        else:
-            _calls[tid] = outer
+        hangs.leave(tid, outer)  # back to the call it was in (a site that called it), if any
 
 
 _SITE = hangs.Site("fetch schedule", fix_hint)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -97,8 +96,7 @@ class ScoringFilters:
 def _call(f: Any, method: str, url: str, *args: Any) -> Any:
     """f.method(url, *args); a scoring filter that raises ends the job in one line naming it (a score is not
     left half-computed: the job runs again once it is fixed)."""
-    tid = get_ident()
-    outer = _calls.get(tid)
+    tid, outer = hangs.current()
     _calls[tid] = (_SITE, f, url, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(f, method)(url, *args)
@@ -107,10 +105,7 @@ def _call(f: Any, method: str, url: str, *args: Any) -> Any:
         raise PluginError(f"scoring filter {name}: {method} raised {type(e).__name__}: {e} on {url}; "
                           f"{fix_hint(name)}") from e
     finally:
-        if outer is None:  # back to the call it was in (a site that called it), if any
-            _calls.pop(tid, None)
-        else:
-            _calls[tid] = outer
+        hangs.leave(tid, outer)  # back to the call it was in (a site that called it), if any
 
 
 def _number(f: Any, method: str, url: str, value: Any) -> float:

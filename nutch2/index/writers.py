@@ -24,7 +24,6 @@ import hashlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -280,8 +279,7 @@ class OpenWriters:
 
 def _call(writer: Any, spec: WriterSpec, method: str, target: str, *args: Any) -> Any:
     """writer.method(*args); `target` (the document's id, or the writer's) names where a stuck call is."""
-    tid = get_ident()
-    outer = _calls.get(tid)
+    tid, outer = hangs.current()
     _calls[tid] = (_SITE, writer, target, method)  # for hangs: the call a stuck thread is in
     try:
         return getattr(writer, method)(*args)
@@ -293,10 +291,7 @@ def _call(writer: Any, spec: WriterSpec, method: str, target: str, *args: Any) -
             if isinstance(e, NotImplementedError) else f"{method} raised {type(e).__name__}{f': {e}' if str(e) else ''}"
         raise PluginError(f"index writer {spec.id} ({name}): {what}; {fix_hint(name)}") from e
     finally:
-        if outer is None:  # back to the call it was in (a site that called it), if any
-            _calls.pop(tid, None)
-        else:
-            _calls[tid] = outer
+        hangs.leave(tid, outer)  # back to the call it was in (a site that called it), if any
 
 
 _SITE = hangs.Site("index writer", fix_hint)

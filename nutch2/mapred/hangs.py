@@ -49,6 +49,20 @@ _seen: dict[int, tuple[Call, float, bool]] = {}  # thread id: call, since, warne
 _started = [0]  # pid of the process whose sampler runs
 
 
+def current() -> tuple[int, Call | None]:
+    """This thread's id and the watched call it is in (None: none), for a site to put back when it returns."""
+    tid = threading.get_ident()
+    return tid, calls.get(tid)
+
+
+def leave(tid: int, outer: Call | None) -> None:
+    """A watched site of thread `tid` returns: the call it was in before (`outer`, a site that called it) is back."""
+    if outer is None:
+        calls.pop(tid, None)
+    else:
+        calls[tid] = outer
+
+
 def start() -> None:
     """Run the sampler in this process (once; again in a forked child)."""
     with _lock:
@@ -151,4 +165,4 @@ def _loop() -> None:
             log.debug("plugin hang sampler failed", exc_info=True)
 
 
-__all__ = ["STUCK_AFTER", "Site", "add_source", "calls", "lines", "sample", "start", "summary"]
+__all__ = ["STUCK_AFTER", "Site", "add_source", "calls", "current", "leave", "lines", "sample", "start", "summary"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
-from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -110,8 +109,7 @@ class URLFilters:
         if 0 < self.max_length < len(url):
             return None
         result: str | None = url
-        tid = get_ident()
-        outer = _calls.get(tid)
+        tid, outer = hangs.current()
         try:
             for url_filter in self.filters:
                 _calls[tid] = (_SITE, url_filter, url, None)  # for hangs: the call a stuck thread is in
@@ -124,10 +122,7 @@ class URLFilters:
                     return None
             return result
         finally:
-            if outer is None:  # back to the call it was in (a site that called it), if any
-                _calls.pop(tid, None)
-            else:
-                _calls[tid] = outer
+            hangs.leave(tid, outer)  # back to the call it was in (a site that called it), if any
 
     def close(self) -> None:
         for url_filter in self.filters:

@@ -9,7 +9,6 @@ name run after those it names. `urlnormalizer.loop.count` runs the chain again w
 from __future__ import annotations
 
 from collections.abc import Iterable
-from threading import get_ident
 from typing import Any, ClassVar
 
 from nutch2.config import Configuration
@@ -58,8 +57,7 @@ class URLNormalizers:
     def normalize(self, url: str, scope: str | None = None) -> str | None:
         """Normalised ``url``, or None when a normalizer drops it (``scope`` overrides this chain's)."""
         scope = scope or self.scope
-        tid = get_ident()
-        outer = _calls.get(tid)
+        tid, outer = hangs.current()
         try:
             for _ in range(self.loop_count):
                 before = url
@@ -77,10 +75,7 @@ class URLNormalizers:
                     break
             return url
         finally:
-            if outer is None:  # back to the call it was in (a site that called it), if any
-                _calls.pop(tid, None)
-            else:
-                _calls[tid] = outer
+            hangs.leave(tid, outer)  # back to the call it was in (a site that called it), if any
 
     def names(self) -> list[str]:
         """The plugin ids of the chain, in order."""
