@@ -258,3 +258,15 @@ def test_after_a_hung_thread_in_the_driver_its_jobs_run_every_task_in_a_worker(t
             release.set()
             hung.join(10)
         assert _task_pids(conf, store)[0] == os.getpid()  # the thread has ended: task 0 is the driver's again
+        release = threading.Event()
+        again = threading.Thread(target=release.wait, name="FetcherThread-hung", daemon=True)
+        again.start()
+        timebox.leave(again)  # a later hang, in a thread of the same name: named again
+        caplog.clear()
+        try:
+            with caplog.at_level(logging.WARNING, logger="nutch2.mapred.processes"):
+                assert os.getpid() not in _task_pids(conf, store)
+            assert any("left FetcherThread-hung running" in r.getMessage() for r in caplog.records)
+        finally:
+            release.set()
+            again.join(10)

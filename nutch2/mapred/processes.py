@@ -209,13 +209,16 @@ def _left_behind() -> bool:
     that a long crawl (`crawl -continuous`) does not pile such threads up in it, every task goes to a worker while
     one runs."""
     left = timebox.stuck()
+    if not left:
+        _named_left.clear()  # a later fetch's hung thread may have an ended one's name (FetcherThread-0)
+        return False
     new = [name for name in left if name not in _named_left]
     if new:
         _named_left.update(new)
         log.warning(f"a task of this process left {', '.join(new)} running (a thread it gave up on): while it runs, "
                     "jobs run every task in a worker process, which is replaced after such a task (this one cannot "
                     "be)")
-    return bool(left)
+    return True
 
 
 def max_workers() -> int:
