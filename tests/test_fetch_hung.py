@@ -190,7 +190,8 @@ def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path:
         batch = run("generate").stdout.strip()
         p = run("fetch", batch)
         assert p.returncode == 0, p.stderr
-        # each host's /p/2.html hangs the thread that took it (the host's /p/3.html, queued behind it, is dropped)
+        # each host's /p/2.html hangs the thread that took it (the host's URLs queued behind it are dropped: the
+        # fetch's random-key order may put it first in every host's queue, and then nothing else is requested)
         assert "hung threads: no request began or ended for 4 s" in p.stderr, p.stderr
         assert "hung_threads=4" in p.stderr and "Traceback" not in p.stderr, p.stderr
         if framework(conf_for(tmp_path, "sqlite")) == "processes":  # task 1 ran in a worker: it was replaced
@@ -198,7 +199,7 @@ def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path:
             assert "its task left FetcherThread-" in log, log[-3000:]
         hung = [u for u in urls if u.endswith("/p/2.html")]
         first = {u: web.count(u) for u in urls}
-        assert all(first[u] == 0 for u in hung) and max(first.values()) == 1, first
+        assert all(first[u] == 0 for u in hung) and max(first.values()) <= 1, first
         release.touch()
         p = run("fetch", batch, "-resume")
         assert p.returncode == 0 and "hung" not in p.stderr, p.stderr
