@@ -28,7 +28,7 @@ from typing import Any
 from nutch2 import logs
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError, WorkerDied
-from nutch2.mapred import progress, stop, timebox
+from nutch2.mapred import affinity, progress, stop, timebox
 from nutch2.mapred.job import Counters, Job
 from nutch2.mapred.memory import release_memory
 from nutch2.mapred.runner import Runner
@@ -297,26 +297,28 @@ def _map_worker(data: bytes, split: Any, task: int, crawl_id: str | None, parts:
                 spill: SpillDir, live: Counters | None = None) -> TaskOutput:
     """A map task in a worker, or in the driver (task 0: `live`, the job's counters for it, counted as it runs)."""
     job: Job = pickle.loads(data)
-    store = _open(job, crawl_id)
-    try:
-        out = MapOutput(parts, job.sort_key(0), budget, spill, to_disk=True) if parts else None
-        result = run_map_task(job, split, task, store, out, remote=True, counters=live)
-        store.flush()
-        return result
-    finally:
-        store.close()
-        release_memory()
+    with affinity.pinned(job.conf):
+        store = _open(job, crawl_id)
+        try:
+            out = MapOutput(parts, job.sort_key(0), budget, spill, to_disk=True) if parts else None
+            result = run_map_task(job, split, task, store, out, remote=True, counters=live)
+            store.flush()
+            return result
+        finally:
+            store.close()
+            release_memory()
 
 
 def _reduce_worker(data: bytes, step: int, runs: list[Run], task: int, crawl_id: str | None, parts: int,
                    budget: int, spill: SpillDir, live: Counters | None = None) -> TaskOutput:
     job: Job = pickle.loads(data)
-    store = _open(job, crawl_id)
-    try:
-        out = MapOutput(parts, job.sort_key(step + 1), budget, spill, to_disk=True) if parts else None
-        result = run_reduce_task(job, step, runs, task, store, out, remote=True, counters=live)
-        store.flush()
-        return result
-    finally:
-        store.close()
-        release_memory()
+    with affinity.pinned(job.conf):
+        store = _open(job, crawl_id)
+        try:
+            out = MapOutput(parts, job.sort_key(step + 1), budget, spill, to_disk=True) if parts else None
+            result = run_reduce_task(job, step, runs, task, store, out, remote=True, counters=live)
+            store.flush()
+            return result
+        finally:
+            store.close()
+            release_memory()

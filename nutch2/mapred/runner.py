@@ -20,7 +20,7 @@ from typing import Any
 from nutch2 import failpoints
 from nutch2.config import Configuration
 from nutch2.errors import ConfigError
-from nutch2.mapred import progress
+from nutch2.mapred import affinity, progress
 from nutch2.mapred.job import Counters, Job, ReduceStep, TaskContext
 from nutch2.mapred.memory import release_memory
 from nutch2.mapred.shuffle import MapOutput, Run, SpillDir
@@ -146,12 +146,15 @@ class LocalRunner(Runner):
         store.flush()
         return outs
 
-    @staticmethod
-    def _parallel(fn: Callable[[int], TaskOutput], n: int) -> list[TaskOutput]:
+    def _parallel(self, fn: Callable[[int], TaskOutput], n: int) -> list[TaskOutput]:
+        def task(i: int) -> TaskOutput:
+            with affinity.pinned(self.conf):  # one process: every task's threads on its processor
+                return fn(i)
+
         if n == 1:
-            return [fn(0)]
+            return [task(0)]
         with ThreadPoolExecutor(max_workers=n) as pool:
-            return results([pool.submit(fn, i) for i in range(n)])
+            return results([pool.submit(task, i) for i in range(n)])
 
 
 def results(futures: list[Future[TaskOutput]]) -> list[TaskOutput]:

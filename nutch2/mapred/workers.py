@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 from nutch2.errors import NutchError
-from nutch2.mapred import hangs, progress, stop, timebox
+from nutch2.mapred import affinity, hangs, progress, stop, timebox
 from nutch2.mapred.memory import limit_arenas, rss_mb
 
 log = logging.getLogger(__name__)
@@ -240,6 +240,7 @@ def serve(fd: int) -> None:
     conn = Connection(fd)
     driver, slot, setup, setup_args, max_rss_mb = conn.recv()
     send_lock = threading.Lock()
+    affinity.place(slot + 1, driver)  # the command's own task is the first (nutch2/mapred/affinity.py)
     _die_with(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup(*setup_args)
@@ -302,7 +303,8 @@ def _spawn_loop(requests: queue.Queue[tuple[Future[subprocess.Popen[bytes]], lis
     while True:
         future, argv, fd = requests.get()
         try:
-            future.set_result(subprocess.Popen(argv, pass_fds=(fd,), stdin=subprocess.DEVNULL))
+            with affinity.unpinned():  # a worker keeps to a processor only while it runs a task
+                future.set_result(subprocess.Popen(argv, pass_fds=(fd,), stdin=subprocess.DEVNULL))
         except BaseException as e:  # noqa: BLE001 - the caller raises it
             future.set_exception(e)
 

@@ -53,7 +53,7 @@ from nutch2.config import Configuration
 from nutch2.errors import ConfigError
 from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.renderhosts import RenderHosts
-from nutch2.mapred import clock, stop
+from nutch2.mapred import affinity, clock, stop
 from nutch2.parse.needsjs import NeedsJs
 from nutch2.status import ProtocolStatusCode
 
@@ -220,8 +220,9 @@ class Browser:
         setpriv = shutil.which("setpriv")
         if setpriv:  # the browser dies with the task, kill -9 included (its renderers follow it)
             args = [setpriv, "--pdeathsig", "KILL", "--", *args]
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        with affinity.unpinned():  # the browser's processes on every processor, not on the task's one
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = clock.now() + _START_TIMEOUT
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
