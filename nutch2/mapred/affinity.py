@@ -52,9 +52,11 @@ def _take(first: int) -> tuple[int, int] | None:
     """(processor, descriptor of its lock): the first processor from `first` on that no other process holds."""
     assert _FOLDER is not None
     _FOLDER.mkdir(mode=0o700, exist_ok=True)
+    if _FOLDER.lstat().st_uid != os.getuid() or _FOLDER.is_symlink():  # another user's: not ours to trust
+        return None
     at = _ALL.index(first)
     for cpu in _ALL[at:] + _ALL[:at]:
-        fd = os.open(_FOLDER / f"cpu{cpu}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(_FOLDER / f"cpu{cpu}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return cpu, fd
