@@ -12,10 +12,13 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nutch2.mapred.job import Job
+from nutch2.mapred.task import TaskContext
 from nutch2.marks import Mark
 from nutch2.plugins.scoring_opic.opic import set_cash
 from nutch2.status import CrawlStatus
@@ -200,3 +203,24 @@ class QuietHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+class TaskPlace(Job):
+    """A job of empty tasks whose results say where each ran: (its process id, the processors its thread may use)."""
+
+    name = "taskplace"
+
+    def inputs(self, store, n: int) -> list[Any]:
+        return [[i] for i in range(n)]
+
+    def read(self, split: list[int], store) -> list[int]:
+        return split
+
+    def map(self, record: int, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
+        return iter(())
+
+    def result(self, ctx: TaskContext) -> Any:
+        return os.getpid(), sorted(os.sched_getaffinity(0))
+
+    def finish(self, results: list[Any], ctx: TaskContext) -> None:
+        self.places = [tuple(r) for r in results]

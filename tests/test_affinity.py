@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,9 @@ import pytest
 from nutch2.config import Configuration
 from nutch2.mapred import affinity
 from nutch2.mapred.frameworks import make_runner
-from nutch2.mapred.job import Job
-from nutch2.mapred.task import TaskContext
 from nutch2.stores import open_store
 from tests.conftest import CONF_DIR, REPO, require_chromium
+from tests.helpers import TaskPlace
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs_two = pytest.mark.skipif(len(CPUS) < 2, reason="one processor: nothing to choose")
@@ -107,33 +105,12 @@ def test_a_program_started_from_a_task_gets_every_processor() -> None:
     assert pinned_child.strip() != str(CPUS) and free_child.strip() == str(CPUS)
 
 
-class _Where(Job):
-    """Each task's result: its process and the processors its thread may use."""
-
-    name = "where"
-
-    def inputs(self, store, n: int) -> list[Any]:
-        return [[i] for i in range(n)]
-
-    def read(self, split: list[int], store) -> list[int]:
-        return split
-
-    def map(self, record: int, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        return iter(())
-
-    def result(self, ctx: TaskContext) -> Any:
-        return os.getpid(), sorted(os.sched_getaffinity(0))
-
-    def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        self.where = list(results)
-
-
 def _where(conf: Configuration, tasks: int) -> list[tuple[int, list[int]]]:
     store = open_store(conf, "aff", create=True)
     try:
-        job = _Where(conf)
+        job = TaskPlace(conf)
         make_runner(conf, tasks).run(job, store)
-        return job.where
+        return job.places
     finally:
         store.close()
 

@@ -21,14 +21,13 @@ from nutch2.fetch.output import ProtocolOutput
 from nutch2.fetch.queues import FetchItem
 from nutch2.mapred import timebox
 from nutch2.mapred.frameworks import framework, make_runner
-from nutch2.mapred.job import Counters, Job
-from nutch2.mapred.task import TaskContext
+from nutch2.mapred.job import Counters
 from nutch2.status import CrawlStatus
 from nutch2.stores import open_store
 from nutch2.urls.tableutil import reverse_url
 from tests.conftest import CONF_DIR, REPO, make_conf
 from tests.crawlutil import conf_for, defines, rows, seed_file
-from tests.helpers import nutch2
+from tests.helpers import TaskPlace, nutch2
 from tests.testweb import TestWeb
 
 
@@ -210,31 +209,10 @@ def test_fetch_with_a_hung_thread_ends_and_resume_fetches_what_it_left(tmp_path:
     assert again == {u: 1 - first[u] for u in urls}, (first, again)
 
 
-class _Pids(Job):
-    """Each task's result is the id of the process it ran in."""
-
-    name = "pids"
-
-    def inputs(self, store, n: int) -> list[Any]:
-        return [[i] for i in range(n)]
-
-    def read(self, split: list[int], store) -> list[int]:
-        return split
-
-    def map(self, record: int, ctx: TaskContext) -> Iterator[tuple[Any, Any]]:
-        return iter(())
-
-    def result(self, ctx: TaskContext) -> Any:
-        return os.getpid()
-
-    def finish(self, results: list[Any], ctx: TaskContext) -> None:
-        self.pids = list(results)
-
-
 def _task_pids(conf: Configuration, store) -> list[int]:
-    job = _Pids(conf)
+    job = TaskPlace(conf)
     make_runner(conf, 2).run(job, store)
-    return job.pids
+    return [pid for pid, _ in job.places]
 
 
 def test_after_a_hung_thread_in_the_driver_its_jobs_run_every_task_in_a_worker(tmp_path: Path, caplog) -> None:
