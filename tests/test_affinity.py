@@ -95,6 +95,39 @@ def test_a_processor_another_process_holds_is_passed_over(own_locks: Path) -> No
 
 
 @needs_two
+def test_a_processor_that_cannot_be_had_leaves_the_task_to_the_kernel(own_locks: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.sched_setaffinity
+
+    def refused(pid: int, cpus: Any) -> None:
+        if len(set(cpus)) == 1:
+            raise OSError(22, "Invalid argument")  # as when a cpuset took the processor away
+        real(pid, cpus)
+
+    monkeypatch.setattr(os, "sched_setaffinity", refused)
+    ran = []
+    with affinity.pinned(_conf()):
+        ran.append(os.sched_getaffinity(0))
+    assert ran == [set(CPUS)]
+    monkeypatch.setattr(os, "sched_setaffinity", real)
+    first = affinity.cpu_of(0, os.getpid())
+    fd = _hold(own_locks, first)  # its lock was given back: another process can take it
+    os.close(fd)
+
+
+@needs_two
+def test_a_lock_folder_that_is_a_link_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    monkeypatch.setattr(affinity, "_FOLDER", link)
+    with affinity.pinned(_conf()):
+        assert os.sched_getaffinity(0) == set(CPUS)
+    assert list(elsewhere.iterdir()) == []
+
+
+@needs_two
 def test_a_program_started_from_a_task_gets_every_processor() -> None:
     show = [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
     with affinity.pinned(_conf()):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -33,7 +34,8 @@ _ALL: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "s
 _FOLDER = Path(tempfile.gettempdir()) / f"nutch2-cpus-{os.getuid()}" if hasattr(os, "getuid") else None
 _place = [0, 0]  # (slot, base): this process is the slot-th of its command (0: the command), base its command's pid
 _lock = threading.Lock()
-_held: list[int] = []  # [processor, its lock file's descriptor, tasks of this process on it] while tasks run
+_hold: tuple[int, int] | None = None  # (processor, its lock file's descriptor) while this process's tasks run
+_tasks = 0  # tasks of this process running on it
 
 
 def place(slot: int, base: int) -> None:
@@ -52,7 +54,8 @@ def _take(first: int) -> tuple[int, int] | None:
     """(processor, descriptor of its lock): the first processor from `first` on that no other process holds."""
     assert _FOLDER is not None
     _FOLDER.mkdir(mode=0o700, exist_ok=True)
-    if _FOLDER.lstat().st_uid != os.getuid() or _FOLDER.is_symlink():  # another user's: not ours to trust
+    folder = _FOLDER.lstat()
+    if folder.st_uid != os.getuid() or not stat.S_ISDIR(folder.st_mode):  # another user's, or a link: not ours
         return None
     at = _ALL.index(first)
     for cpu in _ALL[at:] + _ALL[:at]:
@@ -68,34 +71,35 @@ def _take(first: int) -> tuple[int, int] | None:
 def _enter(conf: Configuration) -> int | None:
     """The processor this process's tasks keep to (taken now, or already held by its running tasks); None: not
     kept (the setting is off, one processor, or every processor is another process's)."""
+    global _hold, _tasks
     first = cpu_of(*_place) if _place[1] else cpu_of(0, os.getpid())
     if first is None or _FOLDER is None or not conf.get_bool("mapreduce.task.pin.cpu"):
         return None
     with _lock:
-        if not _held:
+        if _hold is None:
             try:
-                taken = _take(first)
+                _hold = _take(first)
             except OSError:  # no lock folder here (a read-only temporary folder): the kernel places the threads
                 return None
-            if taken is None:
+            if _hold is None:
                 return None
-            _held[:] = [*taken, 0]
-        _held[2] += 1
-        return _held[0]
+        _tasks += 1
+        return _hold[0]
 
 
 def _leave() -> None:
+    global _hold, _tasks
     with _lock:
-        _held[2] -= 1
-        if _held[2] == 0:
-            fd = _held[1]
-            _held.clear()
+        _tasks -= 1
+        if _tasks == 0 and _hold is not None:
+            fd, _hold = _hold[1], None
             os.close(fd)  # the lock goes with it
 
 
 @contextlib.contextmanager
 def pinned(conf: Configuration) -> Iterator[None]:
-    """Run the calling thread, and the threads it starts meanwhile, on this process's task processor."""
+    """Run the calling thread, and the threads it starts meanwhile, on this process's task processor (left to
+    the kernel where that cannot be: never a reason for a task to fail)."""
     cpu = _enter(conf)
     if cpu is None:
         yield
@@ -103,9 +107,13 @@ def pinned(conf: Configuration) -> Iterator[None]:
     before = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {cpu})
+    except OSError:  # the processor was taken from this process (a cpuset changed under it)
+        cpu = None
+    try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        if cpu is not None:
+            os.sched_setaffinity(0, before)
         _leave()
 
 
